@@ -1,0 +1,205 @@
+/**
+ * The engine's activities, built by a factory so tests can hand in other parts.
+ *
+ * `runStep` is the whole life of one step attempt: learn the committed attempt (only
+ * when it may differ from what the workflow knows), claim the Command effect, invoke the
+ * operator, and commit the outcome in one statement. On a retryable failure it commits
+ * the retry intent first and then asks Temporal to retry after the computed delay.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { transitionKey as makeTransitionKey } from '../ids';
+import type { Log } from '../log';
+import type { PipelineRegistry } from '../pipeline/registry';
+import { retryDelayMs } from '../retry';
+import type { EffectStore } from '../store/effect-store';
+import type { EffectChange, ExecutionRecord, ExecutionStore } from '../store/execution-store';
+import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails, type TerminalReason } from '../workflows/types';
+import { invokeStep } from './invoke-step';
+import { classifyFailure, toJsonOutput, type StepFailure } from './step-failure';
+import { NonRetryableException } from '../pipeline/define';
+
+export interface EngineDeps {
+  store: ExecutionStore;
+  effects: EffectStore;
+  registry: PipelineRegistry;
+  log: Log;
+  /** reported in DLQ envelopes for LOCAL and FUNCTION steps; default `node-<version>` */
+  platform?: string;
+}
+
+export interface AbandonRequest {
+  tenantId: string;
+  executionId: string;
+  stepIndex: number;
+  reason: string;
+}
+
+export type EngineActivities = ReturnType<typeof createActivities>;
+
+function terminalFailure(details: TerminalDetails, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message, details: [details] });
+}
+
+/** The terminal outcome already committed for this step, if any. */
+function committedTerminal(record: ExecutionRecord, stepIndex: number): TerminalDetails | undefined {
+  if ((record.status === 'FAILED' || record.status === 'REMOTE_OUTCOME_UNKNOWN') && record.failedStepIndex === stepIndex) {
+    return {
+      status: record.status,
+      terminalReason: (record.terminalReason as TerminalReason | null) ?? null,
+      errorCode: record.lastErrorCode ?? 'UNKNOWN',
+      stepIndex,
+      transitionKey: makeTransitionKey(record.executionId, stepIndex, record.attempt),
+    };
+  }
+  return undefined;
+}
+
+export function createActivities(deps: EngineDeps) {
+  const { store, effects, registry, log } = deps;
+  const platform = deps.platform ?? `node-${process.versions.node}`;
+
+  /** A commit matched no row: find out whether this step's outcome is already settled. */
+  async function settle(req: StepRequest): Promise<StepResult> {
+    const record = await store.get(req.tenantId, req.executionId);
+    if (!record) throw new NonRetryableException(`execution ${req.executionId} has no record`, 'EXECUTION_RECORD_MISSING');
+    if (record.currentStepIndex === req.stepIndex + 1) return { output: record.segmentInput };
+    const terminal = committedTerminal(record, req.stepIndex);
+    if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
+    // The state moved under us (another delivery committed a retry): let Temporal try again from the stored state.
+    throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `execution ${req.executionId} moved to ${record.status} step ${record.currentStepIndex} attempt ${record.attempt}` });
+  }
+
+  async function runStep(req: StepRequest): Promise<StepResult> {
+    const activity = Context.current();
+    const step = registry.step(req.pipeline, req.stepIndex);
+    let attempt = req.attempt;
+
+    // Only a run's first step or a Temporal retry can see a committed attempt the workflow does not know.
+    if (req.firstOfRun || activity.info.attempt > 1) {
+      const runId = activity.info.workflowExecution?.runId ?? 'unknown';
+      const record = await store.begin(req.tenantId, req.executionId, runId);
+      if (!record) throw ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message: `execution ${req.executionId} has no record` });
+      if (req.firstOfRun && record.runId !== runId) {
+        // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.
+        log.warn({ event: 'execution_duplicate_run_ignored', tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId });
+        throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: `run ${runId} is a duplicate; ${record.runId} owns execution ${req.executionId}` });
+      }
+      if (record.currentStepIndex > req.stepIndex) return { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null };
+      const terminal = committedTerminal(record, req.stepIndex);
+      if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
+      attempt = record.attempt;
+    }
+    const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, attempt);
+    const logFields = { tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: req.correlationId, step: step.name };
+    const fail = (failure: StepFailure, effect?: EffectChange) => failStep(req, attempt, transitionKey, step.transport, failure, logFields, effect);
+
+    if (req.redriveIntent === 'RETRY_FAILED_COMMAND' && !step.command) {
+      return fail({ retryable: false, errorCode: 'RETRY_INTENT_NOT_A_COMMAND', errorMessage: `step ${req.stepIndex} (${step.name}) is not a Command step; RETRY_FAILED_COMMAND cannot retry it`, terminalEffectStatus: 'FAILED_TERMINAL' });
+    }
+
+    let effect: EffectChange | undefined;
+    if (step.command) {
+      const claim = await effects.claim(req.tenantId, req.executionId, req.stepIndex, step.name, attempt, transitionKey);
+      if (!claim.claimed) {
+        if (claim.effect.status === 'SUCCEEDED') {
+          // The effect happened already: reuse its stored result, never invoke again.
+          const committed = await store.commitSucceeded(req.tenantId, req.executionId, req.stepIndex, attempt, claim.effect.result);
+          return committed.committed ? { output: claim.effect.result } : settle(req);
+        }
+        return fail({ retryable: false, errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE', errorMessage: `Command effect of step ${req.stepIndex} is ${claim.effect.status}; it is never redispatched`, terminalEffectStatus: claim.effect.status });
+      }
+      effect = { status: 'SUCCEEDED', transitionKey };
+    }
+
+    let output: unknown;
+    try {
+      const raw = await invokeStep({
+        step,
+        input: req.input,
+        timeoutMs: req.timeoutMs,
+        cancellation: activity.cancellationSignal,
+        heartbeat: () => activity.heartbeat(),
+        heartbeatEveryMs: activity.info.heartbeatTimeoutMs ? Math.max(100, Math.floor(activity.info.heartbeatTimeoutMs / 3)) : undefined,
+        context: { tenantId: req.tenantId, executionId: req.executionId, correlationId: req.correlationId, pipeline: req.pipeline, stepIndex: req.stepIndex, stepName: step.name, attempt, transitionKey },
+      });
+      output = toJsonOutput(raw);
+    } catch (err) {
+      return fail(classifyFailure(err), effect);
+    }
+
+    const committed = await store.commitSucceeded(req.tenantId, req.executionId, req.stepIndex, attempt, output, effect && { ...effect, result: output });
+    if (!committed.committed) return settle(req);
+    log.debug({ event: 'execution_step_succeeded', ...logFields, version: committed.version });
+    return { output };
+  }
+
+  async function failStep(
+    req: StepRequest,
+    attempt: number,
+    transitionKey: string,
+    transport: string,
+    failure: StepFailure,
+    logFields: Record<string, unknown>,
+    effect: EffectChange | undefined,
+  ): Promise<never> {
+    const observed = attempt - req.budgetStartAttempt;
+    if (failure.retryable && observed < req.retry.limit) {
+      const delayMs = retryDelayMs(req.retry, observed + 1);
+      const committed = await store.commitRetry(req.tenantId, req.executionId, req.stepIndex, attempt, delayMs, failure.errorCode, failure.errorMessage, effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode });
+      if (!committed.committed) await settle(req);
+      log.info({ event: 'execution_step_retry_scheduled', ...logFields, errorCode: failure.errorCode, attempt, nextAttempt: attempt + 1, delayMs });
+      throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `${failure.errorCode}: ${failure.errorMessage}`, nextRetryDelay: delayMs });
+    }
+
+    const terminalReason: TerminalReason = failure.retryable ? 'retry_exhausted' : 'non_retryable';
+    const envelope = {
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      transitionKey,
+      transport,
+      platform,
+      terminalStatus: 'FAILED',
+      createdAtEpochMs: Date.now(),
+      terminalReason,
+      errorCode: failure.errorCode,
+      errorMessage: failure.errorMessage,
+      retryable: failure.retryable,
+      retriesObserved: observed,
+    };
+    const committed = await store.commitFailed(
+      req.tenantId, req.executionId, req.stepIndex, attempt,
+      { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope },
+      effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
+    );
+    if (!committed.committed) await settle(req);
+    log.warn({ event: 'execution_failed', ...logFields, terminalReason, errorCode: failure.errorCode, retriesObserved: observed, version: committed.version });
+    throw terminalFailure(
+      { status: 'FAILED', terminalReason, errorCode: failure.errorCode, stepIndex: req.stepIndex, transitionKey },
+      `${terminalReason}: ${failure.errorCode}: ${failure.errorMessage}`,
+    );
+  }
+
+  /**
+   * Temporal gave up on a step without the activity committing an outcome (the worker
+   * kept dying past the redelivery allowance). Commit FAILED and a DLQ envelope now.
+   */
+  async function abandonStep(req: AbandonRequest): Promise<TerminalDetails> {
+    const record = await store.get(req.tenantId, req.executionId);
+    if (!record) throw new NonRetryableException(`execution ${req.executionId} has no record`, 'EXECUTION_RECORD_MISSING');
+    const already = committedTerminal(record, req.stepIndex);
+    if (already) return already;
+    const step = registry.step(record.pipeline, req.stepIndex);
+    const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
+    const errorCode = 'STEP_ABANDONED';
+    const envelope = {
+      tenantId: req.tenantId, executionId: req.executionId, transitionKey, transport: step.transport, platform,
+      terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode,
+      errorMessage: req.reason, retryable: true, retriesObserved: record.attempt - 1,
+    };
+    await store.commitFailed(req.tenantId, req.executionId, req.stepIndex, record.attempt, { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope });
+    log.warn({ event: 'execution_failed', tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: record.correlationId, terminalReason: 'retry_exhausted', errorCode });
+    return { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode, stepIndex: req.stepIndex, transitionKey };
+  }
+
+  return { runStep, abandonStep };
+}

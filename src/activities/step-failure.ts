@@ -1,0 +1,83 @@
+/**
+ * How an operator's throw (or its result) maps to a failure class: retryable or not,
+ * a bounded error code (safe as a metric label), a message without payload, and the
+ * Command effect status it leaves.
+ */
+import { NonRetryableException, UserActionRequiredException } from '../pipeline/define';
+import type { EffectStatus } from '../store/execution-store';
+
+export interface StepFailure {
+  retryable: boolean;
+  errorCode: string;
+  errorMessage: string;
+  /** effect status when the failure is final for this attempt (retryable ones become FAILED_RETRYABLE) */
+  terminalEffectStatus: EffectStatus;
+}
+
+const CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+const MAX_MESSAGE = 500;
+
+/** The step's own deadline passed; the operator's signal was aborted. Retryable. */
+export class StepTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`step deadline of ${timeoutMs} ms passed`);
+    this.name = 'StepTimeoutError';
+  }
+}
+
+/** The operator returned something JSON cannot carry to the next step. Not retryable. */
+export class OutputNotSerializableError extends NonRetryableException {
+  constructor(detail: string) {
+    super(`operator output is not JSON-serialisable: ${detail}`, 'OPERATOR_OUTPUT_NOT_SERIALIZABLE');
+  }
+}
+
+export function classifyFailure(err: unknown): StepFailure {
+  const message = (err instanceof Error ? err.message : String(err)).slice(0, MAX_MESSAGE);
+  if (err instanceof UserActionRequiredException) {
+    return { retryable: false, errorCode: err.code, errorMessage: message, terminalEffectStatus: 'USER_ACTION_REQUIRED' };
+  }
+  if (err instanceof NonRetryableException) {
+    return { retryable: false, errorCode: CODE.test(err.code) ? err.code : 'NON_RETRYABLE', errorMessage: message, terminalEffectStatus: 'FAILED_TERMINAL' };
+  }
+  if (err instanceof StepTimeoutError) {
+    return { retryable: true, errorCode: 'STEP_TIMEOUT', errorMessage: message, terminalEffectStatus: 'FAILED_RETRYABLE' };
+  }
+  const code = (err as { code?: unknown })?.code;
+  return {
+    retryable: true,
+    errorCode: typeof code === 'string' && CODE.test(code) ? code : 'OPERATOR_ERROR',
+    errorMessage: message,
+    terminalEffectStatus: 'FAILED_RETRYABLE',
+  };
+}
+
+/** Throws OutputNotSerializableError unless `value` survives JSON unchanged in kind. `undefined` becomes null. */
+export function toJsonOutput(value: unknown): unknown {
+  if (value === undefined) return null;
+  const seen = new Set<object>();
+  const check = (v: unknown, path: string): void => {
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') return;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) throw new OutputNotSerializableError(`${path} is ${v}`);
+      return;
+    }
+    if (typeof v === 'bigint' || typeof v === 'function' || typeof v === 'symbol' || typeof v === 'undefined') {
+      throw new OutputNotSerializableError(`${path} is a ${typeof v}`);
+    }
+    if (typeof v === 'object') {
+      if (seen.has(v)) throw new OutputNotSerializableError(`${path} is a circular reference`);
+      seen.add(v);
+      if (Array.isArray(v)) v.forEach((item, i) => check(item, `${path}[${i}]`));
+      else if (v instanceof Date) return;
+      else {
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null) throw new OutputNotSerializableError(`${path} is a ${proto?.constructor?.name ?? 'class'} instance`);
+        for (const [key, item] of Object.entries(v)) if (item !== undefined) check(item, `${path}.${key}`);
+      }
+      seen.delete(v);
+    }
+  };
+  check(value, 'output');
+  return JSON.parse(JSON.stringify(value));
+}

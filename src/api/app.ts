@@ -1,0 +1,102 @@
+/**
+ * The Hono app: the submit API under /{prefix}/api, the admin API under
+ * /{prefix}/admin, health at /healthz. Every route validates its path ids, query and
+ * body before touching anything.
+ */
+import { Hono } from 'hono';
+import { z } from 'zod';
+import type { Config } from '../config/config';
+import { NotFoundError } from '../errors';
+import type { Log } from '../log';
+import type { ExecutionService } from '../service/executions';
+import { StartExecutionRequest } from '../service/executions';
+import type { DlqStore } from '../store/dlq-store';
+import type { EffectStore } from '../store/effect-store';
+import type { ExecutionStore } from '../store/execution-store';
+import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
+import { problem, problemHandler } from './problem';
+import { decodeCursor, encodeCursor, pathId, readJson, readQuery } from './request';
+import { effectView, recordView } from './views';
+
+export interface AppDeps {
+  config: Config;
+  log: Log;
+  store: ExecutionStore;
+  effects: EffectStore;
+  dlq: DlqStore;
+  executions: ExecutionService;
+}
+
+const Limit = z.coerce.number().int().min(1).max(500).default(50);
+const ListExecutionsQuery = z.object({
+  status: z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']).optional(),
+  limit: Limit,
+  cursor: z.string().max(512).optional(),
+}).strict();
+const ListDlqQuery = z.object({
+  terminalReason: z.enum(['retry_exhausted', 'non_retryable']).optional(),
+  errorCode: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
+  limit: Limit,
+  cursor: z.string().max(512).optional(),
+}).strict();
+
+export function createApp(deps: AppDeps) {
+  const { config, log } = deps;
+  const prefix = `/${config['pipeline.admin.prefix']}`;
+  const tokens = config['pipeline.auth.tokens'];
+  const app = new Hono<AuthEnv>();
+  app.onError(problemHandler(log));
+  app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`));
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  const api = new Hono<AuthEnv>();
+  api.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'submit', log }));
+  api.post('/tenants/:tenantId/executions', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const body = await readJson(c, StartExecutionRequest);
+    const outcome = await deps.executions.start(tenantId, body);
+    return c.json({ ...recordView(outcome.record), dispatch: outcome.dispatch, runId: outcome.runId ?? outcome.record.runId }, outcome.created ? 202 : 200);
+  });
+
+  const admin = new Hono<AuthEnv>();
+  admin.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'admin', log }));
+
+  admin.get('/tenants/:tenantId/executions', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const query = readQuery(c, ListExecutionsQuery);
+    const after = decodeCursor(query.cursor, (v): v is { createdAt: string; executionId: string } => typeof v?.createdAt === 'string' && !Number.isNaN(Date.parse(v.createdAt)) && typeof v?.executionId === 'string');
+    const page = await deps.store.list(tenantId, { status: query.status, limit: query.limit, after });
+    const last = page.records.at(-1);
+    return c.json({ items: page.records.map(recordView), nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, executionId: last.executionId }) : null });
+  });
+
+  admin.get('/tenants/:tenantId/executions/:executionId', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const executionId = pathId(c, 'executionId');
+    const record = await deps.store.get(tenantId, executionId);
+    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    return c.json(recordView(record));
+  });
+
+  admin.get('/tenants/:tenantId/executions/:executionId/effects', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const executionId = pathId(c, 'executionId');
+    const record = await deps.store.get(tenantId, executionId);
+    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    return c.json({ items: (await deps.effects.list(tenantId, executionId)).map(effectView) });
+  });
+
+  admin.get('/tenants/:tenantId/dlq', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const query = readQuery(c, ListDlqQuery);
+    const before = decodeCursor(query.cursor, (v): v is { before: number } => Number.isSafeInteger(v?.before));
+    const page = await deps.dlq.list(tenantId, { terminalReason: query.terminalReason, errorCode: query.errorCode, limit: query.limit, before: before?.before });
+    const last = page.entries.at(-1);
+    return c.json({ items: page.entries, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
+  });
+
+  app.route(`${prefix}/api`, api);
+  app.route(`${prefix}/admin`, admin);
+  return app;
+}

@@ -1,0 +1,44 @@
+import { Hono } from 'hono';
+import { describe, expect, it } from 'vitest';
+import { problemHandler } from '../problem';
+import { bearerAuth, sha256Hex, type AuthEnv } from './bearer-auth';
+
+function app() {
+  const tokens = [
+    { sha256: sha256Hex('admin-secret'), role: 'admin' as const },
+    { sha256: sha256Hex('tenant-a-secret'), role: 'admin' as const, tenants: ['a'] },
+    { sha256: sha256Hex('submit-secret'), role: 'submit' as const },
+  ];
+  const hono = new Hono<AuthEnv>();
+  hono.onError(problemHandler());
+  hono.get('/admin/tenants/:tenantId/x', bearerAuth({ tokens, role: 'admin' }), (c) => c.json({ who: c.get('principal').name }));
+  return hono;
+}
+const get = (path: string, auth?: string) => app().request(path, { headers: auth ? { authorization: auth } : {} });
+
+describe('bearerAuth', () => {
+  it('rejects a missing token with 401 and a Bearer challenge', async () => {
+    const res = await get('/admin/tenants/a/x');
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await res.json()).code).toBe('UNAUTHORIZED');
+  });
+  it('rejects a wrong token with 401', async () => {
+    expect((await get('/admin/tenants/a/x', 'Bearer nope')).status).toBe(401);
+    expect((await get('/admin/tenants/a/x', 'Basic YWRtaW4=')).status).toBe(401);
+  });
+  it('accepts an admin token', async () => {
+    const res = await get('/admin/tenants/a/x', 'Bearer admin-secret');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ who: 'token-0' });
+  });
+  it('gives 403 to a token for tenant a on tenant b', async () => {
+    expect((await get('/admin/tenants/a/x', 'Bearer tenant-a-secret')).status).toBe(200);
+    const res = await get('/admin/tenants/b/x', 'Bearer tenant-a-secret');
+    expect(res.status).toBe(403);
+    expect((await res.json()).code).toBe('FORBIDDEN');
+  });
+  it('gives 403 to a submit-only token on the admin API', async () => {
+    expect((await get('/admin/tenants/a/x', 'Bearer submit-secret')).status).toBe(403);
+  });
+});

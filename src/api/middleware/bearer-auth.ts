@@ -1,0 +1,53 @@
+/**
+ * Bearer authentication against configured token hashes. Every configured token is
+ * compared, in constant time over SHA-256 digests, with no early exit on a match, so
+ * response time says nothing about which token (if any) matched. Sets `principal`.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import type { TokenConfig } from '../../config/config';
+import { ForbiddenError, UnauthorizedError } from '../../errors';
+import type { Log } from '../../log';
+
+export interface Principal {
+  name: string;
+  role: 'admin' | 'submit';
+  tenants?: string[];
+}
+
+export type AuthEnv = { Variables: { principal: Principal } };
+
+export function sha256Hex(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+export function bearerAuth(options: { tokens: TokenConfig[]; role: 'admin' | 'submit'; log?: Log }): MiddlewareHandler<AuthEnv> {
+  if (!Array.isArray(options.tokens)) throw new TypeError('bearerAuth: tokens must be an array');
+  const entries = options.tokens.map((token, index) => ({ digest: Buffer.from(token.sha256.toLowerCase(), 'hex'), token, index }));
+  return async function bearerAuthMiddleware(c, next) {
+    const header = c.req.header('authorization') ?? '';
+    const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
+    if (!match) {
+      options.log?.info({ event: 'admin_auth_failed', reason: header ? 'malformed' : 'missing', path: c.req.path });
+      throw new UnauthorizedError();
+    }
+    const presented = createHash('sha256').update(match[1], 'utf8').digest();
+    let found: (typeof entries)[number] | undefined;
+    for (const entry of entries) {
+      // No break: the loop costs the same whichever entry matches.
+      if (timingSafeEqual(entry.digest, presented) && !found) found = entry;
+    }
+    if (!found) {
+      options.log?.info({ event: 'admin_auth_failed', reason: 'unknown_token', path: c.req.path });
+      throw new UnauthorizedError();
+    }
+    const principal: Principal = { name: found.token.name ?? `token-${found.index}`, role: found.token.role, tenants: found.token.tenants };
+    if (options.role === 'admin' && principal.role !== 'admin') throw new ForbiddenError('this token may not use the admin API');
+    const tenantId = c.req.param('tenantId');
+    if (tenantId !== undefined && principal.tenants && !principal.tenants.includes(tenantId)) {
+      throw new ForbiddenError(`this token may not act on tenant ${tenantId}`);
+    }
+    c.set('principal', principal);
+    await next();
+  };
+}

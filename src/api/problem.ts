@@ -1,0 +1,33 @@
+/**
+ * Maps errors to application/problem+json (RFC 9457) with a stable `code`. Unknown
+ * errors become a 500 that says nothing about their content (no stack, no SQL).
+ */
+import type { Context, ErrorHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { PipelineError } from '../errors';
+import type { Log } from '../log';
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
+  413: 'Content Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Content', 500: 'Internal Server Error', 503: 'Service Unavailable',
+};
+
+export function problem(c: Context, status: number, code: string, detail: string, extra: Record<string, unknown> = {}) {
+  const body = { type: `urn:pipeline:problem:${code.toLowerCase().replace(/_/g, '-')}`, title: TITLES[status] ?? 'Error', status, detail, code, ...extra };
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
+  if (status === 401) headers['www-authenticate'] = 'Bearer';
+  return c.body(JSON.stringify(body), status as 400, headers);
+}
+
+export function problemHandler(log?: Log): ErrorHandler {
+  return (err, c) => {
+    if (err instanceof PipelineError) return problem(c, err.status, err.code, err.message, err.extra);
+    if (err instanceof HTTPException) {
+      const status = err.status;
+      const code = status === 413 ? 'BODY_TOO_LARGE' : status === 404 ? 'NOT_FOUND' : `HTTP_${status}`;
+      return problem(c, status, code, err.message || TITLES[status] || 'error');
+    }
+    log?.error({ event: 'http_unhandled_error', path: c.req.path, method: c.req.method, error: err instanceof Error ? err.name : 'unknown' });
+    return problem(c, 500, 'INTERNAL', 'the request could not be completed; see the service log');
+  };
+}

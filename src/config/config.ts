@@ -1,0 +1,181 @@
+/**
+ * Service configuration: every key of the spec plus the service's own, loaded from
+ * defaults, then an optional JSON file (`PIPELINE_CONFIG`), then environment variables,
+ * and validated with zod. A bad value stops start-up with a message naming the key.
+ *
+ * Environment names are the key upper-cased with `.` and `-` turned into `_`:
+ * `pipeline.defaults.retry-limit` → `PIPELINE_DEFAULTS_RETRY_LIMIT`. A few well-known
+ * names are also read: `DATABASE_URL`, `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `PORT`.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ConfigError } from '../errors';
+import { parseDuration } from './duration';
+
+const duration = (key: string) =>
+  z.union([z.string(), z.number()]).transform((value, ctx) => {
+    const ms = parseDuration(value);
+    if (ms === undefined) {
+      ctx.addIssue({ code: 'custom', message: `${key} must be a duration such as 30s, 1500ms or PT30S (got ${JSON.stringify(value)})` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const intFromString = z.union([z.number(), z.string().regex(/^-?\d+$/, 'must be a whole number')]).transform(Number).pipe(z.number().int('must be a whole number'));
+const boolFromString = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
+
+export const DLQ_PROVIDERS = ['postgres'] as const;
+
+export const TokenConfig = z.object({
+  /** hex SHA-256 of the bearer token; the token itself is never configured */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/i, 'must be a hex SHA-256'),
+  role: z.enum(['admin', 'submit']),
+  /** tenants this token may act on; absent = all tenants */
+  tenants: z.array(z.string()).optional(),
+  /** a name for audit logs (never the token) */
+  name: z.string().optional(),
+});
+export type TokenConfig = z.infer<typeof TokenConfig>;
+
+/** The schema, with defaults. Keys are the spec's flat dotted names. */
+export const ConfigSchema = z.object({
+  /** Orchestration mode; only `QUEUE_ASYNC` (background execution) is implemented. */
+  'pipeline.orchestrator.mode': z.literal('QUEUE_ASYNC', { message: 'pipeline.orchestrator.mode must be QUEUE_ASYNC (the only mode this service runs)' }).default('QUEUE_ASYNC'),
+  /** Kind of queue used as the Execution DLQ. Default `postgres`. */
+  'pipeline.orchestrator.dlq-provider': z.string().default('postgres'),
+  /** Address of the DLQ. For `postgres`: omitted, or a postgres:// URL of the store database. */
+  'pipeline.orchestrator.dlq-url': z.string().optional(),
+  /** Deadline of a REST transition worker call. Default 30s. */
+  'pipeline.orchestrator.worker.rest.request-timeout': duration('pipeline.orchestrator.worker.rest.request-timeout').default(30_000),
+  /** Deadline of a gRPC transition worker call. Default 30s. */
+  'pipeline.orchestrator.worker.grpc.request-timeout': duration('pipeline.orchestrator.worker.grpc.request-timeout').default(30_000),
+  /** Start-to-close timeout of a LOCAL/FUNCTION step activity. Default 5m. */
+  'pipeline.orchestrator.worker.step-timeout': duration('pipeline.orchestrator.worker.step-timeout').default(300_000),
+  /** Heartbeat timeout of a step activity: how soon a dead worker's step is redelivered. Default 30s. */
+  'pipeline.orchestrator.worker.heartbeat-timeout': duration('pipeline.orchestrator.worker.heartbeat-timeout').default(30_000),
+  /** Retries after the first attempt. Default 5 (up to 6 attempts); 0 is valid. */
+  'pipeline.defaults.retry-limit': intFromString.pipe(z.number().min(0, 'must be ≥ 0').max(1000)).default(5),
+  /** Base delay before the first retry, ms. Default 1000. */
+  'pipeline.defaults.retry-wait-ms': intFromString.pipe(z.number().min(0)).default(1000),
+  /** Cap of the exponential backoff, ms. Default 30000. */
+  'pipeline.defaults.max-backoff': intFromString.pipe(z.number().min(0)).default(30_000),
+  /** Equal jitter on retry delays. Default true. */
+  'pipeline.defaults.jitter': boolFromString.default(true),
+  /** Fixed first path segment of the HTTP API. Default `pipeline`. */
+  'pipeline.admin.prefix': z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be one path segment of [A-Za-z0-9_-]').default('pipeline'),
+  /** Bearer tokens as a JSON array of { sha256, role, tenants?, name? }. */
+  'pipeline.auth.tokens': z.union([z.string(), z.array(z.unknown())]).transform((value, ctx) => {
+    try {
+      return z.array(TokenConfig).parse(typeof value === 'string' ? JSON.parse(value) : value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `pipeline.auth.tokens must be a JSON array of { sha256, role, tenants? } (${err instanceof Error ? err.message.split('\n')[0] : 'invalid'})` });
+      return z.NEVER;
+    }
+  }).default([]),
+  /** HTTP port of the API. Default 8080. */
+  'pipeline.server.port': intFromString.pipe(z.number().min(0).max(65535)).default(8080),
+  /** Postgres URL of the store. Absent = embedded PGlite under the data dir. */
+  'pipeline.store.url': z.string().optional(),
+  /** Temporal frontend address. Absent = embedded Temporal dev server. */
+  'pipeline.temporal.address': z.string().optional(),
+  'pipeline.temporal.namespace': z.string().default('default'),
+  'pipeline.temporal.task-queue': z.string().default('pipeline'),
+  /** Where the embedded default keeps its state. Default `.data`. */
+  'pipeline.data-dir': z.string().default('.data'),
+  /** How often the due-execution sweeper looks for undispatched runs. Default 5s. */
+  'pipeline.sweeper.interval': duration('pipeline.sweeper.interval').default(5000),
+});
+export type Config = z.output<typeof ConfigSchema>;
+export type ConfigInput = Partial<z.input<typeof ConfigSchema>>;
+
+const ALIASES: Record<string, keyof Config> = {
+  DATABASE_URL: 'pipeline.store.url',
+  TEMPORAL_ADDRESS: 'pipeline.temporal.address',
+  TEMPORAL_NAMESPACE: 'pipeline.temporal.namespace',
+  PORT: 'pipeline.server.port',
+};
+
+export function envName(key: string): string {
+  return key.toUpperCase().replace(/[.-]/g, '_');
+}
+
+/** Reads the raw key/value pairs from a file and the environment, without validating. */
+function collectRaw(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const raw: Record<string, unknown> = {};
+  const file = env.PIPELINE_CONFIG;
+  if (file) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`PIPELINE_CONFIG (${file}) is not a readable JSON file: ${err instanceof Error ? err.message : err}`);
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new ConfigError(`PIPELINE_CONFIG (${file}) must hold a JSON object of "pipeline.*" keys`);
+    }
+    Object.assign(raw, parsed);
+  }
+  for (const [alias, key] of Object.entries(ALIASES)) {
+    if (env[alias] !== undefined && env[alias] !== '') raw[key] = env[alias];
+  }
+  for (const key of Object.keys(ConfigSchema.shape)) {
+    const value = env[envName(key)];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  return raw;
+}
+
+/**
+ * Validates configuration. `overrides` win over the file and the environment (tests use it).
+ * Throws ConfigError naming every bad key and the expected shape.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigInput = {}): Config {
+  const raw = { ...collectRaw(env), ...overrides };
+  const unknownKeys = Object.keys(raw).filter((key) => !(key in ConfigSchema.shape));
+  if (unknownKeys.length > 0) {
+    throw new ConfigError(`unknown configuration key(s): ${unknownKeys.join(', ')}`);
+  }
+  const result = ConfigSchema.safeParse(raw);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => {
+      const key = String(issue.path[0] ?? '(config)');
+      return issue.message.startsWith(key) ? issue.message : `${key}: ${issue.message}`;
+    });
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return checkDlq(result.data);
+}
+
+function checkDlq(config: Config): Config {
+  const provider = config['pipeline.orchestrator.dlq-provider'];
+  if (!(DLQ_PROVIDERS as readonly string[]).includes(provider)) {
+    throw new ConfigError(`pipeline.orchestrator.dlq-provider: unknown provider "${provider}"; expected one of ${DLQ_PROVIDERS.join(', ')}`);
+  }
+  const url = config['pipeline.orchestrator.dlq-url'];
+  if (url !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new ConfigError(`pipeline.orchestrator.dlq-url: "${url}" is not a URL; the postgres provider expects postgres://host/database (or leave it unset to use the store database)`);
+    }
+    if (!['postgres:', 'postgresql:'].includes(parsed.protocol)) {
+      throw new ConfigError(`pipeline.orchestrator.dlq-url: provider "postgres" needs a postgres:// URL, got ${parsed.protocol}//…`);
+    }
+    const store = config['pipeline.store.url'];
+    if (store && sameDatabase(store, parsed) === false) {
+      throw new ConfigError('pipeline.orchestrator.dlq-url: the postgres DLQ must live in the store database (the envelope commits in the same transaction as the FAILED record)');
+    }
+  }
+  return config;
+}
+
+function sameDatabase(storeUrl: string, dlq: URL): boolean | undefined {
+  try {
+    const store = new URL(storeUrl);
+    return store.hostname === dlq.hostname && (store.port || '5432') === (dlq.port || '5432') && store.pathname === dlq.pathname;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * Structured logs: one JSON object per line (pino). Event names go in `event`; the
+ * spec's names are used verbatim. Nothing here ever logs a payload: callers pass ids,
+ * codes and durations only.
+ */
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+export type Log = Logger;
+
+export function createLog(options: { level?: string; destination?: DestinationStream } = {}): Log {
+  return pino(
+    {
+      level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+      base: { service: 'pipeline-orchestrator' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    options.destination,
+  );
+}

@@ -1,0 +1,118 @@
+/**
+ * The developer-facing pipeline API: declare a pipeline as an ordered list of steps.
+ *
+ * ```ts
+ * export const orders = definePipeline({
+ *   name: 'orders',
+ *   steps: [
+ *     localStep('validate', async (input: Order) => validate(input)),
+ *     localStep('charge', charge, { command: true, retry: { limit: 3 } }),
+ *     functionStep('notify', async (event, context) => send(event, context.invocationId)),
+ *   ],
+ * });
+ * ```
+ *
+ * An operator gets its segment input and a StepContext carrying the transition identity
+ * (use it as the idempotency key of anything it calls), the tenant and correlation ids
+ * and an abort signal. It throws NonRetryableException for failures a retry cannot fix;
+ * any other throw is retryable. Its return value, which must be JSON, is the next
+ * step's segment input.
+ */
+import type { RetryOverride } from '../retry';
+
+export type Transport = 'LOCAL' | 'FUNCTION' | 'REST' | 'GRPC';
+
+export interface StepContext {
+  tenantId: string;
+  executionId: string;
+  correlationId: string | null;
+  pipeline: string;
+  stepIndex: number;
+  stepName: string;
+  /** the committed attempt of this step, from 1 */
+  attempt: number;
+  /** `executionId:stepIndex:attempt`: the idempotency key of this attempt */
+  transitionKey: string;
+  /** aborted when the step's deadline passes or Temporal cancels the activity */
+  signal: AbortSignal;
+}
+
+export type Operator<I = any, O = any> = (input: I, ctx: StepContext) => O | Promise<O>;
+
+/** Lambda-style context of a FUNCTION step. */
+export interface FunctionContext {
+  functionName: string;
+  /** the transition identity */
+  invocationId: string;
+  tenantId: string;
+  executionId: string;
+  correlationId: string | null;
+  attempt: number;
+  getRemainingTimeInMillis(): number;
+  signal: AbortSignal;
+}
+
+export type FunctionHandler<E = any, R = any> = (event: E, context: FunctionContext) => R | Promise<R>;
+
+interface StepCommon {
+  name: string;
+  /** a side-effecting step whose effect is tracked in the CommandEffectStore */
+  command?: boolean;
+  /** overrides the pipeline's and the service's retry defaults */
+  retry?: RetryOverride;
+  /** the step's own deadline; default pipeline.orchestrator.worker.step-timeout */
+  timeoutMs?: number;
+}
+
+export type StepDefinition =
+  | (StepCommon & { transport: 'LOCAL'; run: Operator })
+  | (StepCommon & { transport: 'FUNCTION'; handler: FunctionHandler });
+
+export interface PipelineDefinition {
+  name: string;
+  steps: StepDefinition[];
+  /** overrides the service's retry defaults for every step of the pipeline */
+  retry?: RetryOverride;
+}
+
+export function localStep<I, O>(name: string, run: Operator<I, O>, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
+  return { ...options, name, transport: 'LOCAL', run };
+}
+
+export function functionStep<E, R>(name: string, handler: FunctionHandler<E, R>, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
+  return { ...options, name, transport: 'FUNCTION', handler };
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Checks a pipeline when it is declared, so a mistake fails at start-up and not mid-run. */
+export function definePipeline(definition: PipelineDefinition): PipelineDefinition {
+  if (!NAME.test(definition.name)) throw new TypeError(`pipeline name "${definition.name}" must match ${NAME}`);
+  if (definition.steps.length === 0) throw new TypeError(`pipeline "${definition.name}" has no steps`);
+  const seen = new Set<string>();
+  for (const step of definition.steps) {
+    if (!NAME.test(step.name)) throw new TypeError(`pipeline "${definition.name}": step name "${step.name}" must match ${NAME}`);
+    if (seen.has(step.name)) throw new TypeError(`pipeline "${definition.name}": step name "${step.name}" is used twice`);
+    seen.add(step.name);
+  }
+  return definition;
+}
+
+/** A failure no retry can fix (bad payload, broken contract). Ends in `non_retryable`. */
+export class NonRetryableException extends Error {
+  constructor(
+    message: string,
+    readonly code = 'NON_RETRYABLE',
+  ) {
+    super(message);
+    this.name = 'NonRetryableException';
+  }
+}
+
+/** A Command step whose effect needs a person before anything else is tried. Ends in `non_retryable`. */
+export class UserActionRequiredException extends NonRetryableException {
+  constructor(message: string, code = 'USER_ACTION_REQUIRED') {
+    super(message, code);
+    this.name = 'UserActionRequiredException';
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Retry policy: the spec's defaults, a step's override, and the backoff formula.
+ *
+ * `limit` counts retries after the first attempt (limit 5 = up to 6 attempts).
+ * The delay before retry n (n ≥ 1) is min(maxBackoffMs, waitMs · 2^(n-1)); with jitter
+ * it is drawn uniformly from [delay/2, delay] ("equal jitter"), so a retry never comes
+ * sooner than half the nominal delay.
+ */
+export interface RetryPolicy {
+  /** retries after the first attempt; default 5 */
+  limit: number;
+  /** base delay, ms; default 1000 */
+  waitMs: number;
+  /** cap of the exponential delay, ms; default 30000 */
+  maxBackoffMs: number;
+  /** equal jitter; default true */
+  jitter: boolean;
+}
+
+export type RetryOverride = Partial<RetryPolicy>;
+
+export function nominalDelayMs(policy: RetryPolicy, retryNumber: number): number {
+  const exponential = policy.waitMs * 2 ** Math.max(0, retryNumber - 1);
+  return Math.min(policy.maxBackoffMs, exponential);
+}
+
+export function retryDelayMs(policy: RetryPolicy, retryNumber: number, random: () => number = Math.random): number {
+  const nominal = nominalDelayMs(policy, retryNumber);
+  if (!policy.jitter) return nominal;
+  return Math.round(nominal / 2 + random() * (nominal / 2));
+}
+
+/** Whether a failure of `attempt` may be retried, counting from the run's first attempt of the step. */
+export function retriesObserved(attempt: number, budgetStartAttempt: number): number {
+  return attempt - budgetStartAttempt;
+}

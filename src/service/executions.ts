@@ -1,0 +1,77 @@
+/**
+ * Starting executions: admission (record + dispatch row in one transaction), then the
+ * Temporal start after commit. A repeated executionKey in a tenant returns the existing
+ * execution instead of starting another.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { ConflictError } from '../errors';
+import { Id, workflowIdFor } from '../ids';
+import type { Log } from '../log';
+import type { PipelineRegistry } from '../pipeline/registry';
+import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
+import type { Dispatcher, DispatchOutcome } from '../temporal/dispatcher';
+
+export const StartExecutionRequest = z
+  .object({
+    pipeline: z.string().min(1).max(64),
+    executionId: Id.optional(),
+    executionKey: z.string().min(1).max(256).optional(),
+    input: z.unknown().optional(),
+    correlationId: z.string().min(1).max(256).optional(),
+    resource: z.object({ type: z.string().min(1).max(128), name: z.string().min(1).max(256) }).strict().optional(),
+  })
+  .strict();
+export type StartExecutionRequest = z.infer<typeof StartExecutionRequest>;
+
+export interface StartOutcome {
+  created: boolean;
+  record: ExecutionRecord;
+  dispatch: DispatchOutcome['dispatch'] | 'existing';
+  runId: string | null;
+}
+
+export class ExecutionService {
+  constructor(
+    private readonly store: ExecutionStore,
+    private readonly registry: PipelineRegistry,
+    private readonly dispatcher: Dispatcher,
+    private readonly log: Log,
+  ) {}
+
+  async start(tenantId: string, request: StartExecutionRequest): Promise<StartOutcome> {
+    const pipeline = this.registry.get(request.pipeline);
+    if (request.executionKey) {
+      const existing = await this.store.getByKey(tenantId, request.executionKey);
+      if (existing) return { created: false, record: existing, dispatch: 'existing', runId: existing.runId };
+    }
+    const executionId = request.executionId ?? randomUUID();
+    const record = await this.store.db.transaction((tx) =>
+      this.store.create(
+        tx,
+        {
+          tenantId,
+          executionId,
+          executionKey: request.executionKey ?? null,
+          pipeline: pipeline.name,
+          workflowId: workflowIdFor(tenantId, executionId),
+          stepCount: pipeline.steps.length,
+          input: request.input ?? null,
+          correlationId: request.correlationId ?? null,
+          resourceType: request.resource?.type ?? null,
+          resourceName: request.resource?.name ?? null,
+        },
+        {},
+      ),
+    );
+    if (!record) {
+      // Lost a race on the same key, or the id is taken.
+      const byKey = request.executionKey ? await this.store.getByKey(tenantId, request.executionKey) : null;
+      if (byKey) return { created: false, record: byKey, dispatch: 'existing', runId: byKey.runId };
+      throw new ConflictError(`execution ${executionId} already exists in tenant ${tenantId}`, 'EXECUTION_EXISTS');
+    }
+    const outcome = await this.dispatcher.dispatch(tenantId, executionId, 'start');
+    this.log.info({ event: 'execution_admitted', tenantId, executionId, correlationId: record.correlationId, pipeline: pipeline.name, dispatch: outcome.dispatch });
+    return { created: true, record, dispatch: outcome.dispatch, runId: outcome.runId };
+  }
+}

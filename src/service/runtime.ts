@@ -1,0 +1,143 @@
+/**
+ * Composition: builds the store, Temporal client and worker, dispatcher and sweeper, and
+ * the HTTP API from a Config, with the embedded default (Temporal dev server child
+ * process + PGlite under the data dir) when no Temporal address or database URL is set.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import type { Worker } from '@temporalio/worker';
+import { createApp } from '../api/app';
+import { sha256Hex } from '../api/middleware/bearer-auth';
+import type { Config } from '../config/config';
+import { ConfigError } from '../errors';
+import type { Log } from '../log';
+import type { PipelineDefinition } from '../pipeline/define';
+import { PipelineRegistry } from '../pipeline/registry';
+import { createPgDb, createPgliteDb, type Db } from '../store/db';
+import { DlqStore } from '../store/dlq-store';
+import { EffectStore } from '../store/effect-store';
+import { ExecutionStore } from '../store/execution-store';
+import { migrate } from '../store/migrate';
+import { startDevServer, type DevServer } from '../temporal/dev-server';
+import { Dispatcher } from '../temporal/dispatcher';
+import { createEngineWorker } from '../temporal/worker';
+import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { ExecutionService } from './executions';
+
+export interface ServiceOptions {
+  config: Config;
+  log: Log;
+  pipelines: PipelineDefinition[];
+  /** run the worker in this process (default true) */
+  worker?: boolean;
+  /** serve HTTP (default true) */
+  http?: boolean;
+}
+
+export interface Service {
+  config: Config;
+  db: Db;
+  client: Client;
+  registry: PipelineRegistry;
+  store: ExecutionStore;
+  dispatcher: Dispatcher;
+  app: ReturnType<typeof createApp>;
+  urls: { api?: string; temporalUi?: string; temporal: string };
+  adminToken?: string;
+  stop(): Promise<void>;
+}
+
+/** The embedded default's admin token: made once, kept in <data-dir>/admin-token (0600). */
+function embeddedAdminToken(dataDir: string): string {
+  const file = join(dataDir, 'admin-token');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const token = randomBytes(24).toString('base64url');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return token;
+}
+
+async function registerSearchAttributes(connection: Connection, namespace: string, log: Log): Promise<void> {
+  try {
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(ALL_SEARCH_ATTRIBUTES.map((key) => [key.name, 2 /* KEYWORD */])),
+    });
+  } catch (err) {
+    // AlreadyExists is the normal case after the first start.
+    const message = err instanceof Error ? err.message : String(err);
+    if (!/already exists/i.test(message)) log.warn({ event: 'search_attribute_registration_failed', error: message.slice(0, 200) });
+  }
+}
+
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { config, log } = options;
+  const dataDir = resolve(config['pipeline.data-dir']);
+  const embedded = !config['pipeline.store.url'] || !config['pipeline.temporal.address'];
+  if (embedded) mkdirSync(dataDir, { recursive: true });
+
+  let tokens = config['pipeline.auth.tokens'];
+  let adminToken: string | undefined;
+  if (tokens.length === 0) {
+    if (!embedded) throw new ConfigError('pipeline.auth.tokens is empty: configure at least one admin token hash (there is no "auth disabled" mode)');
+    adminToken = embeddedAdminToken(dataDir);
+    tokens = [{ sha256: sha256Hex(adminToken), role: 'admin', name: 'embedded-admin' }];
+  }
+  const effective: Config = { ...config, 'pipeline.auth.tokens': tokens };
+
+  const db = config['pipeline.store.url'] ? createPgDb(config['pipeline.store.url']) : await createPgliteDb(join(dataDir, 'pglite'));
+  await migrate(db);
+
+  let devServer: DevServer | undefined;
+  let address = config['pipeline.temporal.address'];
+  const namespace = config['pipeline.temporal.namespace'];
+  if (!address) {
+    devServer = await startDevServer({ dbFilename: join(dataDir, 'temporal.db'), port: 7233, uiPort: 8233, namespace });
+    address = devServer.address;
+  }
+  const connection = await Connection.connect({ address });
+  if (!devServer) await registerSearchAttributes(connection, namespace, log);
+  const client = new Client({ connection, namespace });
+
+  const registry = new PipelineRegistry(effective, options.pipelines);
+  const store = new ExecutionStore(db);
+  const effects = new EffectStore(db);
+  const dlq = new DlqStore(db);
+  const taskQueue = config['pipeline.temporal.task-queue'];
+  const dispatcher = new Dispatcher(db, client, registry, taskQueue, log);
+  const executions = new ExecutionService(store, registry, dispatcher, log);
+  const app = createApp({ config: effective, log, store, effects, dlq, executions });
+
+  let worker: Worker | undefined;
+  let workerDone: Promise<void> | undefined;
+  if (options.worker !== false) {
+    const created = await createEngineWorker({ address, namespace, taskQueue, deps: { store, effects, registry, log } });
+    worker = created.worker;
+    workerDone = worker.run().finally(() => created.connection.close());
+    dispatcher.startSweeper(config['pipeline.sweeper.interval']);
+  }
+
+  let server: ServerType | undefined;
+  const urls: Service['urls'] = { temporal: address, temporalUi: devServer ? 'http://localhost:8233' : undefined };
+  if (options.http !== false) {
+    const port = config['pipeline.server.port'];
+    server = serve({ fetch: app.fetch, port });
+    urls.api = `http://localhost:${port}/${config['pipeline.admin.prefix']}`;
+  }
+
+  return {
+    config: effective, db, client, registry, store, dispatcher, app, urls, adminToken,
+    async stop() {
+      await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
+      await dispatcher.stopSweeper();
+      worker?.shutdown();
+      await workerDone;
+      await connection.close();
+      await devServer?.stop();
+      await db.close();
+    },
+  };
+}

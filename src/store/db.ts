@@ -1,0 +1,116 @@
+/**
+ * The database seam. The store talks to `Db`, which a `pg` pool (a real Postgres
+ * server) or PGlite (the embedded default, Postgres compiled to WASM, kept under the
+ * data dir) both satisfy. Every call is one round trip; `stats.queries` counts them so
+ * benchmarks can report round trips per step.
+ */
+import pg from 'pg';
+
+export interface QueryResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
+}
+
+export interface Db extends Queryable {
+  /** Runs `fn` in one transaction; commits on return, rolls back on throw. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs a multi-statement SQL script (migrations). */
+  exec(sql: string): Promise<void>;
+  close(): Promise<void>;
+  readonly kind: 'postgres' | 'pglite';
+  readonly stats: { queries: number };
+}
+
+// int8 and numeric arrive as strings from pg; counts and epochs here fit in a double.
+pg.types.setTypeParser(20, (value) => Number(value));
+
+/** Serialisation failures and lost connections are safe to retry; nothing else is. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return code === '40001' || code === '40P01' || code === '57P01' || code === 'ECONNRESET' || code === 'ECONNREFUSED';
+}
+
+async function withRetry<T>(fn: () => Promise<T>, attempts = 4): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= attempts || !isTransient(err)) throw err;
+      const cap = Math.min(1000, 25 * 2 ** attempt);
+      await new Promise((resolve) => setTimeout(resolve, cap / 2 + Math.random() * (cap / 2)));
+    }
+  }
+}
+
+export function createPgDb(connectionString: string, options: { max?: number } = {}): Db {
+  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  const stats = { queries: 0 };
+  return {
+    kind: 'postgres',
+    stats,
+    async query<T>(sql: string, params?: unknown[]) {
+      stats.queries++;
+      const result = await withRetry(() => pool.query(sql, params));
+      return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
+    },
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
+      return withRetry(async () => {
+        const client = await pool.connect();
+        const tx: Queryable = {
+          async query<R>(sql: string, params?: unknown[]) {
+            stats.queries++;
+            const result = await client.query(sql, params);
+            return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+          },
+        };
+        try {
+          await tx.query('BEGIN');
+          const value = await fn(tx);
+          await tx.query('COMMIT');
+          return value;
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        } finally {
+          client.release();
+        }
+      });
+    },
+    async exec(sql: string) {
+      stats.queries++;
+      await pool.query(sql);
+    },
+    close: () => pool.end(),
+  };
+}
+
+export async function createPgliteDb(dataDir: string): Promise<Db> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const lite = await PGlite.create(dataDir);
+  const stats = { queries: 0 };
+  const wrap = (target: { query: (sql: string, params?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }> }): Queryable => ({
+    async query<T>(sql: string, params?: unknown[]) {
+      stats.queries++;
+      const result = await target.query(sql, params);
+      // PGlite counts only DML in affectedRows (0 for a SELECT); returned rows are what callers count.
+      return { rows: result.rows as T[], rowCount: result.rows.length > 0 ? result.rows.length : (result.affectedRows ?? 0) };
+    },
+  });
+  return {
+    kind: 'pglite',
+    stats,
+    ...wrap(lite),
+    transaction: (fn) => lite.transaction((tx) => fn(wrap(tx))),
+    async exec(sql: string) {
+      stats.queries++;
+      await lite.exec(sql);
+    },
+    close: () => lite.close(),
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * CommandEffectStore: one row per Command step of an execution. A step claims its
+ * effect (IN_FLIGHT, with the transition identity) before invoking the operator; the
+ * step's commit records the outcome in the same statement as the record's transition.
+ *
+ * A claim succeeds for a new effect, for a FAILED_RETRYABLE one (the next attempt is
+ * claimed atomically), and for an IN_FLIGHT one held by the same transition identity
+ * (a redelivery after a worker crash, which the operator boundary dedupes by that key).
+ * Every other status is never redispatched.
+ */
+import type { Db } from './db';
+import type { EffectStatus } from './execution-store';
+
+export interface CommandEffect {
+  tenantId: string;
+  executionId: string;
+  stepIndex: number;
+  stepName: string;
+  status: EffectStatus;
+  attempt: number;
+  transitionKey: string;
+  result: unknown;
+  errorCode: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type ClaimOutcome = { claimed: true } | { claimed: false; effect: CommandEffect };
+
+const toEffect = (row: Record<string, any>): CommandEffect => ({
+  tenantId: row.tenant_id,
+  executionId: row.execution_id,
+  stepIndex: row.step_index,
+  stepName: row.step_name,
+  status: row.status,
+  attempt: row.attempt,
+  transitionKey: row.transition_key,
+  result: row.result,
+  errorCode: row.error_code,
+  createdAt: row.created_at instanceof Date ? row.created_at.toISOString() : row.created_at,
+  updatedAt: row.updated_at instanceof Date ? row.updated_at.toISOString() : row.updated_at,
+});
+
+export class EffectStore {
+  constructor(readonly db: Db) {}
+
+  /** One round trip: claim, or return the effect that blocks the claim. */
+  async claim(tenantId: string, executionId: string, stepIndex: number, stepName: string, attempt: number, transitionKey: string): Promise<ClaimOutcome> {
+    const result = await this.db.query<Record<string, any>>(
+      `WITH claimed AS (
+         INSERT INTO command_effect (tenant_id, execution_id, step_index, step_name, status, attempt, transition_key)
+         VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, $6)
+         ON CONFLICT (tenant_id, execution_id, step_index) DO UPDATE
+           SET status = 'IN_FLIGHT', attempt = EXCLUDED.attempt, transition_key = EXCLUDED.transition_key,
+               error_code = NULL, updated_at = now()
+           WHERE command_effect.status = 'FAILED_RETRYABLE'
+              OR (command_effect.status = 'IN_FLIGHT' AND command_effect.transition_key = EXCLUDED.transition_key)
+         RETURNING 1)
+       SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*
+       FROM (SELECT 1) AS one
+       LEFT JOIN command_effect e ON e.tenant_id = $1 AND e.execution_id = $2 AND e.step_index = $3
+         AND NOT EXISTS (SELECT 1 FROM claimed)`,
+      [tenantId, executionId, stepIndex, stepName, attempt, transitionKey],
+    );
+    const row = result.rows[0];
+    if (!row || row.claimed) return { claimed: true };
+    return { claimed: false, effect: toEffect(row) };
+  }
+
+  async list(tenantId: string, executionId: string): Promise<CommandEffect[]> {
+    const result = await this.db.query('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index', [tenantId, executionId]);
+    return result.rows.map(toEffect);
+  }
+
+  async get(tenantId: string, executionId: string, stepIndex: number): Promise<CommandEffect | null> {
+    const result = await this.db.query('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3', [tenantId, executionId, stepIndex]);
+    return result.rowCount ? toEffect(result.rows[0]) : null;
+  }
+}

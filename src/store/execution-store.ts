@@ -1,0 +1,252 @@
+/**
+ * The ExecutionRecord mirror. Each committed state transition is one conditional
+ * UPDATE whose WHERE names the transition it commits (current step, committed attempt,
+ * status), so it bumps `version` exactly once: a repeated commit of the same transition
+ * identity matches no row and changes nothing. Commits that touch a Command effect or
+ * the DLQ do so in the same statement (one round trip, one transaction).
+ */
+import type { Db, Queryable } from './db';
+
+export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
+export type EffectStatus = 'SUCCEEDED' | 'FAILED_RETRYABLE' | 'FAILED_TERMINAL' | 'IN_FLIGHT' | 'AMBIGUOUS' | 'USER_ACTION_REQUIRED';
+
+export interface ExecutionRecord {
+  tenantId: string;
+  executionId: string;
+  executionKey: string | null;
+  pipeline: string;
+  workflowId: string;
+  status: ExecutionStatus;
+  version: number;
+  stepCount: number;
+  currentStepIndex: number;
+  attempt: number;
+  failedStepIndex: number | null;
+  segmentInput: unknown;
+  nextDueAt: string | null;
+  runId: string | null;
+  redriveCount: number;
+  correlationId: string | null;
+  resourceType: string | null;
+  resourceName: string | null;
+  terminalReason: string | null;
+  lastErrorCode: string | null;
+  lastErrorMessage: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewExecution {
+  tenantId: string;
+  executionId: string;
+  executionKey: string | null;
+  pipeline: string;
+  workflowId: string;
+  stepCount: number;
+  input: unknown;
+  correlationId: string | null;
+  resourceType: string | null;
+  resourceName: string | null;
+}
+
+const iso = (value: unknown) => (value instanceof Date ? value.toISOString() : value == null ? null : String(value));
+
+export function toRecord(row: Record<string, any>): ExecutionRecord {
+  return {
+    tenantId: row.tenant_id,
+    executionId: row.execution_id,
+    executionKey: row.execution_key,
+    pipeline: row.pipeline,
+    workflowId: row.workflow_id,
+    status: row.status,
+    version: row.version,
+    stepCount: row.step_count,
+    currentStepIndex: row.current_step_index,
+    attempt: row.attempt,
+    failedStepIndex: row.failed_step_index,
+    segmentInput: row.segment_input,
+    nextDueAt: iso(row.next_due_at),
+    runId: row.run_id,
+    redriveCount: row.redrive_count,
+    correlationId: row.correlation_id,
+    resourceType: row.resource_type,
+    resourceName: row.resource_name,
+    terminalReason: row.terminal_reason,
+    lastErrorCode: row.last_error_code,
+    lastErrorMessage: row.last_error_message,
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+  };
+}
+
+/** JSON parameters go as text with an explicit cast: pg would turn a JS array into a Postgres array. */
+export const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
+
+export interface CommitResult {
+  committed: boolean;
+  version: number | null;
+}
+
+/** How a step commit touches its Command effect, when the step is a Command. */
+export interface EffectChange {
+  status: EffectStatus;
+  transitionKey: string;
+  result?: unknown;
+  errorCode?: string | null;
+}
+
+export class ExecutionStore {
+  constructor(readonly db: Db) {}
+
+  /** Inserts a QUEUED record (version 1) and its dispatch row. Returns null when the id or key exists. */
+  async create(tx: Queryable, execution: NewExecution, workflowArgs: unknown): Promise<ExecutionRecord | null> {
+    const inserted = await tx.query(
+      `INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
+         step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name)
+       VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10)
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [execution.tenantId, execution.executionId, execution.executionKey, execution.pipeline, execution.workflowId,
+        execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName],
+    );
+    if (inserted.rowCount === 0) return null;
+    await tx.query(
+      `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args) VALUES ($1, $2, 'start', $3::jsonb)`,
+      [execution.tenantId, execution.executionId, json(workflowArgs)],
+    );
+    return toRecord(inserted.rows[0]);
+  }
+
+  async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {
+    const result = await q.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2', [tenantId, executionId]);
+    return result.rowCount ? toRecord(result.rows[0]) : null;
+  }
+
+  async getByKey(tenantId: string, executionKey: string): Promise<ExecutionRecord | null> {
+    const result = await this.db.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [tenantId, executionKey]);
+    return result.rowCount ? toRecord(result.rows[0]) : null;
+  }
+
+  /** Newest first, keyset-paged on (created_at, execution_id). */
+  async list(tenantId: string, options: { status?: ExecutionStatus; limit: number; after?: { createdAt: string; executionId: string } }) {
+    const params: unknown[] = [tenantId, options.limit + 1];
+    let where = 'tenant_id = $1';
+    if (options.status) {
+      params.push(options.status);
+      where += ` AND status = $${params.length}`;
+    }
+    if (options.after) {
+      params.push(options.after.createdAt, options.after.executionId);
+      where += ` AND (created_at, execution_id) < ($${params.length - 1}::timestamptz, $${params.length})`;
+    }
+    const result = await this.db.query(`SELECT * FROM execution_record WHERE ${where} ORDER BY created_at DESC, execution_id DESC LIMIT $2`, params);
+    const records = result.rows.map(toRecord);
+    return { records: records.slice(0, options.limit), more: records.length > options.limit };
+  }
+
+  /**
+   * Called by the first step of a run and by every Temporal retry of a step: moves a
+   * QUEUED record to RUNNING (a committed transition) and returns the committed state,
+   * whose `attempt` is the one a redelivered step must reuse.
+   */
+  async begin(tenantId: string, executionId: string, runId: string): Promise<ExecutionRecord | null> {
+    const result = await this.db.query(
+      `WITH moved AS (
+         UPDATE execution_record SET status = 'RUNNING', version = version + 1, run_id = $3, updated_at = now()
+         WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED'
+         RETURNING *)
+       SELECT * FROM moved
+       UNION ALL
+       SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND NOT EXISTS (SELECT 1 FROM moved)`,
+      [tenantId, executionId, runId],
+    );
+    return result.rowCount ? toRecord(result.rows[0]) : null;
+  }
+
+  /** Step succeeded: move to the next step (or SUCCEEDED), its output becomes the segment input. */
+  commitSucceeded(tenantId: string, executionId: string, stepIndex: number, attempt: number, output: unknown, effect?: EffectChange) {
+    return this.commit(
+      `version = version + 1, current_step_index = current_step_index + 1, attempt = 1, segment_input = $5::jsonb,
+       status = CASE WHEN current_step_index + 1 >= step_count THEN 'SUCCEEDED' ELSE 'RUNNING' END,
+       next_due_at = NULL, last_error_code = NULL, last_error_message = NULL`,
+      [tenantId, executionId, stepIndex, attempt, json(output)],
+      effect,
+    );
+  }
+
+  /** Retryable failure with budget left: commit the retry intent (next attempt, nextDueAt) before the wait. */
+  commitRetry(tenantId: string, executionId: string, stepIndex: number, attempt: number, delayMs: number, errorCode: string, errorMessage: string, effect?: EffectChange) {
+    return this.commit(
+      `version = version + 1, attempt = attempt + 1, next_due_at = now() + ($5::integer * interval '1 millisecond'),
+       last_error_code = $6, last_error_message = $7`,
+      [tenantId, executionId, stepIndex, attempt, delayMs, errorCode, errorMessage],
+      effect,
+    );
+  }
+
+  /**
+   * Terminal failure: record FAILED with the failed step (its segment input is already
+   * the stored one) and the DLQ envelope appended, in one statement. The envelope's
+   * execution/correlation fields come from the record itself.
+   */
+  async commitFailed(
+    tenantId: string,
+    executionId: string,
+    stepIndex: number,
+    attempt: number,
+    failure: { terminalReason: string; errorCode: string; errorMessage: string; transitionKey: string; envelope: Record<string, unknown> },
+    effect?: EffectChange,
+  ): Promise<CommitResult> {
+    return this.commit(
+      `version = version + 1, status = 'FAILED', failed_step_index = current_step_index, terminal_reason = $5,
+       last_error_code = $6, last_error_message = $7, next_due_at = NULL`,
+      [tenantId, executionId, stepIndex, attempt, failure.terminalReason, failure.errorCode, failure.errorMessage],
+      effect,
+      (p) => `, dlq AS (
+         INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope)
+         SELECT tenant_id, execution_id, $${p(failure.transitionKey)}, terminal_reason, last_error_code, version,
+           $${p(json(failure.envelope))}::jsonb || jsonb_build_object('executionKey', execution_key, 'correlationId', correlation_id,
+             'resourceType', resource_type, 'resourceName', resource_name)
+         FROM moved
+         ON CONFLICT DO NOTHING RETURNING id)`,
+    );
+  }
+
+  /** A remote call's outcome is unknown: park the execution; no retry, no DLQ entry. */
+  commitOutcomeUnknown(tenantId: string, executionId: string, stepIndex: number, attempt: number, errorCode: string, errorMessage: string, effect?: EffectChange) {
+    return this.commit(
+      `version = version + 1, status = 'REMOTE_OUTCOME_UNKNOWN', failed_step_index = current_step_index,
+       terminal_reason = NULL, last_error_code = $5, last_error_message = $6, next_due_at = NULL`,
+      [tenantId, executionId, stepIndex, attempt, errorCode, errorMessage],
+      effect,
+    );
+  }
+
+  /**
+   * One conditional UPDATE of the record, plus (same statement) the Command effect
+   * and any extra CTE. Only a RUNNING record at this step and attempt moves.
+   */
+  private async commit(
+    set: string,
+    params: unknown[],
+    effect: EffectChange | undefined,
+    extra?: (push: (value: unknown) => number) => string,
+  ): Promise<CommitResult> {
+    const values = [...params];
+    const push = (value: unknown) => values.push(value);
+    let ctes = `WITH moved AS (
+        UPDATE execution_record SET ${set}, updated_at = now()
+        WHERE tenant_id = $1 AND execution_id = $2 AND current_step_index = $3 AND attempt = $4 AND status = 'RUNNING'
+        RETURNING *)`;
+    if (effect) {
+      ctes += `, effect AS (
+        UPDATE command_effect SET status = $${push(effect.status)}, result = $${push(json(effect.result))}::jsonb,
+          error_code = $${push(effect.errorCode ?? null)}, updated_at = now()
+        WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3 AND transition_key = $${push(effect.transitionKey)}
+          AND EXISTS (SELECT 1 FROM moved)
+        RETURNING 1)`;
+    }
+    if (extra) ctes += extra(push);
+    const result = await this.db.query<{ version: number }>(`${ctes} SELECT version FROM moved`, values);
+    return { committed: result.rowCount > 0, version: result.rows[0]?.version ?? null };
+  }
+}

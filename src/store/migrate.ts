@@ -1,0 +1,49 @@
+/**
+ * Versioned migrations: ordered SQL files `YYYYMMDDHHMMSS_what.sql` in ./migrations,
+ * each applied together with its row in `schema_migration` in one transaction, under
+ * an advisory lock so two processes starting at once do not race.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Db } from './db';
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+const LOCK_ID = 727_274_001;
+
+export function listMigrations(): { version: string; name: string; sql: string }[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((file) => /^\d{14}_[a-z0-9_]+\.sql$/.test(file))
+    .sort()
+    .map((file) => ({ version: file.slice(0, 14), name: file.slice(15, -4), sql: readFileSync(join(MIGRATIONS_DIR, file), 'utf8') }));
+}
+
+/** Applies every migration not yet applied; returns the versions it applied. */
+export async function migrate(db: Db): Promise<string[]> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migration (
+    version text CONSTRAINT schema_migration_pkey PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now())`);
+  const applied: string[] = [];
+  for (const migration of listMigrations()) {
+    const done = await db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
+      const seen = await tx.query('SELECT 1 FROM schema_migration WHERE version = $1', [migration.version]);
+      if (seen.rowCount > 0) return false;
+      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      await tx.query('INSERT INTO schema_migration (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      return true;
+    });
+    if (done) applied.push(migration.version);
+  }
+  return applied;
+}
+
+/** Migrations hold plain DDL: statements end with `;` at the end of a line. */
+function splitStatements(sql: string): string[] {
+  return sql
+    .replace(/^\s*--.*$/gm, '')
+    .split(/;\s*$/m)
+    .map((statement) => statement.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,143 @@
+/**
+ * Starts workflow runs from dispatch rows (the outbox written in the same transaction
+ * as the record's admission), and the due-execution sweeper that retries the ones whose
+ * start failed or whose starter died. A starter takes a lease on the row with a
+ * conditional UPDATE first, so two sweepers never start the same dispatch at once; a
+ * start that still slips through twice is caught by the run's first step (see
+ * ExecutionStore.begin) and ends quietly.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import type { Log } from '../log';
+import type { PipelineRegistry } from '../pipeline/registry';
+import type { Db } from '../store/db';
+import { toRecord } from '../store/execution-store';
+import { PipelineExecutionId, PipelineName, PipelineStatus, PipelineTenant } from '../workflows/search-attributes';
+import type { PipelineRunInput } from '../workflows/types';
+
+export interface DispatchSpec {
+  redrive?: PipelineRunInput['redrive'];
+}
+
+export interface DispatchOutcome {
+  dispatch: 'started' | 'pending';
+  runId: string | null;
+}
+
+const LEASE_MS = 30_000;
+
+export class Dispatcher {
+  private readonly owner = `dispatcher-${randomUUID()}`;
+  private timer?: NodeJS.Timeout;
+  private sweeping?: Promise<number>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly client: Client,
+    private readonly registry: PipelineRegistry,
+    private readonly taskQueue: string,
+    private readonly log: Log,
+  ) {}
+
+  /** Claims the row's lease, starts the run, marks the row STARTED. Never throws: a failure leaves the row to the sweeper. */
+  async dispatch(tenantId: string, executionId: string, dispatchId: string): Promise<DispatchOutcome> {
+    const claimed = await this.db.query<Record<string, any>>(
+      `WITH lease AS (
+         UPDATE execution_dispatch SET lease_owner = $4, lease_until = now() + ($5::integer * interval '1 millisecond'), attempts = attempts + 1
+         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3 AND status = 'PENDING'
+           AND (lease_until IS NULL OR lease_until < now())
+         RETURNING workflow_args)
+       SELECT lease.workflow_args AS spec, r.* FROM lease JOIN execution_record r ON r.tenant_id = $1 AND r.execution_id = $2`,
+      [tenantId, executionId, dispatchId, this.owner, LEASE_MS],
+    );
+    if (claimed.rowCount === 0) return { dispatch: 'pending', runId: null };
+    const record = toRecord(claimed.rows[0]);
+    const spec = (claimed.rows[0].spec ?? {}) as DispatchSpec;
+    try {
+      const run: PipelineRunInput = {
+        tenantId,
+        executionId,
+        pipeline: record.pipeline,
+        correlationId: record.correlationId,
+        steps: this.registry.plan(record.pipeline),
+        resumeStepIndex: record.currentStepIndex,
+        resumeAttempt: record.attempt,
+        input: record.segmentInput,
+        redrive: spec.redrive,
+      };
+      const handle = await this.client.workflow.start('pipelineWorkflow', {
+        workflowId: record.workflowId,
+        taskQueue: this.taskQueue,
+        args: [run],
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: PipelineTenant, value: tenantId },
+          { key: PipelineExecutionId, value: executionId },
+          { key: PipelineName, value: record.pipeline },
+          { key: PipelineStatus, value: 'RUNNING' },
+        ]),
+        staticSummary: `${record.pipeline} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
+        staticDetails: [
+          `**Pipeline** ${record.pipeline}, ${run.steps.length} steps: ${run.steps.map((s, i) => `${i}:${s.name}(${s.transport}${s.command ? ',command' : ''})`).join(' → ')}`,
+          `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
+          record.correlationId ? `**Correlation** ${record.correlationId}` : '',
+          spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',
+        ].filter(Boolean).join('\n\n'),
+      });
+      await this.db.query(
+        `UPDATE execution_dispatch SET status = 'STARTED', run_id = $4, started_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL
+         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3`,
+        [tenantId, executionId, dispatchId, handle.firstExecutionRunId],
+      );
+      return { dispatch: 'started', runId: handle.firstExecutionRunId };
+    } catch (err) {
+      const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';
+      this.log.warn({ event: 'execution_dispatch_failed', tenantId, executionId, dispatchId, error: message });
+      // Give the lease back so the sweeper retries soon, not after the lease window.
+      await this.db
+        .query(`UPDATE execution_dispatch SET lease_owner = NULL, lease_until = now() + interval '1 second', last_error = $4 WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3`, [tenantId, executionId, dispatchId, message])
+        .catch(() => undefined);
+      return { dispatch: 'pending', runId: null };
+    }
+  }
+
+  /** One sweep: dispatches every PENDING row whose lease is free. Returns how many started. */
+  async sweepOnce(limit = 100): Promise<number> {
+    const due = await this.db.query<{ tenant_id: string; execution_id: string; dispatch_id: string }>(
+      `SELECT tenant_id, execution_id, dispatch_id FROM execution_dispatch
+       WHERE status = 'PENDING' AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT $1`,
+      [limit],
+    );
+    let started = 0;
+    for (const row of due.rows) {
+      const outcome = await this.dispatch(row.tenant_id, row.execution_id, row.dispatch_id);
+      if (outcome.dispatch === 'started') {
+        started++;
+        this.log.info({ event: 'execution_dispatch_swept', tenantId: row.tenant_id, executionId: row.execution_id, dispatchId: row.dispatch_id, runId: outcome.runId });
+      }
+    }
+    return started;
+  }
+
+  startSweeper(intervalMs: number): void {
+    const tick = () => {
+      this.sweeping = this.sweepOnce().catch((err) => {
+        this.log.warn({ event: 'execution_sweep_failed', error: err instanceof Error ? err.message : String(err) });
+        return 0;
+      });
+      this.sweeping.finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, intervalMs);
+      });
+    };
+    this.timer = setTimeout(tick, intervalMs);
+  }
+
+  async stopSweeper(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.sweeping;
+  }
+}
+

@@ -1,0 +1,30 @@
+/**
+ * The Temporal worker: the pipeline workflow plus the engine activities, on one task queue.
+ */
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type EngineDeps } from '../activities/engine-activities';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface EngineWorkerOptions {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  deps: EngineDeps;
+  /** extra worker options (benchmarks and tests tune concurrency, bundles) */
+  worker?: Partial<WorkerOptions>;
+}
+
+export async function createEngineWorker(options: EngineWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const connection = await NativeConnection.connect({ address: options.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    workflowsPath: WORKFLOWS_PATH,
+    activities: createActivities(options.deps),
+    ...options.worker,
+  });
+  return { worker, connection };
+}

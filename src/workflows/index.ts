@@ -1,0 +1,2 @@
+/** The workflow bundle's entry point. */
+export { pipelineWorkflow } from './pipeline-workflow';

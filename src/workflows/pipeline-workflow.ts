@@ -1,0 +1,87 @@
+/**
+ * One execution = one run of this workflow. Each step is one activity that invokes
+ * the operator and commits the transition to Postgres; retries are Temporal's own
+ * activity retries, timed by the activity through `nextRetryDelay`, so a retried attempt
+ * adds no history events. The workflow only sequences steps and, at the end, records the
+ * terminal status as a search attribute and fails (or completes) the run accordingly.
+ */
+import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import type { EngineActivities } from '../activities/engine-activities';
+import { PipelineStatus } from './search-attributes';
+import { FailureTypes, type PipelineRunInput, type StepPlan, type TerminalDetails } from './types';
+
+/** Above the step's own deadline, so Temporal never times out a call the activity is still judging. */
+const TEMPORAL_TIMEOUT_MARGIN_MS = 10_000;
+/** Redeliveries (worker crashes) allowed beyond the step's retry budget before the run gives up. */
+const REDELIVERY_ALLOWANCE = 10;
+
+function activitiesFor(step: StepPlan, index: number, attempt: number) {
+  return proxyActivities<EngineActivities>({
+    startToCloseTimeout: step.timeoutMs + TEMPORAL_TIMEOUT_MARGIN_MS,
+    heartbeatTimeout: step.heartbeatMs,
+    retry: {
+      initialInterval: Math.max(1, step.retry.waitMs),
+      backoffCoefficient: 2,
+      maximumInterval: Math.max(1, step.retry.waitMs, step.retry.maxBackoffMs),
+      maximumAttempts: step.retry.limit + 1 + REDELIVERY_ALLOWANCE,
+      nonRetryableErrorTypes: [FailureTypes.terminal, FailureTypes.duplicateRun],
+    },
+    summary: `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''} · attempt ${attempt}`,
+  });
+}
+
+export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> {
+  let segment = run.input;
+  for (let index = run.resumeStepIndex; index < run.steps.length; index++) {
+    const step = run.steps[index];
+    const firstOfRun = index === run.resumeStepIndex;
+    const attempt = firstOfRun ? run.resumeAttempt : 1;
+    const activities = activitiesFor(step, index, attempt);
+    try {
+      const result = await activities.runStep({
+        tenantId: run.tenantId,
+        executionId: run.executionId,
+        pipeline: run.pipeline,
+        correlationId: run.correlationId,
+        stepIndex: index,
+        attempt,
+        budgetStartAttempt: attempt,
+        firstOfRun,
+        retry: step.retry,
+        timeoutMs: step.timeoutMs,
+        input: segment,
+        redriveIntent: firstOfRun ? run.redrive?.intent : undefined,
+      });
+      segment = result.output;
+    } catch (err) {
+      if (failureType(err) === FailureTypes.duplicateRun) return { duplicateRun: true };
+      const terminal = terminalDetails(err) ?? (await activities.abandonStep({ tenantId: run.tenantId, executionId: run.executionId, stepIndex: index, reason: describe(err) }));
+      upsertSearchAttributes([{ key: PipelineStatus, value: terminal.status }]);
+      throw ApplicationFailure.create({
+        type: FailureTypes.terminal,
+        nonRetryable: true,
+        message: `execution ${run.executionId} ${terminal.status} at step ${index} (${step.name}): ${terminal.errorCode}${terminal.terminalReason ? ` / ${terminal.terminalReason}` : ''}`,
+        details: [terminal],
+        cause: err instanceof Error ? err : undefined,
+      });
+    }
+  }
+  upsertSearchAttributes([{ key: PipelineStatus, value: 'SUCCEEDED' }]);
+  return segment;
+}
+
+function failureType(err: unknown): string | undefined | null {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
+}
+
+/** The terminal outcome the activity already committed, if that is why it failed. */
+function terminalDetails(err: unknown): TerminalDetails | undefined {
+  return failureType(err) === FailureTypes.terminal ? ((err as ActivityFailure & { cause: ApplicationFailure }).cause.details?.[0] as TerminalDetails) : undefined;
+}
+
+function describe(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof Error ? `${cause.name}: ${cause.message}`.slice(0, 500) : 'unknown failure';
+}
+
+

@@ -1,0 +1,77 @@
+/**
+ * Types shared by the workflow and the activities. Pure data: the workflow bundle
+ * imports this file, so it must not import anything from Node.
+ */
+import type { RetryPolicy } from '../retry';
+
+export type TransportName = 'LOCAL' | 'FUNCTION' | 'REST' | 'GRPC';
+
+export interface StepPlan {
+  name: string;
+  transport: TransportName;
+  command: boolean;
+  retry: RetryPolicy;
+  /** the step's own deadline; the activity enforces it and Temporal's timeout sits above it */
+  timeoutMs: number;
+  heartbeatMs: number;
+}
+
+/** The workflow's argument: everything a run needs to resume from a step. */
+export interface PipelineRunInput {
+  tenantId: string;
+  executionId: string;
+  pipeline: string;
+  correlationId: string | null;
+  steps: StepPlan[];
+  /** the step this run starts from (0 for a fresh execution) */
+  resumeStepIndex: number;
+  /** the committed attempt of the resume step for this run */
+  resumeAttempt: number;
+  /** the persisted segment input of the resume step */
+  input: unknown;
+  /** set by a re-drive: the operator attested the ambiguous call made no effect */
+  redrive?: { redriveId: string; intent: 'ORDINARY' | 'FAILED' | 'RETRY_FAILED_COMMAND' | 'REMOTE_OUTCOME_UNKNOWN' };
+}
+
+export interface StepRequest {
+  tenantId: string;
+  executionId: string;
+  pipeline: string;
+  correlationId: string | null;
+  stepIndex: number;
+  /** the committed attempt as far as the workflow knows it (first Temporal try) */
+  attempt: number;
+  /** the attempt from which this run's retry budget for the step counts */
+  budgetStartAttempt: number;
+  /** first step of the run: the activity marks the record RUNNING */
+  firstOfRun: boolean;
+  retry: RetryPolicy;
+  timeoutMs: number;
+  input: unknown;
+  redriveIntent?: NonNullable<PipelineRunInput['redrive']>['intent'];
+}
+
+export interface StepResult {
+  output: unknown;
+}
+
+export type TerminalReason = 'retry_exhausted' | 'non_retryable';
+
+/** details[0] of the non-retryable ApplicationFailure a step throws when the execution ends */
+export interface TerminalDetails {
+  status: 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
+  terminalReason: TerminalReason | null;
+  errorCode: string;
+  stepIndex: number;
+  transitionKey: string;
+}
+
+/** ApplicationFailure types the engine throws. */
+export const FailureTypes = {
+  /** the execution ended; the record and the DLQ were committed by the activity */
+  terminal: 'PipelineExecutionFailed',
+  /** a retryable step failure; retry intent was committed before the throw */
+  retryable: 'PipelineStepRetryable',
+  /** another run of the same dispatch already owns the record; this run ends quietly */
+  duplicateRun: 'PipelineDuplicateRun',
+} as const;
