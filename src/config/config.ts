@@ -81,6 +81,10 @@ export const ConfigSchema = z.object({
   'pipeline.temporal.address': z.string().optional(),
   'pipeline.temporal.namespace': z.string().default('default'),
   'pipeline.temporal.task-queue': z.string().default('pipeline'),
+  /** Frontend port of the embedded Temporal dev server. Default 7233. */
+  'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(1).max(65535)).default(7233),
+  /** Web UI port of the embedded Temporal dev server. Default 8233. */
+  'pipeline.temporal.dev-server.ui-port': intFromString.pipe(z.number().min(1).max(65535)).default(8233),
   /** Where the embedded default keeps its state. Default `.data`. */
   'pipeline.data-dir': z.string().default('.data'),
   /** How often the due-execution sweeper looks for undispatched runs. Default 5s. */

@@ -23,6 +23,7 @@ import { ExecutionStore } from '../store/execution-store';
 import { migrate } from '../store/migrate';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
+import { installSdkLogging } from '../temporal/sdk-logging';
 import { createEngineWorker } from '../temporal/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { ExecutionService } from './executions';
@@ -74,7 +75,19 @@ async function registerSearchAttributes(connection: Connection, namespace: strin
 }
 
 export async function startService(options: ServiceOptions): Promise<Service> {
+  const stack: (() => Promise<unknown>)[] = [];
+  try {
+    return await build(options, stack);
+  } catch (err) {
+    // Start-up failed part way: undo what was started (the dev server child above all).
+    for (const undo of stack.reverse()) await undo().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[]): Promise<Service> {
   const { config, log } = options;
+  installSdkLogging(log);
   const dataDir = resolve(config['pipeline.data-dir']);
   const embedded = !config['pipeline.store.url'] || !config['pipeline.temporal.address'];
   if (embedded) mkdirSync(dataDir, { recursive: true });
@@ -89,14 +102,22 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const effective: Config = { ...config, 'pipeline.auth.tokens': tokens };
 
   const db = config['pipeline.store.url'] ? createPgDb(config['pipeline.store.url']) : await createPgliteDb(join(dataDir, 'pglite'));
+  stack.push(() => db.close());
   await migrate(db);
 
   let devServer: DevServer | undefined;
   let address = config['pipeline.temporal.address'];
   const namespace = config['pipeline.temporal.namespace'];
   if (!address) {
-    devServer = await startDevServer({ dbFilename: join(dataDir, 'temporal.db'), port: 7233, uiPort: 8233, namespace });
+    devServer = await startDevServer({
+      dbFilename: join(dataDir, 'temporal.db'),
+      port: config['pipeline.temporal.dev-server.port'],
+      uiPort: config['pipeline.temporal.dev-server.ui-port'],
+      namespace,
+    });
     address = devServer.address;
+    const started = devServer;
+    stack.push(() => started.stop());
   }
   const connection = await Connection.connect({ address });
   if (!devServer) await registerSearchAttributes(connection, namespace, log);
@@ -121,7 +142,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   }
 
   let server: ServerType | undefined;
-  const urls: Service['urls'] = { temporal: address, temporalUi: devServer ? 'http://localhost:8233' : undefined };
+  const urls: Service['urls'] = { temporal: address, temporalUi: devServer ? `http://localhost:${config['pipeline.temporal.dev-server.ui-port']}` : undefined };
   if (options.http !== false) {
     const port = config['pipeline.server.port'];
     server = serve({ fetch: app.fetch, port });
@@ -133,7 +154,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     async stop() {
       await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
       await dispatcher.stopSweeper();
-      worker?.shutdown();
+      if (worker?.getState() === 'RUNNING') worker.shutdown();
       await workerDone;
       await connection.close();
       await devServer?.stop();

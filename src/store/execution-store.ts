@@ -165,7 +165,8 @@ export class ExecutionStore {
   /** Step succeeded: move to the next step (or SUCCEEDED), its output becomes the segment input. */
   commitSucceeded(tenantId: string, executionId: string, stepIndex: number, attempt: number, output: unknown, effect?: EffectChange) {
     return this.commit(
-      `version = version + 1, current_step_index = current_step_index + 1, attempt = 1, segment_input = $5::jsonb,
+      `version = version + 1, current_step_index = current_step_index + 1, segment_input = $5::jsonb,
+       attempt = CASE WHEN current_step_index + 1 >= step_count THEN attempt ELSE 1 END,
        status = CASE WHEN current_step_index + 1 >= step_count THEN 'SUCCEEDED' ELSE 'RUNNING' END,
        next_due_at = NULL, last_error_code = NULL, last_error_message = NULL`,
       [tenantId, executionId, stepIndex, attempt, json(output)],

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../errors';
+import { envName, loadConfig } from './config';
+
+describe('loadConfig', () => {
+  it('applies the spec defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      'pipeline.orchestrator.mode': 'QUEUE_ASYNC',
+      'pipeline.orchestrator.dlq-provider': 'postgres',
+      'pipeline.orchestrator.worker.rest.request-timeout': 30_000,
+      'pipeline.defaults.retry-limit': 5,
+      'pipeline.defaults.retry-wait-ms': 1000,
+      'pipeline.defaults.max-backoff': 30_000,
+      'pipeline.defaults.jitter': true,
+      'pipeline.admin.prefix': 'pipeline',
+    });
+  });
+
+  it('reads environment variables by key name and accepts every duration form', () => {
+    expect(envName('pipeline.orchestrator.worker.rest.request-timeout')).toBe('PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT');
+    for (const [text, ms] of [['30s', 30_000], ['1500ms', 1500], ['PT30S', 30_000]] as const) {
+      expect(loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: text })['pipeline.orchestrator.worker.rest.request-timeout']).toBe(ms);
+    }
+    expect(loadConfig({ PIPELINE_DEFAULTS_RETRY_LIMIT: '0', PIPELINE_DEFAULTS_JITTER: 'false' })).toMatchObject({ 'pipeline.defaults.retry-limit': 0, 'pipeline.defaults.jitter': false });
+  });
+
+  it('names the key of a bad duration', () => {
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: 'soon' })).toThrow(/pipeline\.orchestrator\.worker\.rest\.request-timeout must be a duration/);
+  });
+
+  it('names the key of an unknown DLQ provider and lists the known ones', () => {
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(/pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"; expected one of postgres/);
+  });
+
+  it('rejects a DLQ URL that is not a URL, or of the wrong kind', () => {
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_URL: 'not a url' })).toThrow(/pipeline\.orchestrator\.dlq-url: "not a url" is not a URL/);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_URL: 'amqp://localhost/dlq' })).toThrow(/needs a postgres:\/\/ URL/);
+  });
+
+  it('rejects other modes, negative retry limits, bad prefixes and unknown keys', () => {
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_MODE: 'SYNC' })).toThrow(/pipeline\.orchestrator\.mode must be QUEUE_ASYNC/);
+    expect(() => loadConfig({ PIPELINE_DEFAULTS_RETRY_LIMIT: '-1' })).toThrow(/pipeline\.defaults\.retry-limit/);
+    expect(() => loadConfig({ PIPELINE_DEFAULTS_RETRY_LIMIT: 'five' })).toThrow(/pipeline\.defaults\.retry-limit/);
+    expect(() => loadConfig({ PIPELINE_ADMIN_PREFIX: 'a/b' })).toThrow(/pipeline\.admin\.prefix/);
+    expect(() => loadConfig({}, { 'pipeline.nope': 1 } as never)).toThrow(/unknown configuration key\(s\): pipeline\.nope/);
+  });
+
+  it('rejects a token list that is not the expected shape', () => {
+    expect(() => loadConfig({ PIPELINE_AUTH_TOKENS: '[{"sha256":"abc","role":"admin"}]' })).toThrow(/pipeline\.auth\.tokens/);
+  });
+});

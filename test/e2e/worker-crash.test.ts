@@ -1,0 +1,71 @@
+/**
+ * Crash matrix, row 1: a worker process is killed (SIGKILL) while a step runs. A new
+ * worker process gets the step redelivered with the same transition identity (the
+ * committed attempt did not move), the execution completes, and no transition was
+ * committed twice.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { startTestEngine, type TestEngine } from '../helpers/engine';
+
+// The API side only needs the pipeline's shape to plan the run; the worker processes run it.
+const crashyShape = definePipeline({ name: 'crashy', steps: [localStep('a', () => null), localStep('slow', () => null), localStep('c', () => null)] });
+
+let engine: TestEngine;
+const workers: ChildProcess[] = [];
+
+async function startWorkerProcess(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/worker-process.ts'], {
+    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: engine.database.url, TASK_QUEUE: engine.taskQueue },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  workers.push(child);
+  let out = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  const deadline = Date.now() + 60_000;
+  while (!out.includes('ready')) {
+    if (child.exitCode !== null) throw new Error(`worker process exited with ${child.exitCode}`);
+    if (Date.now() > deadline) throw new Error('worker process did not become ready');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return child;
+}
+
+beforeAll(async () => {
+  engine = await startTestEngine([crashyShape], { 'pipeline.orchestrator.worker.heartbeat-timeout': '1s' }, { worker: false });
+  await engine.service.db.query('CREATE TABLE test_invocation (id serial PRIMARY KEY, transition_key text NOT NULL, pid integer NOT NULL)');
+});
+afterAll(async () => {
+  for (const child of workers) if (child.exitCode === null) child.kill('SIGKILL');
+  await engine?.stop();
+});
+
+describe('worker crash while a step runs', () => {
+  it('redelivers the step with the same transition identity to a new worker, without a double commit', async () => {
+    const first = await startWorkerProcess();
+    await engine.start('acme', { pipeline: 'crashy', executionId: 'crash-1' });
+
+    const deadline = Date.now() + 30_000;
+    while ((await engine.service.db.query('SELECT 1 FROM test_invocation')).rowCount === 0) {
+      if (Date.now() > deadline) throw new Error('step never started');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    const before = await engine.service.store.get('acme', 'crash-1');
+    expect(before).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 1 });
+
+    const second = await startWorkerProcess();
+    const record = await engine.waitFor('acme', 'crash-1', ['SUCCEEDED', 'FAILED'], 45_000);
+    expect(record.status).toBe('SUCCEEDED');
+
+    const invocations = await engine.service.db.query<{ transition_key: string; pid: number }>('SELECT transition_key, pid FROM test_invocation ORDER BY id');
+    expect(invocations.rows.map((row) => row.transition_key)).toEqual(['crash-1:1:1', 'crash-1:1:1']);
+    expect(invocations.rows.map((row) => row.pid)).toEqual([first.pid, second.pid]);
+    // created + RUNNING + three step commits: the redelivery committed nothing twice.
+    expect(record.version).toBe(5);
+    expect(record.segmentInput).toEqual({ step: 'slow', pid: second.pid });
+  });
+});

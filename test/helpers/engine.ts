@@ -1,0 +1,110 @@
+/**
+ * An engine per test file: a fresh database, the shared dev server, a unique task
+ * queue, and the real service composition (worker, dispatcher, API) with HTTP served
+ * in-process through `app.request`. Logs are captured as parsed JSON lines.
+ */
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { inject } from 'vitest';
+import { sha256Hex } from '../../src/api/middleware/bearer-auth';
+import { loadConfig, type ConfigInput } from '../../src/config/config';
+import { createLog } from '../../src/log';
+import type { PipelineDefinition } from '../../src/pipeline/define';
+import { startService, type Service } from '../../src/service/runtime';
+import { DlqStore } from '../../src/store/dlq-store';
+import { EffectStore } from '../../src/store/effect-store';
+import type { ExecutionRecord, ExecutionStatus } from '../../src/store/execution-store';
+import { createTestDatabase, type TestDatabase } from './postgres';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+export const TENANT_A_TOKEN = 'test-tenant-a-token';
+export const SUBMIT_TOKEN = 'test-submit-token';
+
+export const TEST_TOKENS = [
+  { sha256: sha256Hex(ADMIN_TOKEN), role: 'admin' as const, name: 'test-admin' },
+  { sha256: sha256Hex(TENANT_A_TOKEN), role: 'admin' as const, tenants: ['tenant-a'], name: 'tenant-a-admin' },
+  { sha256: sha256Hex(SUBMIT_TOKEN), role: 'submit' as const, name: 'submitter' },
+];
+
+export interface TestEngine {
+  service: Service;
+  database: TestDatabase;
+  effects: EffectStore;
+  dlq: DlqStore;
+  logs: Record<string, any>[];
+  taskQueue: string;
+  request(method: string, path: string, options?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<Response>;
+  start(tenantId: string, body: Record<string, unknown>): Promise<Record<string, any>>;
+  waitFor(tenantId: string, executionId: string, statuses: ExecutionStatus[], timeoutMs?: number): Promise<ExecutionRecord>;
+  stop(): Promise<void>;
+}
+
+/** Fast retries for tests: the formula is the same, the base is small. */
+export const FAST_RETRY: ConfigInput = {
+  'pipeline.defaults.retry-wait-ms': 50,
+  'pipeline.defaults.max-backoff': 200,
+  'pipeline.orchestrator.worker.heartbeat-timeout': '5s',
+};
+
+export async function startTestEngine(pipelines: PipelineDefinition[], overrides: ConfigInput = {}, options: { worker?: boolean } = {}): Promise<TestEngine> {
+  const database = await createTestDatabase();
+  const taskQueue = `test-${randomBytes(5).toString('hex')}`;
+  const logs: Record<string, any>[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logs.push(JSON.parse(line));
+      done();
+    },
+  });
+  const log = createLog({ level: 'debug', destination: sink });
+  const config = loadConfig({}, {
+    'pipeline.store.url': database.url,
+    'pipeline.temporal.address': inject('temporalAddress'),
+    'pipeline.temporal.task-queue': taskQueue,
+    'pipeline.auth.tokens': TEST_TOKENS,
+    'pipeline.sweeper.interval': '500ms',
+    ...FAST_RETRY,
+    ...overrides,
+  });
+  const service = await startService({ config, log, pipelines, http: false, worker: options.worker });
+  const prefix = `/${config['pipeline.admin.prefix']}`;
+
+  const engine: TestEngine = {
+    service,
+    database,
+    effects: new EffectStore(service.db),
+    dlq: new DlqStore(service.db),
+    logs,
+    taskQueue,
+    request(method, path, options = {}) {
+      const headers: Record<string, string> = { ...options.headers };
+      if (options.token !== null) headers.authorization ??= `Bearer ${options.token ?? ADMIN_TOKEN}`;
+      let body: string | undefined;
+      if (options.body !== undefined) {
+        headers['content-type'] ??= 'application/json';
+        body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      }
+      return Promise.resolve(service.app.request(`${prefix}${path}`, { method, headers, body }));
+    },
+    async start(tenantId, body) {
+      const res = await engine.request('POST', `/api/tenants/${tenantId}/executions`, { body });
+      const json = await res.json();
+      if (res.status !== 202 && res.status !== 200) throw new Error(`start answered ${res.status}: ${JSON.stringify(json)}`);
+      return json;
+    },
+    async waitFor(tenantId, executionId, statuses, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const record = await service.store.get(tenantId, executionId);
+        if (record && statuses.includes(record.status)) return record;
+        if (Date.now() > deadline) throw new Error(`execution ${executionId} is ${record?.status ?? 'missing'} after ${timeoutMs} ms, not ${statuses.join('|')}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async stop() {
+      await service.stop();
+      await database.drop();
+    },
+  };
+  return engine;
+}

@@ -1,0 +1,203 @@
+/**
+ * The background path against the real dev server and real Postgres: success,
+ * retries with backoff and committed retry intent, exhaustion, retry-limit 0,
+ * non-retryable failures, bad operator output, and what the Temporal UI shows.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline, functionStep, localStep, NonRetryableException, type StepContext } from '../../src/pipeline/define';
+import { PipelineStatus } from '../../src/workflows/search-attributes';
+import { startTestEngine, type TestEngine } from '../helpers/engine';
+
+/** Every invocation an operator saw, by step name: transition key and time. */
+const seen: Record<string, { key: string; at: number; recordAttempt?: number; nextDueAt?: string | null }[]> = {};
+function note(step: string, ctx: StepContext, extra: Record<string, unknown> = {}) {
+  (seen[step] ??= []).push({ key: ctx.transitionKey, at: Date.now(), ...extra });
+}
+const keysOf = (step: string) => (seen[step] ?? []).map((entry) => entry.key);
+
+let engine: TestEngine;
+
+const passThrough = (name: string) => localStep(name, (input: { trail?: string[] } | null, ctx) => {
+  note(`${ctx.executionId}/${name}`, ctx);
+  return { ...input, trail: [...(input?.trail ?? []), name] };
+});
+
+const pipelines = [
+  definePipeline({ name: 'three', steps: [passThrough('a'), passThrough('b'), passThrough('c')] }),
+  definePipeline({
+    name: 'flaky-last',
+    steps: [
+      passThrough('a'),
+      localStep('flaky', async (input: { failTimes: number }, ctx) => {
+        const record = await engine.service.store.get(ctx.tenantId, ctx.executionId);
+        note(`${ctx.executionId}/flaky`, ctx, { recordAttempt: record?.attempt, nextDueAt: record?.nextDueAt });
+        if (ctx.attempt <= input.failTimes) throw Object.assign(new Error('dependency unavailable'), { code: 'DEPENDENCY_DOWN' });
+        return { done: true };
+      }, { retry: { limit: 5, waitMs: 200, maxBackoffMs: 300, jitter: false } }),
+    ],
+  }),
+  definePipeline({
+    name: 'always-failing',
+    retry: { limit: 2 },
+    steps: [
+      passThrough('a'),
+      localStep('broken', (_input: unknown, ctx) => {
+        note(`${ctx.executionId}/broken`, ctx);
+        throw Object.assign(new Error('still down'), { code: 'DEPENDENCY_DOWN' });
+      }),
+      passThrough('never'),
+    ],
+  }),
+  definePipeline({
+    name: 'no-retries',
+    retry: { limit: 0 },
+    steps: [localStep('once', (_input: unknown, ctx) => {
+      note(`${ctx.executionId}/once`, ctx);
+      throw new Error('flaky');
+    })],
+  }),
+  definePipeline({
+    name: 'rejects-payload',
+    steps: [functionStep('validate', (_event: unknown, context) => {
+      (seen[`${context.executionId}/validate`] ??= []).push({ key: context.invocationId, at: Date.now() });
+      throw new NonRetryableException('amount must be positive', 'INVALID_AMOUNT');
+    })],
+  }),
+  definePipeline({
+    name: 'bad-output',
+    steps: [localStep('bigint', (_input: unknown, ctx) => {
+      note(`${ctx.executionId}/bigint`, ctx);
+      return { amount: 10n };
+    })],
+  }),
+];
+
+beforeAll(async () => {
+  engine = await startTestEngine(pipelines);
+});
+afterAll(async () => {
+  await engine?.stop();
+});
+
+describe('execution engine', () => {
+  it('runs a 3-step execution to SUCCEEDED, bumping version once per committed transition', async () => {
+    const started = await engine.start('acme', { pipeline: 'three', executionId: 'three-1', input: { n: 1 } });
+    expect(started).toMatchObject({ status: 'QUEUED', version: 1, dispatch: 'started' });
+    const record = await engine.waitFor('acme', 'three-1', ['SUCCEEDED', 'FAILED']);
+    expect(record.status).toBe('SUCCEEDED');
+    // created (1) + QUEUED→RUNNING (1) + three step commits (3)
+    expect(record.version).toBe(5);
+    expect(record.segmentInput).toEqual({ n: 1, trail: ['a', 'b', 'c'] });
+    expect(['a', 'b', 'c'].map((s) => keysOf(`three-1/${s}`))).toEqual([['three-1:0:1'], ['three-1:1:1'], ['three-1:2:1']]);
+    const result = await engine.service.client.workflow.getHandle(record.workflowId).result();
+    expect(result).toEqual({ n: 1, trail: ['a', 'b', 'c'] });
+  });
+
+  it('retries a step that fails twice with committed attempts 1, 2, 3 and waits within the backoff bounds', async () => {
+    await engine.start('acme', { pipeline: 'flaky-last', executionId: 'flaky-1', input: { failTimes: 2 } });
+    const record = await engine.waitFor('acme', 'flaky-1', ['SUCCEEDED', 'FAILED']);
+    expect(record.status).toBe('SUCCEEDED');
+    expect(record.attempt).toBe(3);
+    const calls = seen['flaky-1/flaky'];
+    expect(calls.map((c) => c.key)).toEqual(['flaky-1:1:1', 'flaky-1:1:2', 'flaky-1:1:3']);
+    // Retry intent (attempt, nextDueAt) was committed before the wait: the retry sees it stored.
+    expect(calls[1]).toMatchObject({ recordAttempt: 2 });
+    expect(calls[1].nextDueAt).not.toBeNull();
+    // jitter off: retry 1 waits 200 ms, retry 2 min(300, 400) = 300 ms.
+    expect(calls[1].at - calls[0].at).toBeGreaterThanOrEqual(200);
+    expect(calls[2].at - calls[1].at).toBeGreaterThanOrEqual(300);
+    expect(calls[2].at - calls[0].at).toBeLessThan(10_000);
+    // created + RUNNING + step a + two retry commits + success
+    expect(record.version).toBe(6);
+  });
+
+  it('exhausts retry-limit 2 in exactly 3 invocations and writes a retry_exhausted envelope', async () => {
+    await engine.start('acme', {
+      pipeline: 'always-failing', executionId: 'exhaust-1', executionKey: 'order-77', correlationId: 'corr-9',
+      resource: { type: 'order', name: 'orders-eu' }, input: { order: 77 },
+    });
+    const record = await engine.waitFor('acme', 'exhaust-1', ['FAILED', 'SUCCEEDED']);
+    expect(keysOf('exhaust-1/broken')).toEqual(['exhaust-1:1:1', 'exhaust-1:1:2', 'exhaust-1:1:3']);
+    expect(keysOf('exhaust-1/never')).toEqual([]);
+    expect(record).toMatchObject({ status: 'FAILED', failedStepIndex: 1, terminalReason: 'retry_exhausted', lastErrorCode: 'DEPENDENCY_DOWN' });
+    // The failed step's persisted segment input is step a's output.
+    expect(record.segmentInput).toEqual({ order: 77, trail: ['a'] });
+    const { entries } = await engine.dlq.list('acme', { limit: 10 });
+    const entry = entries.find((e) => e.envelope.executionId === 'exhaust-1');
+    expect(entry?.envelope).toEqual({
+      tenantId: 'acme', executionId: 'exhaust-1', executionKey: 'order-77', transitionKey: 'exhaust-1:1:3',
+      correlationId: 'corr-9', resourceType: 'order', resourceName: 'orders-eu',
+      transport: 'LOCAL', platform: expect.stringMatching(/^node-/), terminalStatus: 'FAILED', createdAtEpochMs: expect.any(Number),
+      terminalReason: 'retry_exhausted', errorCode: 'DEPENDENCY_DOWN', errorMessage: 'still down', retryable: true, retriesObserved: 2,
+    });
+    expect(entry?.recordVersion).toBe(record.version);
+  });
+
+  it('ends retry-limit 0 in retry_exhausted after one invocation', async () => {
+    await engine.start('acme', { pipeline: 'no-retries', executionId: 'zero-1' });
+    const record = await engine.waitFor('acme', 'zero-1', ['FAILED', 'SUCCEEDED']);
+    expect(keysOf('zero-1/once')).toEqual(['zero-1:0:1']);
+    expect(record.terminalReason).toBe('retry_exhausted');
+    const { entries } = await engine.dlq.list('acme', { limit: 10, terminalReason: 'retry_exhausted' });
+    expect(entries.find((e) => e.envelope.executionId === 'zero-1')?.envelope.retriesObserved).toBe(0);
+  });
+
+  it('fails a NonRetryableException fast with non_retryable, and Temporal shows the run failed', async () => {
+    await engine.start('acme', { pipeline: 'rejects-payload', executionId: 'nonretry-1', input: { amount: -1 } });
+    const record = await engine.waitFor('acme', 'nonretry-1', ['FAILED', 'SUCCEEDED']);
+    expect(keysOf('nonretry-1/validate')).toEqual(['nonretry-1:0:1']);
+    expect(record).toMatchObject({ terminalReason: 'non_retryable', lastErrorCode: 'INVALID_AMOUNT' });
+    const envelope = (await engine.dlq.list('acme', { limit: 10, errorCode: 'INVALID_AMOUNT' })).entries[0]?.envelope;
+    expect(envelope).toMatchObject({ transport: 'FUNCTION', terminalReason: 'non_retryable', retryable: false, retriesObserved: 0 });
+
+    const handle = engine.service.client.workflow.getHandle(record.workflowId);
+    const failure = await handle.result().catch((err) => err);
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect(failure.cause).toBeInstanceOf(ApplicationFailure);
+    expect(failure.cause.type).toBe('PipelineExecutionFailed');
+    expect(failure.cause.cause).toBeInstanceOf(ActivityFailure);
+    expect(failure.cause.cause.cause).toBeInstanceOf(ApplicationFailure);
+    const description = await handle.describe();
+    expect(description.status.name).toBe('FAILED');
+    expect(description.typedSearchAttributes.get(PipelineStatus)).toBe('FAILED');
+  });
+
+  it('fails an operator whose output is not JSON as non_retryable, without crashing the worker', async () => {
+    await engine.start('acme', { pipeline: 'bad-output', executionId: 'bigint-1' });
+    const record = await engine.waitFor('acme', 'bigint-1', ['FAILED', 'SUCCEEDED']);
+    expect(keysOf('bigint-1/bigint')).toHaveLength(1);
+    expect(record).toMatchObject({ terminalReason: 'non_retryable', lastErrorCode: 'OPERATOR_OUTPUT_NOT_SERIALIZABLE' });
+    // The worker is still serving: another execution succeeds after it.
+    await engine.start('acme', { pipeline: 'three', executionId: 'after-bigint' });
+    expect((await engine.waitFor('acme', 'after-bigint', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+  });
+
+  it('labels the run and its activities for the Temporal UI', async () => {
+    await engine.start('acme', { pipeline: 'three', executionId: 'ui-1' });
+    const record = await engine.waitFor('acme', 'ui-1', ['SUCCEEDED']);
+    const handle = engine.service.client.workflow.getHandle(record.workflowId);
+    // The record commits with the last step; the run closes one workflow task later.
+    await handle.result();
+    const description = await handle.describe();
+    expect(description.typedSearchAttributes.get(PipelineStatus)).toBe('SUCCEEDED');
+    expect(await description.staticSummary()).toBe('three · tenant acme · execution ui-1');
+    const history = await handle.fetchHistory();
+    const summaries = (history.events ?? [])
+      .filter((event) => event.activityTaskScheduledEventAttributes)
+      .map((event) => JSON.parse(Buffer.from(event.userMetadata?.summary?.data ?? []).toString('utf8')));
+    expect(summaries).toEqual(['step 0 a · LOCAL · attempt 1', 'step 1 b · LOCAL · attempt 1', 'step 2 c · LOCAL · attempt 1']);
+  });
+
+  it('returns the existing execution for a repeated executionKey', async () => {
+    const first = await engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'three', executionKey: 'invoice-5' } });
+    expect(first.status).toBe(202);
+    const second = await engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'three', executionKey: 'invoice-5' } });
+    expect(second.status).toBe(200);
+    const [a, b] = [await first.json(), await second.json()];
+    expect(b.executionId).toBe(a.executionId);
+    const count = await engine.service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM execution_record WHERE execution_key = 'invoice-5'");
+    expect(count.rows[0].n).toBe(1);
+  });
+});
