@@ -114,6 +114,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       port: config['pipeline.temporal.dev-server.port'],
       uiPort: config['pipeline.temporal.dev-server.ui-port'],
       namespace,
+      log,
     });
     address = devServer.address;
     const started = devServer;

@@ -1,8 +1,17 @@
 /**
  * The embedded Temporal dev server (`temporal server start-dev`) as a child process,
  * with our search attributes registered. Used by the embedded default and the tests.
+ *
+ * With a binary on disk we spawn it ourselves: its output is piped (JSON lines go to
+ * our log, the banner is dropped, so stdout stays one JSON object per line) and it is
+ * killed when this process exits, even after a crash. Without one, the SDK downloads
+ * and runs it.
  */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Log } from '../log';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { resolveTemporalCli } from './cli';
 
@@ -14,28 +23,99 @@ export interface DevServerOptions {
   /** Web UI port; absent = no UI */
   uiPort?: number;
   namespace?: string;
+  log?: Log;
 }
 
 export interface DevServer {
   address: string;
   namespace: string;
-  env: TestWorkflowEnvironment;
   stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilServing(address: string, namespace: string, exited: () => string | undefined, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const failure = exited();
+    if (failure) throw new Error(`temporal dev server exited during start-up: ${failure}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`temporal dev server at ${address} did not come up in ${timeoutMs} ms: ${err instanceof Error ? err.message : err}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
 }
 
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const executable = resolveTemporalCli();
   const namespace = options.namespace ?? 'default';
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      executable,
-      dbFilename: options.dbFilename,
-      port: options.port,
-      ui: options.uiPort !== undefined,
-      uiPort: options.uiPort,
-      namespace,
-      searchAttributes: ALL_SEARCH_ATTRIBUTES,
+  if (executable.type === 'cached-download') {
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: { executable, dbFilename: options.dbFilename, port: options.port, ui: options.uiPort !== undefined, uiPort: options.uiPort, namespace, searchAttributes: ALL_SEARCH_ATTRIBUTES },
+    });
+    return { address: env.address, namespace, stop: () => env.teardown() };
+  }
+
+  const port = options.port ?? (await freePort());
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-format', 'json', '--log-level', 'warn'];
+  args.push(...(options.uiPort !== undefined ? ['--ui-port', String(options.uiPort)] : ['--headless']));
+  if (options.dbFilename) args.push('--db-filename', options.dbFilename);
+  for (const key of ALL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=Keyword`);
+
+  const child = spawn(executable.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  let exitReason: string | undefined;
+  let tail = '';
+  child.once('exit', (code, signal) => (exitReason = `code ${code ?? signal}; ${tail.slice(-400)}`));
+  const forward = (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-2000);
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const entry = JSON.parse(line);
+        options.log?.warn({ event: 'temporal_dev_server', serverLevel: entry.level, serverMessage: entry.msg });
+      } catch {
+        // not a log line
+      }
+    }
+  };
+  child.stdout.on('data', forward);
+  child.stderr.on('data', forward);
+
+  const address = `127.0.0.1:${port}`;
+  try {
+    await waitUntilServing(address, namespace, () => exitReason);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    address,
+    namespace,
+    async stop() {
+      process.removeListener('exit', killOnExit);
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
     },
-  });
-  return { address: env.address, namespace, env, stop: () => env.teardown() };
+  };
 }

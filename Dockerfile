@@ -1,0 +1,10 @@
+# The service image: worker + API (tsx runs the TypeScript sources directly).
+FROM node:20-bookworm-slim
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+ENV NODE_ENV=production
+EXPOSE 8080
+CMD ["node", "--import", "tsx", "src/main.ts"]

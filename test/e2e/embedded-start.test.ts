@@ -1,0 +1,110 @@
+/**
+ * `npm start` as a user runs it: the embedded default (Temporal dev server child +
+ * PGlite under a fresh data dir) serves a demo execution that succeeds and one that
+ * lands in the DLQ, driven over real HTTP as the README's curl examples do. And a bad
+ * configuration stops start-up with a message naming the key.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const cleanEnv = () => {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
+  return env;
+};
+
+describe('start-up configuration errors', () => {
+  it.each([
+    [{ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: 'soonish' }, /pipeline\.orchestrator\.worker\.rest\.request-timeout must be a duration/],
+    [{ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' }, /pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"/],
+  ])('refuses to start with %o', (env, message) => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, encoding: 'utf8', timeout: 30_000 });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(message);
+  });
+});
+
+describe('npm start on the embedded default', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipeline-embedded-'));
+  let child: ChildProcess | undefined;
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('serves a demo execution that succeeds and one that lands in the DLQ, then stops cleanly', async () => {
+    const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        ...cleanEnv(),
+        PIPELINE_DATA_DIR: dataDir,
+        PORT: String(port),
+        PIPELINE_TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
+        PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: String(uiPort),
+        PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    let stdout = '';
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    child.stdout!.on('data', (chunk) => (stdout += chunk));
+    const deadline = Date.now() + 90_000;
+    while (!stderr.includes('Admin token')) {
+      if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}: ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`npm start did not come up: ${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(stderr).toContain(`http://localhost:${port}/pipeline`);
+    expect(stderr).toContain(`Web UI http://localhost:${uiPort}`);
+    expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600);
+    const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+    const api = `http://127.0.0.1:${port}/pipeline`;
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${api}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+
+    expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-1', input: { orderId: 1 } })).status).toBe(202);
+    expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-2', input: { fail: { charge: { mode: 'retryable' } } } })).status).toBe(202);
+
+    const waitStatus = async (id: string) => {
+      const until = Date.now() + 60_000;
+      for (;;) {
+        const record = await (await call('GET', `/admin/tenants/acme/executions/${id}`)).json();
+        if (record.status === 'SUCCEEDED' || record.status === 'FAILED') return record;
+        if (Date.now() > until) throw new Error(`${id} stuck in ${record.status}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+    expect(await waitStatus('order-1')).toMatchObject({ status: 'SUCCEEDED', currentStepIndex: 4 });
+    expect(await waitStatus('order-2')).toMatchObject({ status: 'FAILED', failedStepIndex: 2, terminalReason: 'retry_exhausted' });
+    const dlq = await (await call('GET', '/admin/tenants/acme/dlq?terminalReason=retry_exhausted')).json();
+    expect(dlq.items).toHaveLength(1);
+    expect(dlq.items[0].envelope).toMatchObject({ executionId: 'order-2', errorCode: 'DEMO_RETRYABLE', retriesObserved: 5 });
+    const effects = await (await call('GET', '/admin/tenants/acme/executions/order-1/effects')).json();
+    expect(effects.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', hasResult: true }]);
+
+    // Every stdout line is one JSON object.
+    for (const line of stdout.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
+
+    child.kill('SIGINT');
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+  }, 150_000);
+});
