@@ -29,6 +29,8 @@ export interface DevServerOptions {
 export interface DevServer {
   address: string;
   namespace: string;
+  /** how it was started (benchmarks record it) */
+  settings: string;
   stop(): Promise<void>;
 }
 
@@ -68,7 +70,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     const env = await TestWorkflowEnvironment.createLocal({
       server: { executable, dbFilename: options.dbFilename, port: options.port, ui: options.uiPort !== undefined, uiPort: options.uiPort, namespace, searchAttributes: ALL_SEARCH_ATTRIBUTES },
     });
-    return { address: env.address, namespace, stop: () => env.teardown() };
+    return { address: env.address, namespace, settings: 'SDK-downloaded dev server (TestWorkflowEnvironment.createLocal)', stop: () => env.teardown() };
   }
 
   const port = options.port ?? (await freePort());
@@ -108,6 +110,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   return {
     address,
     namespace,
+    settings: `temporal ${args.join(' ')}`,
     async stop() {
       process.removeListener('exit', killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
