@@ -1,5 +1,5 @@
 /**
- * Starting executions: admission (record + dispatch row in one transaction), then the
+ * Starting executions: admission (record + dispatch row in one statement), then the
  * Temporal start after commit. A repeated executionKey in a tenant returns the existing
  * execution instead of starting another.
  */
@@ -46,23 +46,20 @@ export class ExecutionService {
       if (existing) return { created: false, record: existing, dispatch: 'existing', runId: existing.runId };
     }
     const executionId = request.executionId ?? randomUUID();
-    const record = await this.store.db.transaction((tx) =>
-      this.store.create(
-        tx,
-        {
-          tenantId,
-          executionId,
-          executionKey: request.executionKey ?? null,
-          pipeline: pipeline.name,
-          workflowId: workflowIdFor(tenantId, executionId),
-          stepCount: pipeline.steps.length,
-          input: request.input ?? null,
-          correlationId: request.correlationId ?? null,
-          resourceType: request.resource?.type ?? null,
-          resourceName: request.resource?.name ?? null,
-        },
-        {},
-      ),
+    const record = await this.store.create(
+      {
+        tenantId,
+        executionId,
+        executionKey: request.executionKey ?? null,
+        pipeline: pipeline.name,
+        workflowId: workflowIdFor(tenantId, executionId),
+        stepCount: pipeline.steps.length,
+        input: request.input ?? null,
+        correlationId: request.correlationId ?? null,
+        resourceType: request.resource?.type ?? null,
+        resourceName: request.resource?.name ?? null,
+      },
+      {},
     );
     if (!record) {
       // Lost a race on the same key, or the id is taken.

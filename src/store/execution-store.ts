@@ -98,22 +98,26 @@ export interface EffectChange {
 export class ExecutionStore {
   constructor(readonly db: Db) {}
 
-  /** Inserts a QUEUED record (version 1) and its dispatch row. Returns null when the id or key exists. */
-  async create(tx: Queryable, execution: NewExecution, workflowArgs: unknown): Promise<ExecutionRecord | null> {
-    const inserted = await tx.query(
-      `INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
-         step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name)
-       VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10)
-       ON CONFLICT DO NOTHING RETURNING *`,
+  /**
+   * Admission of a new execution: the QUEUED record (version 1) and its dispatch row, in
+   * one statement (one round trip, one transaction). Returns null when the id or the
+   * executionKey is taken.
+   */
+  async create(execution: NewExecution, dispatchSpec: unknown): Promise<ExecutionRecord | null> {
+    const inserted = await this.db.query(
+      `WITH record AS (
+         INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
+           step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name)
+         VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10)
+         ON CONFLICT DO NOTHING RETURNING *),
+       dispatch AS (
+         INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args)
+         SELECT tenant_id, execution_id, 'start', $11::jsonb FROM record)
+       SELECT * FROM record`,
       [execution.tenantId, execution.executionId, execution.executionKey, execution.pipeline, execution.workflowId,
-        execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName],
+        execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName, json(dispatchSpec)],
     );
-    if (inserted.rowCount === 0) return null;
-    await tx.query(
-      `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args) VALUES ($1, $2, 'start', $3::jsonb)`,
-      [execution.tenantId, execution.executionId, json(workflowArgs)],
-    );
-    return toRecord(inserted.rows[0]);
+    return inserted.rowCount ? toRecord(inserted.rows[0]) : null;
   }
 
   async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {

@@ -1,0 +1,59 @@
+/** Renders benchmark results as the table in BENCHMARKS.md (between the bench markers). */
+import type { BenchResults } from './suite';
+
+const s = (x: { min: number; median: number; max: number }) => `${x.median} (${x.min}–${x.max})`;
+
+export function renderTable(results: BenchResults): string {
+  const { meta, figures } = results;
+  const f = figures;
+  const rows: string[] = [
+    '| # | Figure | Engine | Bare Temporal | Ratio / result | Target |',
+    '|---|---|---|---|---|---|',
+  ];
+  if (f.engineOverhead) {
+    const o = f.engineOverhead;
+    rows.push(`| 1 | Executions/s, ${o.steps} no-op steps, N=${o.n}, concurrency ${o.concurrency} | ${s(o.engine)} | ${s(o.bare)} | **${s(o.ratio)}** | ${o.target} |`);
+  }
+  if (f.historyEvents) {
+    const h = f.historyEvents;
+    rows.push(`| 2a | History events per successful step | ${h.engine.perStep} | ${h.bare.perStep} | ${(h.engine.perStep / h.bare.perStep).toFixed(2)}× | ≤ bare (6) |`);
+    rows.push(`| 2b | History events per retried attempt | ${h.engine.perRetriedAttempt} | ${h.bare.perRetriedAttempt} | | ≤ 2 |`);
+    rows.push(`| 2c | Fixed events per execution (start, end) | ${h.engine.fixed} | ${h.bare.fixed} | | |`);
+  }
+  if (f.postgresRoundTrips) {
+    const p = f.postgresRoundTrips;
+    rows.push(`| 3a | Postgres round trips per successful step | ${s(p.perSuccessfulStep)} | 0 | | ≤ 2 |`);
+    rows.push(`| 3b | Postgres round trips per Command step | ${s(p.perCommandStep)} | 0 | | ≤ 3 |`);
+    rows.push(`| 3c | Postgres round trips per 5-step execution (with admission) | ${s(p.perFiveStepExecution)} | 0 | | |`);
+  }
+  if (f.redriveThroughput) {
+    const r = f.redriveThroughput;
+    rows.push(r.measured
+      ? `| 4 | Re-drive admissions/s, ${r.count} at concurrency ${r.concurrency} (p50 / p99 ms: ${r.latencyMs.p50} / ${r.latencyMs.p99}) | ${s(r.redrive)} | ${s(r.bare)} | **${s(r.ratio)}** | ≥ 0.7 |`
+      : `| 4 | Re-drive admissions/s | not measured: ${r.reason} | | | ≥ 0.7 |`);
+  }
+  if (f.workerMemory) {
+    const m = f.workerMemory;
+    rows.push(`| 5a | Worker RSS MB per 1,000 executions parked in retry backoff | ${m.mbPer1000Parked} | | idle ${m.idle.median} MB → ${m.parkedInRetryBackoff.median} MB | report |`);
+    rows.push(`| 5b | Worker RSS MB per 1,000 executions running | ${m.mbPer1000Running} | | → ${m.parkedPlusRunning.median} MB | report |`);
+  }
+  if (f.dlqPublish) {
+    rows.push(`| 6 | DLQ publish, provider postgres, envelopes/s (concurrency 16) | ${s(f.dlqPublish.postgres.rate)} | | | report |`);
+  }
+  const header = [
+    `Measured ${String(meta.date).slice(0, 10)} on ${meta.cores} cores (${meta.cpuModel}), Node ${meta.node}, ${meta.temporalCli}.`,
+    `Runs per figure: ${(meta.options as any).runs}; figures are median (min–max). Dev server: \`${meta.devServer}\`.`,
+    `Worker: ${JSON.stringify(meta.worker)}.`,
+  ];
+  return [...header, '', ...rows].join('\n');
+}
+
+export function replaceBlock(document: string, table: string): string {
+  const start = '<!-- bench:start -->';
+  const end = '<!-- bench:end -->';
+  const block = `${start}\n${table}\n${end}`;
+  if (document.includes(start) && document.includes(end)) {
+    return document.slice(0, document.indexOf(start)) + block + document.slice(document.indexOf(end) + end.length);
+  }
+  return `${document.trimEnd()}\n\n${block}\n`;
+}

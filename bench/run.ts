@@ -1,0 +1,58 @@
+/**
+ * `npm run bench`: runs the suite against a fresh dev server and a fresh Postgres
+ * database, writes bench/results/latest.json and updates the table in BENCHMARKS.md.
+ *
+ *   npm run bench                      # the report: N=500, 5 runs
+ *   npm run bench -- --n 100 --runs 3  # quicker, for a look
+ *   npm run bench -- --smoke           # N=5, proves the harness runs; writes nothing
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { renderTable, replaceBlock } from './report';
+import { runBenchmarks } from './suite';
+
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', default: '500' },
+    runs: { type: 'string', default: '5' },
+    concurrency: { type: 'string', default: '50' },
+    memory: { type: 'string', default: '1000' },
+    dlq: { type: 'string', default: '500' },
+    smoke: { type: 'boolean', default: false },
+  },
+});
+
+const number = (name: string, text: string, min: number) => {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min) {
+    process.stderr.write(`bench: --${name} must be a whole number ≥ ${min} (got ${text})\n`);
+    process.exit(2);
+  }
+  return value;
+};
+
+const smoke = values.smoke;
+const options = smoke
+  ? { n: 5, runs: 1, concurrency: 5, memoryCount: 5, dlqCount: 5 }
+  : {
+      n: number('n', values.n!, 1),
+      runs: number('runs', values.runs!, 1),
+      concurrency: number('concurrency', values.concurrency!, 1),
+      memoryCount: number('memory', values.memory!, 1),
+      dlqCount: number('dlq', values.dlq!, 1),
+    };
+
+const started = Date.now();
+const results = await runBenchmarks({
+  ...options,
+  progress: (line) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`),
+});
+const table = renderTable(results);
+process.stdout.write(`${table}\n`);
+if (!smoke) {
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync('bench/results/latest.json', `${JSON.stringify(results, null, 2)}\n`);
+  const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';
+  writeFileSync('BENCHMARKS.md', replaceBlock(document, table));
+  process.stderr.write(`bench: wrote bench/results/latest.json and BENCHMARKS.md in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+}

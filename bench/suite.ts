@@ -1,0 +1,285 @@
+/**
+ * The benchmark suite: what the orchestration layer costs on top of bare Temporal,
+ * measured side by side against the real dev server and the real Postgres. Every ratio
+ * compares two variants run in the same process, on the same worker and task queue,
+ * interleaved round by round (the order alternates).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../src/activities/engine-activities';
+import { loadConfig } from '../src/config/config';
+import { workflowIdFor } from '../src/ids';
+import { createLog } from '../src/log';
+import { PipelineRegistry } from '../src/pipeline/registry';
+import { ExecutionService } from '../src/service/executions';
+import { EffectStore } from '../src/store/effect-store';
+import { ExecutionStore } from '../src/store/execution-store';
+import { resolveTemporalCli } from '../src/temporal/cli';
+import { startDevServer } from '../src/temporal/dev-server';
+import { Dispatcher } from '../src/temporal/dispatcher';
+import { installSdkLogging } from '../src/temporal/sdk-logging';
+import { createTestDatabase } from '../test/helpers/postgres';
+import { bareActivities } from './bare';
+import { benchPipelines } from './pipelines';
+import { pool, spread, type Spread } from './stats';
+
+export interface BenchOptions {
+  /** executions per variant per round (figure 1) */
+  n: number;
+  /** rounds of every repeated figure; ≥ 5 for a report */
+  runs: number;
+  concurrency: number;
+  /** executions parked / running for the memory figure */
+  memoryCount: number;
+  /** envelopes per DLQ round */
+  dlqCount: number;
+  /** use this dev server instead of starting one */
+  temporalAddress?: string;
+  progress?: (line: string) => void;
+}
+
+export interface BenchResults {
+  meta: Record<string, unknown>;
+  figures: Record<string, any>;
+}
+
+const TENANT = 'bench';
+const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows.ts', import.meta.url));
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+export async function runBenchmarks(options: BenchOptions): Promise<BenchResults> {
+  const say = options.progress ?? (() => undefined);
+  const log = createLog({ level: 'error' });
+  installSdkLogging(log, 'ERROR');
+
+  const devServer = options.temporalAddress ? undefined : await startDevServer();
+  const address = options.temporalAddress ?? devServer!.address;
+  const database = await createTestDatabase();
+  const taskQueue = `bench-${randomBytes(4).toString('hex')}`;
+  const config = loadConfig({}, { 'pipeline.auth.tokens': [], 'pipeline.store.url': database.url, 'pipeline.temporal.address': address });
+  const registry = new PipelineRegistry(config, benchPipelines);
+  const store = new ExecutionStore(database.db);
+  const effects = new EffectStore(database.db);
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const dispatcher = new Dispatcher(database.db, client, registry, taskQueue, log);
+  const executions = new ExecutionService(store, registry, dispatcher, log);
+
+  const workerOptions = { maxConcurrentActivityTaskExecutions: 100, maxConcurrentWorkflowTaskExecutions: 40, maxCachedWorkflows: 1000 };
+  const nativeConnection = await NativeConnection.connect({ address });
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    taskQueue,
+    workflowsPath: WORKFLOWS_PATH,
+    activities: { ...createActivities({ store, effects, registry, log }), ...bareActivities },
+    ...workerOptions,
+  });
+  const workerDone = worker.run();
+  const figures: Record<string, any> = {};
+  let seq = 0;
+  const nextId = (label: string) => `${label}-${++seq}`;
+
+  const runEngine = async (pipeline: string, input: unknown = null) => {
+    const executionId = nextId(pipeline);
+    await executions.start(TENANT, { pipeline, executionId, input });
+    await client.workflow.getHandle(workflowIdFor(TENANT, executionId)).result();
+    return workflowIdFor(TENANT, executionId);
+  };
+  const runBare = async (steps: number, failTimes = 0) => {
+    const handle = await client.workflow.start('bareWorkflow', { workflowId: nextId('bare'), taskQueue, args: [steps, null, failTimes] });
+    await handle.result();
+    return handle.workflowId;
+  };
+  const historyLength = async (workflowId: string) => (await client.workflow.getHandle(workflowId).fetchHistory()).events?.length ?? 0;
+
+  try {
+    // Warm-up: bundle caches, connection pools, JIT. Not counted.
+    say('warm-up');
+    await pool(Math.min(20, options.n), options.concurrency, async () => { await runEngine('noop5'); await runBare(5); });
+
+    // 1. Engine overhead, happy path.
+    const engineRates: number[] = [];
+    const bareRates: number[] = [];
+    const ratios: number[] = [];
+    for (let round = 0; round < options.runs; round++) {
+      const measure = async (variant: 'engine' | 'bare') => {
+        const started = performance.now();
+        await pool(options.n, options.concurrency, async () => { if (variant === 'engine') await runEngine('noop5'); else await runBare(5); });
+        return options.n / ((performance.now() - started) / 1000);
+      };
+      const order: ('engine' | 'bare')[] = round % 2 === 0 ? ['engine', 'bare'] : ['bare', 'engine'];
+      const rates: Record<string, number> = {};
+      for (const variant of order) rates[variant] = await measure(variant);
+      engineRates.push(rates.engine);
+      bareRates.push(rates.bare);
+      ratios.push(rates.engine / rates.bare);
+      say(`engine overhead ${round + 1}/${options.runs}: engine ${rates.engine.toFixed(1)}/s, bare ${rates.bare.toFixed(1)}/s, ratio ${(rates.engine / rates.bare).toFixed(3)}`);
+    }
+    figures.engineOverhead = { unit: 'executions/s', steps: 5, n: options.n, concurrency: options.concurrency, engine: spread(engineRates), bare: spread(bareRates), ratio: spread(ratios, 3), target: '≥ 0.85' };
+
+    // 2. History events per step and per retried attempt, read from real histories.
+    say('history events');
+    const [e1, e5, eRetry, b1, b5, bRetry] = [
+      await historyLength(await runEngine('noop1')),
+      await historyLength(await runEngine('noop5')),
+      await historyLength(await runEngine('retry1', { failTimes: 2 })),
+      await historyLength(await runBare(1)),
+      await historyLength(await runBare(5)),
+      await historyLength(await runBare(1, 2)),
+    ];
+    figures.historyEvents = {
+      engine: { oneStep: e1, fiveSteps: e5, perStep: (e5 - e1) / 4, perRetriedAttempt: (eRetry - e1) / 2, fixed: e1 - (e5 - e1) / 4 },
+      bare: { oneStep: b1, fiveSteps: b5, perStep: (b5 - b1) / 4, perRetriedAttempt: (bRetry - b1) / 2, fixed: b1 - (b5 - b1) / 4 },
+      target: 'per step ≤ bare (6); per retried attempt ≤ 2',
+    };
+
+    // 3. Postgres round trips per step (marginal: 5-step minus 1-step executions, per step).
+    say('postgres round trips');
+    const queriesPer = async (pipeline: string, count = 10) => {
+      const before = database.db.stats.queries;
+      for (let i = 0; i < count; i++) await runEngine(pipeline);
+      return (database.db.stats.queries - before) / count;
+    };
+    const plain: number[] = [];
+    const command: number[] = [];
+    const perExecution: number[] = [];
+    for (let round = 0; round < options.runs; round++) {
+      const [q1, q5, c1, c5] = [await queriesPer('noop1'), await queriesPer('noop5'), await queriesPer('cmd1'), await queriesPer('cmd5')];
+      plain.push((q5 - q1) / 4);
+      command.push((c5 - c1) / 4);
+      perExecution.push(q5);
+    }
+    figures.postgresRoundTrips = { perSuccessfulStep: spread(plain), perCommandStep: spread(command), perFiveStepExecution: spread(perExecution), target: '≤ 2 per step, ≤ 3 per Command step' };
+
+    // 4. Re-drive throughput: needs the re-drive endpoint (issue 4).
+    figures.redriveThroughput = { measured: false, reason: 'the re-drive endpoint does not exist yet (issue 4)' };
+
+    // 5. Worker memory, in a worker process of its own.
+    say(`worker memory with ${options.memoryCount} executions`);
+    figures.workerMemory = await measureMemory(options, { address, databaseUrl: database.url, client, executions, store, say });
+
+    // 6. DLQ publish to the postgres provider: terminal-failure commits (record FAILED + envelope, one statement).
+    say('dlq publish');
+    const dlqRates: number[] = [];
+    for (let round = 0; round < options.runs; round++) {
+      const prefix = `dlq-${round}-`;
+      await database.db.query(
+        `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt, segment_input)
+         SELECT 'bench', $1 || g, 'noop1', 'wf', 'RUNNING', 2, 1, 0, 1, '{}'::jsonb FROM generate_series(1, $2) g`,
+        [prefix, options.dlqCount],
+      );
+      const started = performance.now();
+      await pool(options.dlqCount, 16, async (i) => {
+        const executionId = `${prefix}${i + 1}`;
+        const transitionKey = `${executionId}:0:1`;
+        await store.commitFailed('bench', executionId, 0, 1, {
+          terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey,
+          envelope: { tenantId: 'bench', executionId, transitionKey, transport: 'LOCAL', platform: 'bench', terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', retryable: true, retriesObserved: 5 },
+        });
+      });
+      dlqRates.push(options.dlqCount / ((performance.now() - started) / 1000));
+    }
+    figures.dlqPublish = { postgres: { unit: 'envelopes/s', concurrency: 16, perRound: options.dlqCount, rate: spread(dlqRates, 0) } };
+  } finally {
+    worker.shutdown();
+    await workerDone;
+    await nativeConnection.close();
+    await connection.close();
+    await database.drop();
+    await devServer?.stop();
+  }
+
+  const cli = resolveTemporalCli();
+  return {
+    meta: {
+      date: new Date().toISOString(),
+      cores: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      node: process.version,
+      temporalCli: cli.type === 'existing-path' ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'SDK download',
+      devServer: devServer?.settings ?? `existing server at ${address}`,
+      worker: { ...workerOptions, sameWorkerAndTaskQueueForBothVariants: true },
+      options: { n: options.n, runs: options.runs, concurrency: options.concurrency, memoryCount: options.memoryCount, dlqCount: options.dlqCount },
+    },
+    figures,
+  };
+}
+
+async function measureMemory(
+  options: BenchOptions,
+  ctx: { address: string; databaseUrl: string; client: Client; executions: ExecutionService; store: ExecutionStore; say: (line: string) => void },
+): Promise<Record<string, unknown>> {
+  const taskQueue = `bench-mem-${randomBytes(4).toString('hex')}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
+    env: { ...process.env, TEMPORAL_ADDRESS: ctx.address, DATABASE_URL: ctx.databaseUrl, TASK_QUEUE: taskQueue, ACTIVITY_SLOTS: String(options.memoryCount + 50) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    let out = '';
+    child.stdout!.on('data', (chunk) => (out += chunk));
+    while (!out.includes('ready')) {
+      if (child.exitCode !== null) throw new Error('memory worker exited');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const memLog = createLog({ level: 'error' });
+    const memDispatcher = new Dispatcher(ctx.store.db, ctx.client, new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), benchPipelines), taskQueue, memLog);
+    const memExecutions = new ExecutionService(ctx.store, new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), benchPipelines), memDispatcher, memLog);
+    const sample = async () => {
+      const values: number[] = [];
+      for (let i = 0; i < Math.max(5, options.runs); i++) {
+        values.push(rssMb(child.pid!));
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      return spread(values, 1);
+    };
+    const waitUntil = async (sql: string, params: unknown[], count: number) => {
+      const deadline = Date.now() + 300_000;
+      for (;;) {
+        const result = await ctx.store.db.query<{ n: number }>(sql, params);
+        if (result.rows[0].n >= count) return;
+        if (Date.now() > deadline) throw new Error(`memory benchmark: only ${result.rows[0].n}/${count} reached the state`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    };
+    const admitMany = async (pipeline: string, prefix: string) =>
+      pool(options.memoryCount, 32, async (i) => { await memExecutions.start(TENANT, { pipeline, executionId: `${prefix}-${i}` }); });
+
+    const idle = await sample();
+    ctx.say(`memory: idle ${idle.median} MB; parking ${options.memoryCount}`);
+    await admitMany('park', 'park');
+    await waitUntil(`SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE 'park-%' AND attempt >= 2`, [], options.memoryCount);
+    const parked = await sample();
+    ctx.say(`memory: parked ${parked.median} MB; starting ${options.memoryCount} running`);
+    await admitMany('sleepy', 'sleepy');
+    await waitUntil(`SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE 'sleepy-%' AND status = 'RUNNING'`, [], options.memoryCount);
+    const running = await sample();
+    const per1000 = (delta: number) => Number(((delta * 1000) / options.memoryCount).toFixed(1));
+    for (const prefix of ['park', 'sleepy']) {
+      await pool(options.memoryCount, 32, async (i) => {
+        await ctx.client.workflow.getHandle(workflowIdFor(TENANT, `${prefix}-${i}`)).terminate('benchmark over').catch(() => undefined);
+      });
+    }
+    return {
+      unit: 'MB RSS of the worker process',
+      count: options.memoryCount,
+      idle,
+      parkedInRetryBackoff: parked,
+      parkedPlusRunning: running,
+      mbPer1000Parked: per1000(parked.median - idle.median),
+      mbPer1000Running: per1000(running.median - parked.median),
+    };
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+export type { Spread };
