@@ -99,7 +99,7 @@ export function createActivities(deps: EngineDeps) {
 
     let effect: EffectChange | undefined;
     if (step.command) {
-      const claim = await effects.claim(req.tenantId, req.executionId, req.stepIndex, step.name, attempt, transitionKey);
+      const claim = await effects.claim(req.tenantId, req.executionId, req.stepIndex, step.name, attempt, transitionKey, req.redriveIntent === 'ORDINARY');
       if (!claim.claimed) {
         if (claim.effect.status === 'SUCCEEDED') {
           // The effect happened already: reuse its stored result, never invoke again.

@@ -9,6 +9,7 @@ import type { Config } from '../config/config';
 import { NotFoundError } from '../errors';
 import type { Log } from '../log';
 import type { ExecutionService } from '../service/executions';
+import { RedriveRequest, type RedriveService } from '../service/redrive';
 import { StartExecutionRequest } from '../service/executions';
 import type { DlqStore } from '../store/dlq-store';
 import type { EffectStore } from '../store/effect-store';
@@ -25,6 +26,7 @@ export interface AppDeps {
   effects: EffectStore;
   dlq: DlqStore;
   executions: ExecutionService;
+  redrive: RedriveService;
 }
 
 const Limit = z.coerce.number().int().min(1).max(500).default(50);
@@ -33,6 +35,7 @@ const ListExecutionsQuery = z.object({
   limit: Limit,
   cursor: z.string().max(512).optional(),
 }).strict();
+const RedriveQuery = z.object({ dryRun: z.enum(['true', 'false']).optional() }).strict();
 const ListDlqQuery = z.object({
   terminalReason: z.enum(['retry_exhausted', 'non_retryable']).optional(),
   errorCode: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
@@ -85,6 +88,15 @@ export function createApp(deps: AppDeps) {
     const record = await deps.store.get(tenantId, executionId);
     if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
     return c.json({ items: (await deps.effects.list(tenantId, executionId)).map(effectView) });
+  });
+
+  admin.post('/tenants/:tenantId/executions/:executionId/redrive', async (c) => {
+    const query = readQuery(c, RedriveQuery);
+    const body = await readJson(c, RedriveRequest);
+    const tenantId = pathId(c, 'tenantId');
+    const executionId = pathId(c, 'executionId');
+    if (query.dryRun === 'true') return c.json(await deps.redrive.preview(tenantId, executionId, body), 200);
+    return c.json(await deps.redrive.redrive(tenantId, executionId, body, c.get('principal').name), 202);
   });
 
   admin.get('/tenants/:tenantId/dlq', async (c) => {

@@ -27,6 +27,7 @@ import { installSdkLogging } from '../temporal/sdk-logging';
 import { createEngineWorker } from '../temporal/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { ExecutionService } from './executions';
+import { RedriveService } from './redrive';
 
 export interface ServiceOptions {
   config: Config;
@@ -131,7 +132,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const taskQueue = config['pipeline.temporal.task-queue'];
   const dispatcher = new Dispatcher(db, client, registry, taskQueue, log);
   const executions = new ExecutionService(store, registry, dispatcher, log);
-  const app = createApp({ config: effective, log, store, effects, dlq, executions });
+  const redrive = new RedriveService(store, effects, registry, dispatcher, client, log);
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive });
 
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;

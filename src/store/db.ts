@@ -22,6 +22,8 @@ export interface Db extends Queryable {
   exec(sql: string): Promise<void>;
   close(): Promise<void>;
   readonly kind: 'postgres' | 'pglite';
+  /** PGlite's data dir (`memory://…` when not on disk) */
+  readonly dataDir?: string;
   readonly stats: { queries: number };
 }
 
@@ -104,6 +106,7 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
   });
   return {
     kind: 'pglite',
+    dataDir,
     stats,
     ...wrap(lite),
     transaction: (fn) => lite.transaction((tx) => fn(wrap(tx))),

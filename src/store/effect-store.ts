@@ -44,8 +44,13 @@ const toEffect = (row: Record<string, any>): CommandEffect => ({
 export class EffectStore {
   constructor(readonly db: Db) {}
 
-  /** One round trip: claim, or return the effect that blocks the claim. */
-  async claim(tenantId: string, executionId: string, stepIndex: number, stepName: string, attempt: number, transitionKey: string): Promise<ClaimOutcome> {
+  /**
+   * One round trip: claim, or return the effect that blocks the claim. `onlyNew` (the
+   * first step of an ordinary replay) claims only an effect that does not exist yet (or
+   * its own IN_FLIGHT claim, redelivered): ordinary replay never redispatches a retained
+   * effect, FAILED_RETRYABLE included.
+   */
+  async claim(tenantId: string, executionId: string, stepIndex: number, stepName: string, attempt: number, transitionKey: string, onlyNew = false): Promise<ClaimOutcome> {
     const result = await this.db.query<Record<string, any>>(
       `WITH claimed AS (
          INSERT INTO command_effect (tenant_id, execution_id, step_index, step_name, status, attempt, transition_key)
@@ -53,14 +58,14 @@ export class EffectStore {
          ON CONFLICT (tenant_id, execution_id, step_index) DO UPDATE
            SET status = 'IN_FLIGHT', attempt = EXCLUDED.attempt, transition_key = EXCLUDED.transition_key,
                error_code = NULL, updated_at = now()
-           WHERE command_effect.status = 'FAILED_RETRYABLE'
-              OR (command_effect.status = 'IN_FLIGHT' AND command_effect.transition_key = EXCLUDED.transition_key)
+           WHERE (command_effect.status = 'IN_FLIGHT' AND command_effect.transition_key = EXCLUDED.transition_key)
+              OR (NOT $7::boolean AND command_effect.status = 'FAILED_RETRYABLE')
          RETURNING 1)
        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*
        FROM (SELECT 1) AS one
        LEFT JOIN command_effect e ON e.tenant_id = $1 AND e.execution_id = $2 AND e.step_index = $3
          AND NOT EXISTS (SELECT 1 FROM claimed)`,
-      [tenantId, executionId, stepIndex, stepName, attempt, transitionKey],
+      [tenantId, executionId, stepIndex, stepName, attempt, transitionKey, onlyNew],
     );
     const row = result.rows[0];
     if (!row || row.claimed) return { claimed: true };

@@ -120,6 +120,75 @@ export class ExecutionStore {
     return inserted.rowCount ? toRecord(inserted.rows[0]) : null;
   }
 
+  /**
+   * Whether a committed retry intent survives a crash: a Postgres with fsync on and
+   * synchronous_commit not off, or PGlite on disk (not memory://). Read once.
+   */
+  async supportsDurableRetryIntent(): Promise<boolean> {
+    this.durability ??= (async () => {
+      if (this.db.kind === 'pglite') return !this.db.dataDir?.startsWith('memory://');
+      const result = await this.db.query<{ fsync: string; sync: string }>(
+        `SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sync`,
+      );
+      return result.rows[0].fsync === 'on' && result.rows[0].sync !== 'off';
+    })();
+    return this.durability;
+  }
+  private durability?: Promise<boolean>;
+
+  /**
+   * Admission of a re-drive, one statement: bump the version if it is still the expected
+   * one and the status is the one the checks saw, re-queue at the resume step with a new
+   * attempt, write the audit row and the dispatch row, and (for a confirmed
+   * REMOTE_OUTCOME_UNKNOWN) turn the step's AMBIGUOUS effect into FAILED_RETRYABLE.
+   * Returns null when another writer got there first.
+   */
+  async admitRedrive(admission: {
+    tenantId: string;
+    executionId: string;
+    expectedVersion: number;
+    fromStatus: ExecutionStatus;
+    resumeStepIndex: number;
+    redriveId: string;
+    principal: string;
+    reason: string;
+    request: unknown;
+    mode: string;
+    confirmedDisposition: string | null;
+    dispatchSpec: unknown;
+    releaseAmbiguousEffect: boolean;
+  }): Promise<ExecutionRecord | null> {
+    const a = admission;
+    const result = await this.db.query(
+      `WITH moved AS (
+         UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
+           failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL,
+           redrive_count = redrive_count + 1, updated_at = now()
+         WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
+         RETURNING *),
+       audit AS (
+         INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
+           from_version, to_version, resume_step_index, attempt, confirmed_disposition)
+         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11 FROM moved),
+       dispatch AS (
+         INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args)
+         SELECT tenant_id, execution_id, $6, $12::jsonb FROM moved),
+       effect AS (
+         UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
+         WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_index = $5 AND status = 'AMBIGUOUS'
+           AND EXISTS (SELECT 1 FROM moved))
+       SELECT * FROM moved`,
+      [a.tenantId, a.executionId, a.expectedVersion, a.fromStatus, a.resumeStepIndex, a.redriveId, a.principal, a.reason,
+        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect],
+    );
+    return result.rowCount ? toRecord(result.rows[0]) : null;
+  }
+
+  async hasPendingDispatch(tenantId: string, executionId: string): Promise<boolean> {
+    const result = await this.db.query(`SELECT 1 FROM execution_dispatch WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING' LIMIT 1`, [tenantId, executionId]);
+    return result.rowCount > 0;
+  }
+
   async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {
     const result = await q.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2', [tenantId, executionId]);
     return result.rowCount ? toRecord(result.rows[0]) : null;

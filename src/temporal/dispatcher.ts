@@ -7,7 +7,7 @@
  * ExecutionStore.begin) and ends quietly.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Log } from '../log';
 import type { PipelineRegistry } from '../pipeline/registry';
@@ -26,9 +26,13 @@ export interface DispatchOutcome {
 }
 
 const LEASE_MS = 30_000;
+/** Waits of 100, 200, … ms for a previous run that is still closing (about 2 s in all). */
+const PREVIOUS_RUN_WAITS = 6;
 
 export class Dispatcher {
   private readonly owner = `dispatcher-${randomUUID()}`;
+  /** Fault injection for tests: runs just before each Temporal start; a throw fails that start. */
+  beforeStart?: (tenantId: string, executionId: string, dispatchId: string) => void | Promise<void>;
   private timer?: NodeJS.Timeout;
   private sweeping?: Promise<number>;
 
@@ -66,41 +70,74 @@ export class Dispatcher {
         input: record.segmentInput,
         redrive: spec.redrive,
       };
-      const handle = await this.client.workflow.start('pipelineWorkflow', {
-        workflowId: record.workflowId,
-        taskQueue: this.taskQueue,
-        args: [run],
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: PipelineTenant, value: tenantId },
-          { key: PipelineExecutionId, value: executionId },
-          { key: PipelineName, value: record.pipeline },
-          { key: PipelineStatus, value: 'RUNNING' },
-        ]),
-        staticSummary: `${record.pipeline} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
-        staticDetails: [
-          `**Pipeline** ${record.pipeline}, ${run.steps.length} steps: ${run.steps.map((s, i) => `${i}:${s.name}(${s.transport}${s.command ? ',command' : ''})`).join(' → ')}`,
-          `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
-          record.correlationId ? `**Correlation** ${record.correlationId}` : '',
-          spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',
-        ].filter(Boolean).join('\n\n'),
-      });
+      await this.beforeStart?.(tenantId, executionId, dispatchId);
+      const runId = await this.startRun(record.workflowId, dispatchId, run, spec);
       await this.db.query(
         `UPDATE execution_dispatch SET status = 'STARTED', run_id = $4, started_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL
          WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3`,
-        [tenantId, executionId, dispatchId, handle.firstExecutionRunId],
+        [tenantId, executionId, dispatchId, runId],
       );
-      return { dispatch: 'started', runId: handle.firstExecutionRunId };
+      return { dispatch: 'started', runId };
     } catch (err) {
       const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';
       this.log.warn({ event: 'execution_dispatch_failed', tenantId, executionId, dispatchId, error: message });
-      // Give the lease back so the sweeper retries soon, not after the lease window.
-      await this.db
-        .query(`UPDATE execution_dispatch SET lease_owner = NULL, lease_until = now() + interval '1 second', last_error = $4 WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3`, [tenantId, executionId, dispatchId, message])
-        .catch(() => undefined);
+      await this.releaseLease(tenantId, executionId, dispatchId, message);
       return { dispatch: 'pending', runId: null };
     }
+  }
+
+  /**
+   * Starts the run, or finds the one this dispatch already started. Conflict policy FAIL:
+   * a re-drive must never attach to the previous run while it is still closing. When the
+   * workflowId is busy, the run's memo says whose it is: ours (a lost acknowledgement)
+   * → its runId; another dispatch's → an error, and the sweeper tries again shortly.
+   */
+  private async startRun(workflowId: string, dispatchId: string, run: PipelineRunInput, spec: DispatchSpec, attempt = 0): Promise<string> {
+    const { tenantId, executionId, pipeline } = run;
+    try {
+      const handle = await this.client.workflow.start('pipelineWorkflow', {
+        workflowId,
+        taskQueue: this.taskQueue,
+        args: [run],
+        memo: { dispatchId },
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: PipelineTenant, value: tenantId },
+          { key: PipelineExecutionId, value: executionId },
+          { key: PipelineName, value: run.pipeline },
+          { key: PipelineStatus, value: 'RUNNING' },
+        ]),
+        staticSummary: `${pipeline} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
+        staticDetails: [
+          `**Pipeline** ${pipeline}, ${run.steps.length} steps: ${run.steps.map((s, i) => `${i}:${s.name}(${s.transport}${s.command ? ',command' : ''})`).join(' → ')}`,
+          `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
+          run.correlationId ? `**Correlation** ${run.correlationId}` : '',
+          spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',
+        ].filter(Boolean).join('\n\n'),
+      });
+      return handle.firstExecutionRunId;
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      const handle = this.client.workflow.getHandle(workflowId);
+      const description = await handle.describe();
+      const owner = description.memo?.dispatchId;
+      if (owner === dispatchId) return description.runId;
+      // The previous run commits its terminal state one workflow task before it closes:
+      // give it a moment rather than leaving an operator's re-drive to the next sweep.
+      if (attempt < PREVIOUS_RUN_WAITS) {
+        await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
+        return this.startRun(workflowId, dispatchId, run, spec, attempt + 1);
+      }
+      throw new Error(`workflow ${workflowId} is still running for dispatch ${String(owner)}; the sweeper retries`);
+    }
+  }
+
+  private async releaseLease(tenantId: string, executionId: string, dispatchId: string, message: string): Promise<void> {
+    // Give the lease back so the sweeper retries soon, not after the lease window.
+    await this.db
+      .query(`UPDATE execution_dispatch SET lease_owner = NULL, lease_until = now() + interval '1 second', last_error = $4 WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3`, [tenantId, executionId, dispatchId, message])
+      .catch(() => undefined);
   }
 
   /** One sweep: dispatches every PENDING row whose lease is free. Returns how many started. */

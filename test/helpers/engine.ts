@@ -8,6 +8,7 @@ import { Writable } from 'node:stream';
 import { inject } from 'vitest';
 import { sha256Hex } from '../../src/api/middleware/bearer-auth';
 import { loadConfig, type ConfigInput } from '../../src/config/config';
+import { workflowIdFor } from '../../src/ids';
 import { createLog } from '../../src/log';
 import type { PipelineDefinition } from '../../src/pipeline/define';
 import { startService, type Service } from '../../src/service/runtime';
@@ -36,6 +37,8 @@ export interface TestEngine {
   request(method: string, path: string, options?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<Response>;
   start(tenantId: string, body: Record<string, unknown>): Promise<Record<string, any>>;
   waitFor(tenantId: string, executionId: string, statuses: ExecutionStatus[], timeoutMs?: number): Promise<ExecutionRecord>;
+  /** Temporal runs of the execution's workflowId, oldest first (visibility catches up within the timeout). */
+  runsOf(tenantId: string, executionId: string, atLeast?: number): Promise<{ runId: string; status: string }[]>;
   stop(): Promise<void>;
 }
 
@@ -46,8 +49,12 @@ export const FAST_RETRY: ConfigInput = {
   'pipeline.orchestrator.worker.heartbeat-timeout': '5s',
 };
 
-export async function startTestEngine(pipelines: PipelineDefinition[], overrides: ConfigInput = {}, options: { worker?: boolean } = {}): Promise<TestEngine> {
-  const database = await createTestDatabase();
+export async function startTestEngine(
+  pipelines: PipelineDefinition[],
+  overrides: ConfigInput = {},
+  options: { worker?: boolean; databaseSettings?: Record<string, string> } = {},
+): Promise<TestEngine> {
+  const database = await createTestDatabase(options.databaseSettings);
   const taskQueue = `test-${randomBytes(5).toString('hex')}`;
   const logs: Record<string, any>[] = [];
   const sink = new Writable({
@@ -99,6 +106,19 @@ export async function startTestEngine(pipelines: PipelineDefinition[], overrides
         if (record && statuses.includes(record.status)) return record;
         if (Date.now() > deadline) throw new Error(`execution ${executionId} is ${record?.status ?? 'missing'} after ${timeoutMs} ms, not ${statuses.join('|')}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async runsOf(tenantId, executionId, atLeast = 1) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const runs: { runId: string; status: string; startTime: Date }[] = [];
+        for await (const run of service.client.workflow.list({ query: `WorkflowId = "${workflowIdFor(tenantId, executionId)}"` })) {
+          runs.push({ runId: run.runId, status: run.status.name, startTime: run.startTime });
+        }
+        if (runs.length >= atLeast || Date.now() > deadline) {
+          return runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime()).map(({ runId, status }) => ({ runId, status }));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
     },
     async stop() {

@@ -21,11 +21,16 @@ function withDatabase(url: string, name: string): string {
   return parsed.toString();
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** `settings` become database defaults (ALTER DATABASE … SET), seen by every new connection. */
+export async function createTestDatabase(settings: Record<string, string> = {}): Promise<TestDatabase> {
   const name = `pipeline_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
+  for (const [key, value] of Object.entries(settings)) {
+    if (!/^[a-z_]+$/.test(key) || !/^[a-z0-9_]+$/.test(value)) throw new Error(`bad setting ${key}=${value}`);
+    await admin.query(`ALTER DATABASE ${name} SET ${key} = ${value}`);
+  }
   await admin.end();
   const url = withDatabase(ADMIN_URL, name);
   const db = createPgDb(url);

@@ -1,0 +1,187 @@
+/**
+ * Re-drive: re-queue the same execution id as a new Temporal run that resumes from the
+ * persisted segment input of the step to resume, guarded by `expectedVersion`.
+ *
+ * Checks run in DESIGN.md's order (auth and body are the API's): the execution exists
+ * (404), the version matches (409 VERSION_MISMATCH), then state admission (409/422).
+ * Admission is one statement (version bump, QUEUED, new attempt, audit row, dispatch
+ * row); the Temporal start follows the commit, and the sweeper covers a failed start.
+ * The DLQ is never read destructively, deleted from or replayed.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { z } from 'zod';
+import { ConflictError, NotFoundError, PipelineError } from '../errors';
+import type { Log } from '../log';
+import type { PipelineRegistry } from '../pipeline/registry';
+import type { EffectStore } from '../store/effect-store';
+import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
+import type { Dispatcher } from '../temporal/dispatcher';
+import type { PipelineRunInput } from '../workflows/types';
+
+export const RedriveRequest = z
+  .object({
+    /** the ExecutionRecord version the caller read */
+    expectedVersion: z.number().int().min(0),
+    /** why; kept in the audit row */
+    reason: z.string().trim().min(1).max(1000),
+    /** false = ordinary replay; true permits re-drive of a FAILED (or REMOTE_OUTCOME_UNKNOWN) execution */
+    allowFailed: z.boolean(),
+    /** deliberately retry the retained failed Command step */
+    intent: z.literal('RETRY_FAILED_COMMAND').optional(),
+    /** the operator attests the ambiguous remote call made no effect */
+    confirmedDisposition: z.literal('NOT_APPLIED').optional(),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    if (body.intent && body.allowFailed !== true) ctx.addIssue({ code: 'custom', path: ['intent'], message: 'intent RETRY_FAILED_COMMAND requires allowFailed=true' });
+  });
+export type RedriveRequest = z.infer<typeof RedriveRequest>;
+
+export type RedriveMode = NonNullable<PipelineRunInput['redrive']>['intent'];
+
+class AdmissionError extends PipelineError {}
+const refuse = (status: 409 | 422, code: string, detail: string) => new AdmissionError(detail, code, status);
+
+export interface RedrivePlan {
+  mode: RedriveMode;
+  fromStatus: ExecutionStatus;
+  resumeStepIndex: number;
+  /** the attempt the resumed step will run as */
+  attempt: number;
+  /** the retained Command effect of the resume step, if any */
+  effectStatus: string | null;
+}
+
+export interface RedriveAccepted {
+  tenantId: string;
+  executionId: string;
+  version: number;
+  status: 'QUEUED';
+  resumeStepIndex: number;
+  attempt: number;
+  redriveId: string;
+  runId: string | null;
+  dispatch: 'started' | 'pending';
+}
+
+export class RedriveService {
+  constructor(
+    private readonly store: ExecutionStore,
+    private readonly effects: EffectStore,
+    private readonly registry: PipelineRegistry,
+    private readonly dispatcher: Dispatcher,
+    private readonly client: Client,
+    private readonly log: Log,
+  ) {}
+
+  /** Checks 3–5. Throws a PipelineError with the check's status and code. */
+  async evaluate(tenantId: string, executionId: string, body: RedriveRequest): Promise<{ record: ExecutionRecord; plan: RedrivePlan }> {
+    const record = await this.store.get(tenantId, executionId);
+    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    if (record.version !== body.expectedVersion) {
+      throw new ConflictError(`execution ${executionId} is at version ${record.version}, not ${body.expectedVersion}`, 'VERSION_MISMATCH', { currentVersion: record.version });
+    }
+    const mode = await this.admit(record, body);
+    const resumeStepIndex = record.status === 'FAILED' || record.status === 'REMOTE_OUTCOME_UNKNOWN' ? record.failedStepIndex! : record.currentStepIndex;
+    const effect = this.registry.has(record.pipeline) && this.isCommand(record.pipeline, resumeStepIndex) ? await this.effects.get(tenantId, executionId, resumeStepIndex) : null;
+    return { record, plan: { mode, fromStatus: record.status, resumeStepIndex, attempt: record.attempt + 1, effectStatus: effect?.status ?? null } };
+  }
+
+  private isCommand(pipeline: string, stepIndex: number): boolean {
+    return this.registry.get(pipeline).steps[stepIndex]?.command === true;
+  }
+
+  /** Check 5, state admission, in DESIGN.md's order. Returns the re-drive mode. */
+  private async admit(record: ExecutionRecord, body: RedriveRequest): Promise<RedriveMode> {
+    const { executionId } = record;
+    if ((record.status === 'QUEUED' || record.status === 'RUNNING') && (await this.runIsActive(record))) {
+      throw refuse(409, 'EXECUTION_ACTIVE', `execution ${executionId} has an active run (${record.status}); wait for it to end`);
+    }
+    if (record.status === 'SUCCEEDED') {
+      throw refuse(409, 'EXECUTION_SUCCEEDED', `execution ${executionId} SUCCEEDED; start a new execution instead`);
+    }
+    if (record.status === 'FAILED' && !body.allowFailed) {
+      throw refuse(409, 'ALLOW_FAILED_REQUIRED', `execution ${executionId} is FAILED; re-driving it needs allowFailed=true`);
+    }
+    if (record.status === 'FAILED' && !body.intent && record.failedStepIndex !== null && this.isCommand(record.pipeline, record.failedStepIndex)) {
+      const effect = await this.effects.get(record.tenantId, executionId, record.failedStepIndex);
+      if (effect) {
+        throw refuse(409, 'RETRY_FAILED_COMMAND_INTENT_REQUIRED', `the failed step ${record.failedStepIndex} is a Command whose effect is retained (${effect.status}); retrying it needs intent=RETRY_FAILED_COMMAND`);
+      }
+    }
+    if (body.intent === 'RETRY_FAILED_COMMAND') {
+      if (record.status !== 'FAILED') throw refuse(422, 'EXECUTION_NOT_FAILED', `execution ${executionId} is ${record.status}, not FAILED; RETRY_FAILED_COMMAND applies only to a FAILED execution`);
+      if (record.failedStepIndex === null) throw refuse(422, 'FAILED_STEP_NOT_RETAINED', `execution ${executionId} does not retain the failed step index`);
+      if (!(await this.store.supportsDurableRetryIntent())) throw refuse(422, 'RETRY_INTENT_UNSUPPORTED', 'the execution store lacks durable retry intent support (fsync or synchronous_commit is off, or the store is in memory)');
+      return 'RETRY_FAILED_COMMAND';
+    }
+    if (record.status === 'REMOTE_OUTCOME_UNKNOWN') {
+      if (!body.allowFailed) throw refuse(409, 'ALLOW_FAILED_REQUIRED', `execution ${executionId} is REMOTE_OUTCOME_UNKNOWN; re-driving it needs allowFailed=true and a confirmed disposition`);
+      if (body.confirmedDisposition !== 'NOT_APPLIED') {
+        throw refuse(409, 'DISPOSITION_UNCONFIRMED', `confirm the original invocation cannot make effects first, then send "confirmedDisposition": "NOT_APPLIED"`);
+      }
+      return 'REMOTE_OUTCOME_UNKNOWN';
+    }
+    return record.status === 'FAILED' ? 'FAILED' : 'ORDINARY';
+  }
+
+  /** A QUEUED/RUNNING record is active while a dispatch is pending or its workflow runs. */
+  private async runIsActive(record: ExecutionRecord): Promise<boolean> {
+    if (await this.store.hasPendingDispatch(record.tenantId, record.executionId)) return true;
+    try {
+      const description = await this.client.workflow.getHandle(record.workflowId).describe();
+      return description.status.name === 'RUNNING';
+    } catch {
+      return false;
+    }
+  }
+
+  async redrive(tenantId: string, executionId: string, body: RedriveRequest, principal: string): Promise<RedriveAccepted> {
+    const { record, plan } = await this.evaluate(tenantId, executionId, body);
+    const redriveId = randomUUID();
+    const moved = await this.store.admitRedrive({
+      tenantId,
+      executionId,
+      expectedVersion: body.expectedVersion,
+      fromStatus: record.status,
+      resumeStepIndex: plan.resumeStepIndex,
+      redriveId,
+      principal,
+      reason: body.reason,
+      request: body,
+      mode: plan.mode,
+      confirmedDisposition: body.confirmedDisposition ?? null,
+      dispatchSpec: { redrive: { redriveId, intent: plan.mode } },
+      releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN',
+    });
+    if (!moved) {
+      const current = await this.store.get(tenantId, executionId);
+      throw new ConflictError(`execution ${executionId} changed while the re-drive was admitted`, 'VERSION_MISMATCH', { currentVersion: current?.version ?? null });
+    }
+    const outcome = await this.dispatcher.dispatch(tenantId, executionId, redriveId);
+    this.log.info({
+      event: 'execution_redrive_admitted', tenantId, executionId, correlationId: record.correlationId, redriveId, principal,
+      mode: plan.mode, fromStatus: record.status, fromVersion: record.version, version: moved.version,
+      resumeStepIndex: plan.resumeStepIndex, attempt: moved.attempt, dispatch: outcome.dispatch,
+    });
+    return {
+      tenantId, executionId, version: moved.version, status: 'QUEUED', resumeStepIndex: plan.resumeStepIndex,
+      attempt: moved.attempt, redriveId, runId: outcome.runId, dispatch: outcome.dispatch,
+    };
+  }
+
+  /** `?dryRun=true`: every check, nothing changes; checks 3–5 answer as data. */
+  async preview(tenantId: string, executionId: string, body: RedriveRequest) {
+    try {
+      const { record, plan } = await this.evaluate(tenantId, executionId, body);
+      return {
+        admitted: true as const, tenantId, executionId, version: record.version + 1, status: 'QUEUED' as const,
+        resumeStepIndex: plan.resumeStepIndex, attempt: plan.attempt, mode: plan.mode, fromStatus: plan.fromStatus, effectStatus: plan.effectStatus,
+      };
+    } catch (err) {
+      if (!(err instanceof PipelineError)) throw err;
+      return { admitted: false as const, status: err.status, code: err.code, detail: err.message, ...err.extra };
+    }
+  }
+}

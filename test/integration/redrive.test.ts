@@ -1,0 +1,339 @@
+/**
+ * The admin re-drive endpoint against the real dev server and Postgres: every check of
+ * DESIGN.md's list (status, code, and nothing changed on rejection), the accepted
+ * paths end to end (FAILED, RETRY_FAILED_COMMAND, REMOTE_OUTCOME_UNKNOWN, ordinary
+ * replay), concurrency on expectedVersion, and the sweeper after a failed start.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { startTestEngine, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
+
+let engine: TestEngine;
+
+/** Executions whose failing steps should fail right now; tests clear them to let a re-drive succeed. */
+const failing = new Set<string>();
+/** Invocations per `executionId/step`, with the transition keys seen. */
+const calls: Record<string, string[]> = {};
+const record = (step: string, ctx: { executionId: string; transitionKey: string }) => (calls[`${ctx.executionId}/${step}`] ??= []).push(ctx.transitionKey);
+const released = new Set<string>();
+
+const pass = (name: string) => localStep(name, (input: unknown, ctx) => { record(name, ctx); return input ?? {}; });
+const flaky = (name: string, command: boolean) =>
+  localStep(name, (input: unknown, ctx) => {
+    record(name, ctx);
+    if (failing.has(ctx.executionId)) throw Object.assign(new Error('downstream unavailable'), { code: 'DOWNSTREAM_DOWN' });
+    return { ...(input as object), [name]: ctx.attempt };
+  }, { command, retry: { limit: 1 } });
+
+const pipelines = [
+  definePipeline({ name: 'plain', steps: [pass('a'), flaky('b', false), pass('c')] }),
+  definePipeline({ name: 'command', steps: [pass('prepare'), flaky('charge', true), pass('finish')] }),
+  definePipeline({
+    name: 'slow',
+    steps: [localStep('wait', async (_input: unknown, ctx) => {
+      record('wait', ctx);
+      while (!released.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
+      return {};
+    }), pass('after')],
+  }),
+];
+
+const redrive = (executionId: string, body: unknown, options: { token?: string | null; query?: string; headers?: Record<string, string>; tenant?: string } = {}) =>
+  engine.request('POST', `/admin/tenants/${options.tenant ?? 'tenant-a'}/executions/${executionId}/redrive${options.query ?? ''}`, { body, token: options.token, headers: options.headers });
+
+/** Everything a re-drive could touch for one execution. */
+async function snapshot(executionId: string) {
+  const q = async (sql: string) => (await engine.service.db.query(sql, ['tenant-a', executionId])).rows;
+  return {
+    record: await q('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2'),
+    effects: await q('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index'),
+    dlq: await q('SELECT id, envelope FROM execution_dlq WHERE tenant_id = $1 AND execution_id = $2 ORDER BY id'),
+    audit: await q('SELECT redrive_id FROM redrive_audit WHERE tenant_id = $1 AND execution_id = $2'),
+    dispatch: await q('SELECT dispatch_id, status FROM execution_dispatch WHERE tenant_id = $1 AND execution_id = $2 ORDER BY created_at'),
+  };
+}
+
+async function failedExecution(pipeline: 'plain' | 'command', executionId: string) {
+  failing.add(executionId);
+  await engine.start('tenant-a', { pipeline, executionId, input: { n: 1 } });
+  const failed = await engine.waitFor('tenant-a', executionId, ['FAILED']);
+  // The run closes one workflow task after the record commits FAILED.
+  await engine.service.client.workflow.getHandle(failed.workflowId).result().catch(() => undefined);
+  return failed;
+}
+
+async function expectRejected(executionId: string, body: unknown, status: number, code: string, options: Parameters<typeof redrive>[2] = {}) {
+  const before = await snapshot(executionId);
+  const res = await redrive(executionId, body, options);
+  const problem = await res.json();
+  expect({ status: res.status, code: problem.code }).toEqual({ status, code });
+  expect(res.headers.get('content-type')).toBe('application/problem+json');
+  expect(await snapshot(executionId)).toEqual(before);
+  return problem;
+}
+
+beforeAll(async () => {
+  engine = await startTestEngine(pipelines);
+});
+afterAll(async () => {
+  released.clear();
+  await engine?.stop();
+});
+
+describe('re-drive checks, in order; a rejection changes nothing', () => {
+  let failed: Awaited<ReturnType<typeof failedExecution>>;
+  const ok = () => ({ expectedVersion: failed.version, reason: 'dependency restored', allowFailed: true });
+  beforeAll(async () => {
+    failed = await failedExecution('plain', 'checks-1');
+  });
+
+  it('1. answers 401 without a valid token, 403 for another tenant', async () => {
+    const res = await redrive('checks-1', ok(), { token: null });
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    await expectRejected('checks-1', ok(), 401, 'UNAUTHORIZED', { token: null });
+    await expectRejected('checks-1', ok(), 401, 'UNAUTHORIZED', { token: 'not-a-token' });
+    const other = await redrive('checks-1', ok(), { token: TENANT_A_TOKEN, tenant: 'tenant-b' });
+    expect([other.status, (await other.json()).code]).toEqual([403, 'FORBIDDEN']);
+  });
+
+  it('2. answers 415, 413 and 400 for bad bodies, and 400 for intent without allowFailed=true', async () => {
+    await expectRejected('checks-1', JSON.stringify(ok()), 415, 'UNSUPPORTED_MEDIA_TYPE', { headers: { 'content-type': 'text/plain' } });
+    await expectRejected('checks-1', { ...ok(), reason: 'x'.repeat(70_000) }, 413, 'BODY_TOO_LARGE');
+    await expectRejected('checks-1', '{"expectedVersion":', 400, 'INVALID_JSON');
+    await expectRejected('checks-1', { expectedVersion: failed.version, allowFailed: true }, 400, 'VALIDATION_FAILED');
+    await expectRejected('checks-1', { ...ok(), expectedVersion: '7' }, 400, 'VALIDATION_FAILED');
+    await expectRejected('checks-1', { ...ok(), extra: true }, 400, 'VALIDATION_FAILED');
+    await expectRejected('checks-1', { ...ok(), intent: 'DELETE_EVERYTHING' }, 400, 'VALIDATION_FAILED');
+    const problem = await expectRejected('checks-1', { ...ok(), allowFailed: false, intent: 'RETRY_FAILED_COMMAND' }, 400, 'VALIDATION_FAILED');
+    expect(problem.issues).toEqual([expect.objectContaining({ path: 'intent' })]);
+  });
+
+  it('3. answers 404 alike for an unknown execution and for another tenant\'s', async () => {
+    await expectRejected('nowhere-1', ok(), 404, 'EXECUTION_NOT_FOUND');
+    const res = await redrive('checks-1', ok(), { tenant: 'tenant-b' });
+    expect([res.status, (await res.json()).code]).toEqual([404, 'EXECUTION_NOT_FOUND']);
+  });
+
+  it('4. answers 409 VERSION_MISMATCH with the current version', async () => {
+    const problem = await expectRejected('checks-1', { ...ok(), expectedVersion: failed.version - 1 }, 409, 'VERSION_MISMATCH');
+    expect(problem.currentVersion).toBe(failed.version);
+  });
+
+  it('5. answers 409 ALLOW_FAILED_REQUIRED for a FAILED execution with allowFailed=false', async () => {
+    await expectRejected('checks-1', { ...ok(), allowFailed: false }, 409, 'ALLOW_FAILED_REQUIRED');
+  });
+
+  it('5. answers 409 EXECUTION_ACTIVE while a run is active', async () => {
+    const started = await engine.start('tenant-a', { pipeline: 'slow', executionId: 'active-1' });
+    await engine.waitFor('tenant-a', 'active-1', ['RUNNING']);
+    const current = await engine.service.store.get('tenant-a', 'active-1');
+    await expectRejected('active-1', { expectedVersion: current!.version, reason: 'r', allowFailed: false }, 409, 'EXECUTION_ACTIVE');
+    released.add('active-1');
+    expect(started.executionId).toBe('active-1');
+    await engine.waitFor('tenant-a', 'active-1', ['SUCCEEDED']);
+  });
+
+  it('5. answers 409 EXECUTION_SUCCEEDED for a SUCCEEDED execution, with or without intent', async () => {
+    const done = await engine.waitFor('tenant-a', 'active-1', ['SUCCEEDED']);
+    await expectRejected('active-1', { expectedVersion: done.version, reason: 'r', allowFailed: true }, 409, 'EXECUTION_SUCCEEDED');
+    await expectRejected('active-1', { expectedVersion: done.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 409, 'EXECUTION_SUCCEEDED');
+  });
+
+  it('5. answers 409 RETRY_FAILED_COMMAND_INTENT_REQUIRED when the failed Command step keeps its effect', async () => {
+    const cmd = await failedExecution('command', 'checks-cmd');
+    expect((await engine.effects.get('tenant-a', 'checks-cmd', 1))?.status).toBe('FAILED_RETRYABLE');
+    await expectRejected('checks-cmd', { expectedVersion: cmd.version, reason: 'r', allowFailed: true }, 409, 'RETRY_FAILED_COMMAND_INTENT_REQUIRED');
+  });
+
+  it('5. answers 422 FAILED_STEP_NOT_RETAINED when the failed step index is gone', async () => {
+    const gone = await failedExecution('plain', 'checks-noindex');
+    await engine.service.db.query("UPDATE execution_record SET failed_step_index = NULL WHERE execution_id = 'checks-noindex'");
+    await expectRejected('checks-noindex', { expectedVersion: gone.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 422, 'FAILED_STEP_NOT_RETAINED');
+  });
+
+  it('5. REMOTE_OUTCOME_UNKNOWN: 409 without allowFailed, 409 without a confirmed disposition, 422 with the intent', async () => {
+    const parked = await failedExecution('command', 'checks-rou');
+    await engine.service.db.query("UPDATE execution_record SET status = 'REMOTE_OUTCOME_UNKNOWN', terminal_reason = NULL WHERE execution_id = 'checks-rou'");
+    await engine.service.db.query("UPDATE command_effect SET status = 'AMBIGUOUS' WHERE execution_id = 'checks-rou'");
+    const base = { expectedVersion: parked.version, reason: 'worker checked' };
+    await expectRejected('checks-rou', { ...base, allowFailed: false }, 409, 'ALLOW_FAILED_REQUIRED');
+    await expectRejected('checks-rou', { ...base, allowFailed: true }, 409, 'DISPOSITION_UNCONFIRMED');
+    await expectRejected('checks-rou', { ...base, allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 422, 'EXECUTION_NOT_FAILED');
+  });
+
+  it('dryRun answers checks 3-5 as a 200 preview and changes nothing', async () => {
+    const before = await snapshot('checks-1');
+    const admitted = await redrive('checks-1', ok(), { query: '?dryRun=true' });
+    expect(admitted.status).toBe(200);
+    expect(await admitted.json()).toMatchObject({ admitted: true, version: failed.version + 1, status: 'QUEUED', resumeStepIndex: 1, attempt: 3, mode: 'FAILED' });
+    const refused = await redrive('checks-1', { ...ok(), expectedVersion: 1 }, { query: '?dryRun=true' });
+    expect(refused.status).toBe(200);
+    expect(await refused.json()).toMatchObject({ admitted: false, status: 409, code: 'VERSION_MISMATCH', currentVersion: failed.version });
+    const cmd = await engine.service.store.get('tenant-a', 'checks-cmd');
+    const preview = await (await redrive('checks-cmd', { expectedVersion: cmd!.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, { query: '?dryRun=true' })).json();
+    expect(preview).toMatchObject({ admitted: true, mode: 'RETRY_FAILED_COMMAND', effectStatus: 'FAILED_RETRYABLE' });
+    // Auth and body errors answer as usual under dryRun.
+    expect((await redrive('checks-1', { reason: 'r' }, { query: '?dryRun=true' })).status).toBe(400);
+    expect((await redrive('checks-1', ok(), { query: '?dryRun=true', token: null })).status).toBe(401);
+    expect(await snapshot('checks-1')).toEqual(before);
+  });
+});
+
+describe('accepted re-drives', () => {
+  it('re-drives a FAILED execution with allowFailed=true: a new run of the same workflowId, a new attempt, the DLQ untouched', async () => {
+    const failed = await failedExecution('plain', 'redrive-1');
+    expect(calls['redrive-1/b']).toEqual(['redrive-1:1:1', 'redrive-1:1:2']);
+    const envelopes = await snapshot('redrive-1');
+    failing.delete('redrive-1');
+    const res = await redrive('redrive-1', { expectedVersion: failed.version, reason: 'dependency restored', allowFailed: true });
+    expect(res.status).toBe(202);
+    const accepted = await res.json();
+    expect(accepted).toMatchObject({ tenantId: 'tenant-a', executionId: 'redrive-1', version: failed.version + 1, status: 'QUEUED', resumeStepIndex: 1, attempt: 3, dispatch: 'started', redriveId: expect.any(String), runId: expect.any(String) });
+    const done = await engine.waitFor('tenant-a', 'redrive-1', ['SUCCEEDED', 'FAILED']);
+    expect(done).toMatchObject({ status: 'SUCCEEDED', redriveCount: 1 });
+    expect(calls['redrive-1/b']).toEqual(['redrive-1:1:1', 'redrive-1:1:2', 'redrive-1:1:3']);
+    expect(calls['redrive-1/a']).toHaveLength(1);
+    const runs = await engine.runsOf('tenant-a', 'redrive-1', 2);
+    expect(runs.map((r) => r.status)).toEqual(['FAILED', 'COMPLETED']);
+    expect(runs[1].runId).toBe(accepted.runId);
+    const after = await snapshot('redrive-1');
+    expect(after.dlq).toEqual(envelopes.dlq);
+    const listed = await (await engine.request('GET', '/admin/tenants/tenant-a/dlq')).json();
+    expect(listed.items.find((i: any) => i.envelope.executionId === 'redrive-1')).toMatchObject({ redriven: true });
+    expect(after.audit).toHaveLength(1);
+  });
+
+  it('starts a re-drive sent the moment the record reads FAILED, while the old run is still closing', async () => {
+    failing.add('eager-1');
+    await engine.start('tenant-a', { pipeline: 'plain', executionId: 'eager-1' });
+    const failed = await engine.waitFor('tenant-a', 'eager-1', ['FAILED']);
+    failing.delete('eager-1');
+    const res = await redrive('eager-1', { expectedVersion: failed.version, reason: 'right away', allowFailed: true });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ dispatch: 'started', runId: expect.any(String) });
+    expect((await engine.waitFor('tenant-a', 'eager-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+  });
+
+  it('retries a FAILED_RETRYABLE Command once more with RETRY_FAILED_COMMAND, then refuses a second re-drive of the SUCCEEDED execution', async () => {
+    const failed = await failedExecution('command', 'cmd-1');
+    expect(calls['cmd-1/charge']).toHaveLength(2);
+    expect(await engine.effects.get('tenant-a', 'cmd-1', 1)).toMatchObject({ status: 'FAILED_RETRYABLE', transitionKey: 'cmd-1:1:2' });
+    failing.delete('cmd-1');
+    const body = { expectedVersion: failed.version, reason: 'card network back', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
+    expect((await redrive('cmd-1', body)).status).toBe(202);
+    const done = await engine.waitFor('tenant-a', 'cmd-1', ['SUCCEEDED', 'FAILED']);
+    expect(done.status).toBe('SUCCEEDED');
+    expect(calls['cmd-1/charge']).toEqual(['cmd-1:1:1', 'cmd-1:1:2', 'cmd-1:1:3']);
+    expect(await engine.effects.get('tenant-a', 'cmd-1', 1)).toMatchObject({ status: 'SUCCEEDED', attempt: 3, transitionKey: 'cmd-1:1:3' });
+    await expectRejected('cmd-1', { ...body, expectedVersion: done.version }, 409, 'EXECUTION_SUCCEEDED');
+  });
+
+  it('fails a RETRY_FAILED_COMMAND re-drive of a non-Command step before its operator is invoked', async () => {
+    const failed = await failedExecution('plain', 'notcmd-1');
+    const invocations = calls['notcmd-1/b'].length;
+    failing.delete('notcmd-1');
+    expect((await redrive('notcmd-1', { expectedVersion: failed.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' })).status).toBe(202);
+    await engine.runsOf('tenant-a', 'notcmd-1', 2);
+    const after = await engine.waitFor('tenant-a', 'notcmd-1', ['FAILED'], 30_000).then(async (r) => (r.version > failed.version ? r : engine.waitFor('tenant-a', 'notcmd-1', ['FAILED'])));
+    const deadline = Date.now() + 15_000;
+    let current = after;
+    while (current.lastErrorCode !== 'RETRY_INTENT_NOT_A_COMMAND' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      current = (await engine.service.store.get('tenant-a', 'notcmd-1'))!;
+    }
+    expect(current).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: 'RETRY_INTENT_NOT_A_COMMAND', failedStepIndex: 1 });
+    expect(calls['notcmd-1/b']).toHaveLength(invocations);
+  });
+
+  it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN: the AMBIGUOUS effect becomes retryable and the step runs with a new attempt', async () => {
+    const parked = await failedExecution('command', 'rou-1');
+    await engine.service.db.query("UPDATE execution_record SET status = 'REMOTE_OUTCOME_UNKNOWN', terminal_reason = NULL WHERE execution_id = 'rou-1'");
+    await engine.service.db.query("UPDATE command_effect SET status = 'AMBIGUOUS' WHERE execution_id = 'rou-1'");
+    failing.delete('rou-1');
+    const res = await redrive('rou-1', { expectedVersion: parked.version, reason: 'worker log shows no call', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' });
+    expect(res.status).toBe(202);
+    expect((await engine.waitFor('tenant-a', 'rou-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+    expect(calls['rou-1/charge']).toEqual(['rou-1:1:1', 'rou-1:1:2', 'rou-1:1:3']);
+    expect((await engine.effects.get('tenant-a', 'rou-1', 1))?.status).toBe('SUCCEEDED');
+    const audit = await engine.service.db.query("SELECT confirmed_disposition, mode, principal FROM redrive_audit WHERE execution_id = 'rou-1'");
+    expect(audit.rows).toEqual([{ confirmed_disposition: 'NOT_APPLIED', mode: 'REMOTE_OUTCOME_UNKNOWN', principal: 'test-admin' }]);
+  });
+
+  it('replays a stalled RUNNING execution whose run is gone (allowFailed=false) from its first uncommitted step', async () => {
+    await engine.start('tenant-a', { pipeline: 'slow', executionId: 'stalled-1' });
+    const running = await engine.waitFor('tenant-a', 'stalled-1', ['RUNNING']);
+    await engine.service.client.workflow.getHandle(running.workflowId).terminate('simulated loss of the run');
+    // Terminating a run does not stop its in-flight activity: it finishes and commits step 0
+    // (a truthful commit, guarded by step and attempt). The execution then sits RUNNING at
+    // step 1 with no run: stalled.
+    released.add('stalled-1');
+    let stalled = running;
+    while (stalled.currentStepIndex === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      stalled = (await engine.service.store.get('tenant-a', 'stalled-1'))!;
+    }
+    expect(stalled).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 1 });
+    await expectRejected('stalled-1', { expectedVersion: running.version, reason: 'run lost', allowFailed: false }, 409, 'VERSION_MISMATCH');
+    const res = await redrive('stalled-1', { expectedVersion: stalled.version, reason: 'run lost', allowFailed: false });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ resumeStepIndex: 1, attempt: 2 });
+    expect((await engine.waitFor('tenant-a', 'stalled-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+    expect(calls['stalled-1/wait']).toEqual(['stalled-1:0:1']);
+    expect(calls['stalled-1/after']).toEqual(['stalled-1:1:2']);
+  });
+
+  it('never redispatches a retained Command effect on ordinary replay', async () => {
+    const failed = await failedExecution('command', 'ordinary-cmd');
+    // Make it look stalled at the Command step: RUNNING, no run, effect retained as FAILED_RETRYABLE.
+    await engine.service.db.query("UPDATE execution_record SET status = 'RUNNING', failed_step_index = NULL, terminal_reason = NULL WHERE execution_id = 'ordinary-cmd'");
+    failing.delete('ordinary-cmd');
+    const invocations = calls['ordinary-cmd/charge'].length;
+    expect((await redrive('ordinary-cmd', { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
+    let current = (await engine.service.store.get('tenant-a', 'ordinary-cmd'))!;
+    while (current.status !== 'FAILED') {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      current = (await engine.service.store.get('tenant-a', 'ordinary-cmd'))!;
+    }
+    expect(current).toMatchObject({ terminalReason: 'non_retryable', lastErrorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE' });
+    expect(calls['ordinary-cmd/charge']).toHaveLength(invocations);
+    expect((await engine.effects.get('tenant-a', 'ordinary-cmd', 1))?.status).toBe('FAILED_RETRYABLE');
+  });
+
+  it('admits exactly one of 50 concurrent re-drives with the same expectedVersion', async () => {
+    const failed = await failedExecution('plain', 'race-1');
+    failing.delete('race-1');
+    const responses = await Promise.all(Array.from({ length: 50 }, () => redrive('race-1', { expectedVersion: failed.version, reason: 'race', allowFailed: true })));
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 202)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(49);
+    const codes = await Promise.all(responses.filter((r) => r.status === 409).map(async (r) => (await r.json()).code));
+    expect(new Set(codes)).toEqual(new Set(['VERSION_MISMATCH']));
+    await engine.waitFor('tenant-a', 'race-1', ['SUCCEEDED']);
+    expect(await engine.runsOf('tenant-a', 'race-1', 2)).toHaveLength(2);
+    const audit = await engine.service.db.query("SELECT count(*)::int AS n FROM redrive_audit WHERE execution_id = 'race-1'");
+    expect(audit.rows[0].n).toBe(1);
+  });
+
+  it('starts a re-drive whose Temporal start failed from the sweeper, exactly once', async () => {
+    const failed = await failedExecution('plain', 'sweep-1');
+    failing.delete('sweep-1');
+    let refusals = 0;
+    engine.service.dispatcher.beforeStart = (_tenant, executionId) => {
+      if (executionId === 'sweep-1' && refusals++ === 0) throw new Error('injected: Temporal unreachable');
+    };
+    try {
+      const res = await redrive('sweep-1', { expectedVersion: failed.version, reason: 'r', allowFailed: true });
+      expect(res.status).toBe(202);
+      expect(await res.json()).toMatchObject({ dispatch: 'pending', runId: null, status: 'QUEUED' });
+      expect((await engine.waitFor('tenant-a', 'sweep-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+    } finally {
+      engine.service.dispatcher.beforeStart = undefined;
+    }
+    expect(refusals).toBe(2);
+    expect(engine.logs.some((l) => l.event === 'execution_dispatch_swept' && l.executionId === 'sweep-1')).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // more sweeps pass
+    expect(await engine.runsOf('tenant-a', 'sweep-1', 2)).toHaveLength(2);
+    const dispatch = await engine.service.db.query("SELECT status FROM execution_dispatch WHERE execution_id = 'sweep-1' ORDER BY created_at");
+    expect(dispatch.rows.map((r) => r.status)).toEqual(['STARTED', 'STARTED']);
+  });
+});
