@@ -77,7 +77,7 @@ export function createActivities(deps: EngineDeps) {
     // Only a run's first step or a Temporal retry can see a committed attempt the workflow does not know.
     if (req.firstOfRun || activity.info.attempt > 1) {
       const runId = activity.info.workflowExecution?.runId ?? 'unknown';
-      const record = await store.begin(req.tenantId, req.executionId, runId);
+      const record = await store.begin(req.tenantId, req.executionId, runId, req.dispatchId ?? null);
       if (!record) throw ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message: `execution ${req.executionId} has no record` });
       if (req.firstOfRun && record.runId !== runId) {
         // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.

@@ -60,6 +60,7 @@ export class ExecutionService {
         resourceName: request.resource?.name ?? null,
       },
       {},
+      this.dispatcher.lease(),
     );
     if (!record) {
       // Lost a race on the same key, or the id is taken.
@@ -67,7 +68,7 @@ export class ExecutionService {
       if (byKey) return { created: false, record: byKey, dispatch: 'existing', runId: byKey.runId };
       throw new ConflictError(`execution ${executionId} already exists in tenant ${tenantId}`, 'EXECUTION_EXISTS');
     }
-    const outcome = await this.dispatcher.dispatch(tenantId, executionId, 'start');
+    const outcome = await this.dispatcher.launch(record, 'start', {});
     this.log.info({ event: 'execution_admitted', tenantId, executionId, correlationId: record.correlationId, pipeline: pipeline.name, dispatch: outcome.dispatch });
     return { created: true, record, dispatch: outcome.dispatch, runId: outcome.runId };
   }

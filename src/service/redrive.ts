@@ -140,6 +140,7 @@ export class RedriveService {
   async redrive(tenantId: string, executionId: string, body: RedriveRequest, principal: string): Promise<RedriveAccepted> {
     const { record, plan } = await this.evaluate(tenantId, executionId, body);
     const redriveId = randomUUID();
+    const spec = { redrive: { redriveId, intent: plan.mode } };
     const moved = await this.store.admitRedrive({
       tenantId,
       executionId,
@@ -152,14 +153,15 @@ export class RedriveService {
       request: body,
       mode: plan.mode,
       confirmedDisposition: body.confirmedDisposition ?? null,
-      dispatchSpec: { redrive: { redriveId, intent: plan.mode } },
+      dispatchSpec: spec,
       releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN',
+      lease: this.dispatcher.lease(),
     });
     if (!moved) {
       const current = await this.store.get(tenantId, executionId);
       throw new ConflictError(`execution ${executionId} changed while the re-drive was admitted`, 'VERSION_MISMATCH', { currentVersion: current?.version ?? null });
     }
-    const outcome = await this.dispatcher.dispatch(tenantId, executionId, redriveId);
+    const outcome = await this.dispatcher.launch(moved, redriveId, spec);
     this.log.info({
       event: 'execution_redrive_admitted', tenantId, executionId, correlationId: record.correlationId, redriveId, principal,
       mode: plan.mode, fromStatus: record.status, fromVersion: record.version, version: moved.version,

@@ -82,6 +82,12 @@ export function toRecord(row: Record<string, any>): ExecutionRecord {
 /** JSON parameters go as text with an explicit cast: pg would turn a JS array into a Postgres array. */
 export const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
+/** A dispatch row's lease, held by the process that will start its run. */
+export interface DispatchLease {
+  owner: string;
+  ms: number;
+}
+
 export interface CommitResult {
   committed: boolean;
   version: number | null;
@@ -100,10 +106,11 @@ export class ExecutionStore {
 
   /**
    * Admission of a new execution: the QUEUED record (version 1) and its dispatch row, in
-   * one statement (one round trip, one transaction). Returns null when the id or the
-   * executionKey is taken.
+   * one statement (one round trip, one transaction). The dispatch row is born leased to
+   * the admitting dispatcher, which starts the run right after. Returns null when the id
+   * or the executionKey is taken.
    */
-  async create(execution: NewExecution, dispatchSpec: unknown): Promise<ExecutionRecord | null> {
+  async create(execution: NewExecution, dispatchSpec: unknown, lease: DispatchLease): Promise<ExecutionRecord | null> {
     const inserted = await this.db.query(
       `WITH record AS (
          INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
@@ -111,11 +118,12 @@ export class ExecutionStore {
          VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10)
          ON CONFLICT DO NOTHING RETURNING *),
        dispatch AS (
-         INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args)
-         SELECT tenant_id, execution_id, 'start', $11::jsonb FROM record)
+         INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
+         SELECT tenant_id, execution_id, 'start', $11::jsonb, 1, $12, now() + ($13::integer * interval '1 millisecond') FROM record)
        SELECT * FROM record`,
       [execution.tenantId, execution.executionId, execution.executionKey, execution.pipeline, execution.workflowId,
-        execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName, json(dispatchSpec)],
+        execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName, json(dispatchSpec),
+        lease.owner, lease.ms],
     );
     return inserted.rowCount ? toRecord(inserted.rows[0]) : null;
   }
@@ -157,6 +165,7 @@ export class ExecutionStore {
     confirmedDisposition: string | null;
     dispatchSpec: unknown;
     releaseAmbiguousEffect: boolean;
+    lease: DispatchLease;
   }): Promise<ExecutionRecord | null> {
     const a = admission;
     const result = await this.db.query(
@@ -171,15 +180,15 @@ export class ExecutionStore {
            from_version, to_version, resume_step_index, attempt, confirmed_disposition)
          SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11 FROM moved),
        dispatch AS (
-         INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args)
-         SELECT tenant_id, execution_id, $6, $12::jsonb FROM moved),
+         INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
+         SELECT tenant_id, execution_id, $6, $12::jsonb, 1, $14, now() + ($15::integer * interval '1 millisecond') FROM moved),
        effect AS (
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
          WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_index = $5 AND status = 'AMBIGUOUS'
            AND EXISTS (SELECT 1 FROM moved))
        SELECT * FROM moved`,
       [a.tenantId, a.executionId, a.expectedVersion, a.fromStatus, a.resumeStepIndex, a.redriveId, a.principal, a.reason,
-        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect],
+        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect, a.lease.owner, a.lease.ms],
     );
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
@@ -219,18 +228,22 @@ export class ExecutionStore {
   /**
    * Called by the first step of a run and by every Temporal retry of a step: moves a
    * QUEUED record to RUNNING (a committed transition) and returns the committed state,
-   * whose `attempt` is the one a redelivered step must reuse.
+   * whose `attempt` is the one a redelivered step must reuse. The first step also marks
+   * its dispatch row STARTED, in the same statement.
    */
-  async begin(tenantId: string, executionId: string, runId: string): Promise<ExecutionRecord | null> {
+  async begin(tenantId: string, executionId: string, runId: string, dispatchId: string | null): Promise<ExecutionRecord | null> {
     const result = await this.db.query(
       `WITH moved AS (
          UPDATE execution_record SET status = 'RUNNING', version = version + 1, run_id = $3, updated_at = now()
          WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED'
-         RETURNING *)
+         RETURNING *),
+       started AS (
+         UPDATE execution_dispatch SET status = 'STARTED', run_id = $3, started_at = now(), lease_owner = NULL, lease_until = NULL
+         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $4 AND status = 'PENDING')
        SELECT * FROM moved
        UNION ALL
        SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND NOT EXISTS (SELECT 1 FROM moved)`,
-      [tenantId, executionId, runId],
+      [tenantId, executionId, runId, dispatchId],
     );
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }

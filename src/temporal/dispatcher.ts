@@ -12,7 +12,7 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import type { Log } from '../log';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
-import { toRecord } from '../store/execution-store';
+import { toRecord, type DispatchLease, type ExecutionRecord } from '../store/execution-store';
 import { PipelineExecutionId, PipelineName, PipelineStatus, PipelineTenant } from '../workflows/search-attributes';
 import type { PipelineRunInput } from '../workflows/types';
 
@@ -44,7 +44,15 @@ export class Dispatcher {
     private readonly log: Log,
   ) {}
 
-  /** Claims the row's lease, starts the run, marks the row STARTED. Never throws: a failure leaves the row to the sweeper. */
+  /** The lease an admission gives its dispatch row, so this dispatcher can start it at once. */
+  lease(): DispatchLease {
+    return { owner: this.owner, ms: LEASE_MS };
+  }
+
+  /**
+   * The sweeper's path: claims a free lease on the row, starts the run, marks the row
+   * STARTED. Never throws: a failure leaves the row to the next sweep.
+   */
   async dispatch(tenantId: string, executionId: string, dispatchId: string): Promise<DispatchOutcome> {
     const claimed = await this.db.query<Record<string, any>>(
       `WITH lease AS (
@@ -56,8 +64,25 @@ export class Dispatcher {
       [tenantId, executionId, dispatchId, this.owner, LEASE_MS],
     );
     if (claimed.rowCount === 0) return { dispatch: 'pending', runId: null };
-    const record = toRecord(claimed.rows[0]);
-    const spec = (claimed.rows[0].spec ?? {}) as DispatchSpec;
+    const outcome = await this.launch(toRecord(claimed.rows[0]), dispatchId, (claimed.rows[0].spec ?? {}) as DispatchSpec);
+    if (outcome.runId) {
+      // The run's first step marks the row too; a swept start may find a run whose first step already passed.
+      await this.db.query(
+        `UPDATE execution_dispatch SET status = 'STARTED', run_id = $4, started_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL
+         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3 AND status = 'PENDING'`,
+        [tenantId, executionId, dispatchId, outcome.runId],
+      );
+    }
+    return outcome;
+  }
+
+  /**
+   * Starts the run of a dispatch row whose lease this dispatcher holds (an admission just
+   * wrote it so). The run's first step marks the row STARTED. Never throws: on failure the
+   * lease is given back and the sweeper retries.
+   */
+  async launch(record: ExecutionRecord, dispatchId: string, spec: DispatchSpec): Promise<DispatchOutcome> {
+    const { tenantId, executionId } = record;
     try {
       const run: PipelineRunInput = {
         tenantId,
@@ -68,15 +93,11 @@ export class Dispatcher {
         resumeStepIndex: record.currentStepIndex,
         resumeAttempt: record.attempt,
         input: record.segmentInput,
+        dispatchId,
         redrive: spec.redrive,
       };
       await this.beforeStart?.(tenantId, executionId, dispatchId);
       const runId = await this.startRun(record.workflowId, dispatchId, run, spec);
-      await this.db.query(
-        `UPDATE execution_dispatch SET status = 'STARTED', run_id = $4, started_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL
-         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3`,
-        [tenantId, executionId, dispatchId, runId],
-      );
       return { dispatch: 'started', runId };
     } catch (err) {
       const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';

@@ -47,6 +47,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         attempt,
         budgetStartAttempt: attempt,
         firstOfRun,
+        dispatchId: firstOfRun ? run.dispatchId : undefined,
         retry: step.retry,
         timeoutMs: step.timeoutMs,
         input: segment,

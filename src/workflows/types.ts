@@ -29,6 +29,8 @@ export interface PipelineRunInput {
   resumeAttempt: number;
   /** the persisted segment input of the resume step */
   input: unknown;
+  /** the dispatch row this run was started from ('start' or a redriveId) */
+  dispatchId: string;
   /** set by a re-drive: the operator attested the ambiguous call made no effect */
   redrive?: { redriveId: string; intent: 'ORDINARY' | 'FAILED' | 'RETRY_FAILED_COMMAND' | 'REMOTE_OUTCOME_UNKNOWN' };
 }
@@ -43,8 +45,9 @@ export interface StepRequest {
   attempt: number;
   /** the attempt from which this run's retry budget for the step counts */
   budgetStartAttempt: number;
-  /** first step of the run: the activity marks the record RUNNING */
+  /** first step of the run: the activity marks the record RUNNING and the dispatch STARTED */
   firstOfRun: boolean;
+  dispatchId?: string;
   retry: RetryPolicy;
   timeoutMs: number;
   input: unknown;

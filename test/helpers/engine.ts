@@ -37,7 +37,7 @@ export interface TestEngine {
   request(method: string, path: string, options?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<Response>;
   start(tenantId: string, body: Record<string, unknown>): Promise<Record<string, any>>;
   waitFor(tenantId: string, executionId: string, statuses: ExecutionStatus[], timeoutMs?: number): Promise<ExecutionRecord>;
-  /** Temporal runs of the execution's workflowId, oldest first (visibility catches up within the timeout). */
+  /** Temporal runs of the execution's workflowId, oldest first, once at least `atLeast` exist and none is RUNNING (visibility is asynchronous). */
   runsOf(tenantId: string, executionId: string, atLeast?: number): Promise<{ runId: string; status: string }[]>;
   stop(): Promise<void>;
 }
@@ -115,7 +115,8 @@ export async function startTestEngine(
         for await (const run of service.client.workflow.list({ query: `WorkflowId = "${workflowIdFor(tenantId, executionId)}"` })) {
           runs.push({ runId: run.runId, status: run.status.name, startTime: run.startTime });
         }
-        if (runs.length >= atLeast || Date.now() > deadline) {
+        const settled = runs.length >= atLeast && runs.every((r) => r.status !== 'RUNNING');
+        if (settled || Date.now() > deadline) {
           return runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime()).map(({ runId, status }) => ({ runId, status }));
         }
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -193,6 +193,7 @@ describe('accepted re-drives', () => {
     expect(done).toMatchObject({ status: 'SUCCEEDED', redriveCount: 1 });
     expect(calls['redrive-1/b']).toEqual(['redrive-1:1:1', 'redrive-1:1:2', 'redrive-1:1:3']);
     expect(calls['redrive-1/a']).toHaveLength(1);
+    await engine.service.client.workflow.getHandle(done.workflowId, accepted.runId).result();
     const runs = await engine.runsOf('tenant-a', 'redrive-1', 2);
     expect(runs.map((r) => r.status)).toEqual(['FAILED', 'COMPLETED']);
     expect(runs[1].runId).toBe(accepted.runId);
