@@ -13,6 +13,10 @@ export function renderTable(results: BenchResults): string {
   if (f.engineOverhead) {
     const o = f.engineOverhead;
     rows.push(`| 1 | Executions/s, ${o.steps} no-op steps, N=${o.n}, concurrency ${o.concurrency} | ${s(o.engine)} | ${s(o.bare)} | **${s(o.ratio)}** | ${o.target} |`);
+    if (o.cpuMsPerExecution) {
+      const c = (x: { node: number; temporal: number; postgres: number }) => `node ${x.node} · temporal ${x.temporal} · postgres ${x.postgres}`;
+      rows.push(`| 1b | CPU ms per execution, by process | ${c(o.cpuMsPerExecution.engine)} | ${c(o.cpuMsPerExecution.bare)} | | what dominates |`);
+    }
   }
   if (f.historyEvents) {
     const h = f.historyEvents;

@@ -15,6 +15,8 @@ import type { DlqStore } from '../store/dlq-store';
 import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
+import { mountDocs } from './docs-page';
+import { createOpenApiDocument } from './openapi';
 import { problem, problemHandler } from './problem';
 import { decodeCursor, encodeCursor, pathId, readJson, readQuery } from './request';
 import { effectView, recordView } from './views';
@@ -107,6 +109,10 @@ export function createApp(deps: AppDeps) {
     const last = page.entries.at(-1);
     return c.json({ items: page.entries, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
   });
+
+  const document = createOpenApiDocument(config['pipeline.admin.prefix']);
+  app.get(`${prefix}/openapi.json`, bearerAuth({ tokens, role: 'submit', log }), (c) => c.json(document));
+  mountDocs(app, prefix);
 
   app.route(`${prefix}/api`, api);
   app.route(`${prefix}/admin`, admin);

@@ -31,6 +31,8 @@ export interface DevServer {
   namespace: string;
   /** how it was started (benchmarks record it) */
   settings: string;
+  /** the server process, when we spawned it */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -111,6 +113,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     address,
     namespace,
     settings: `temporal ${args.join(' ')}`,
+    pid: child.pid,
     async stop() {
       process.removeListener('exit', killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;

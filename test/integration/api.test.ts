@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
+import { DlqList, ExecutionList, ExecutionRecordView, ProblemSchema, StartExecutionResponse } from '../../src/api/schemas';
 import { startTestEngine, SUBMIT_TOKEN, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
 
 let engine: TestEngine;
@@ -146,3 +147,37 @@ describe('admin reads', () => {
   });
 });
 
+
+describe('OpenAPI document and reference page', () => {
+  it('serves the generated document behind bearer auth', async () => {
+    expect((await engine.request('GET', '/openapi.json', { token: null })).status).toBe(401);
+    const res = await engine.request('GET', '/openapi.json', { token: SUBMIT_TOKEN });
+    expect(res.status).toBe(200);
+    const document = await res.json();
+    expect(document.openapi).toBe('3.1.0');
+    const redrive = document.paths['/pipeline/admin/tenants/{tenantId}/executions/{executionId}/redrive'].post;
+    expect(Object.keys(redrive.responses)).toEqual(expect.arrayContaining(['200', '202', '400', '401', '403', '404', '409', '413', '415', '422']));
+    expect(JSON.stringify(redrive.requestBody)).toContain('RETRY_FAILED_COMMAND');
+    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['ExecutionRecord', 'DlqEnvelope', 'RedriveAccepted', 'Problem']));
+  });
+
+  it('serves the reference page and its assets from local files', async () => {
+    const page = await engine.service.app.request('/pipeline/docs');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('/pipeline/docs/assets/swagger-ui-bundle.js');
+    const bundle = await engine.service.app.request('/pipeline/docs/assets/swagger-ui-bundle.js');
+    expect(bundle.status).toBe(200);
+    expect((await bundle.text()).length).toBeGreaterThan(100_000);
+    expect((await engine.service.app.request('/pipeline/docs/assets/..%2Fpackage.json')).status).toBe(404);
+  });
+
+  it('answers with bodies that match the documented schemas', async () => {
+    const started = await engine.request('POST', '/api/tenants/tenant-a/executions', { body: { pipeline: 'ok', executionId: 'schema-1', input: {} } });
+    StartExecutionResponse.parse(await started.json());
+    await engine.waitFor('tenant-a', 'schema-1', ['SUCCEEDED']);
+    ExecutionRecordView.strict().parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions/schema-1')).json());
+    ExecutionList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions')).json());
+    DlqList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/dlq')).json());
+    ProblemSchema.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/dlq?limit=0')).json());
+  });
+});

@@ -5,6 +5,7 @@
  * replay), concurrency on expectedVersion, and the sweeper after a failed start.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EffectList, RedriveAcceptedSchema, RedrivePreviewSchema } from '../../src/api/schemas';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
 
@@ -172,6 +173,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     const cmd = await engine.service.store.get('tenant-a', 'checks-cmd');
     const preview = await (await redrive('checks-cmd', { expectedVersion: cmd!.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, { query: '?dryRun=true' })).json();
     expect(preview).toMatchObject({ admitted: true, mode: 'RETRY_FAILED_COMMAND', effectStatus: 'FAILED_RETRYABLE' });
+    RedrivePreviewSchema.parse(preview);
     // Auth and body errors answer as usual under dryRun.
     expect((await redrive('checks-1', { reason: 'r' }, { query: '?dryRun=true' })).status).toBe(400);
     expect((await redrive('checks-1', ok(), { query: '?dryRun=true', token: null })).status).toBe(401);
@@ -187,13 +189,13 @@ describe('accepted re-drives', () => {
     failing.delete('redrive-1');
     const res = await redrive('redrive-1', { expectedVersion: failed.version, reason: 'dependency restored', allowFailed: true });
     expect(res.status).toBe(202);
-    const accepted = await res.json();
+    const accepted = RedriveAcceptedSchema.strict().parse(await res.json());
     expect(accepted).toMatchObject({ tenantId: 'tenant-a', executionId: 'redrive-1', version: failed.version + 1, status: 'QUEUED', resumeStepIndex: 1, attempt: 3, dispatch: 'started', redriveId: expect.any(String), runId: expect.any(String) });
     const done = await engine.waitFor('tenant-a', 'redrive-1', ['SUCCEEDED', 'FAILED']);
     expect(done).toMatchObject({ status: 'SUCCEEDED', redriveCount: 1 });
     expect(calls['redrive-1/b']).toEqual(['redrive-1:1:1', 'redrive-1:1:2', 'redrive-1:1:3']);
     expect(calls['redrive-1/a']).toHaveLength(1);
-    await engine.service.client.workflow.getHandle(done.workflowId, accepted.runId).result();
+    await engine.service.client.workflow.getHandle(done.workflowId, accepted.runId ?? undefined).result();
     const runs = await engine.runsOf('tenant-a', 'redrive-1', 2);
     expect(runs.map((r) => r.status)).toEqual(['FAILED', 'COMPLETED']);
     expect(runs[1].runId).toBe(accepted.runId);
@@ -226,6 +228,8 @@ describe('accepted re-drives', () => {
     expect(done.status).toBe('SUCCEEDED');
     expect(calls['cmd-1/charge']).toEqual(['cmd-1:1:1', 'cmd-1:1:2', 'cmd-1:1:3']);
     expect(await engine.effects.get('tenant-a', 'cmd-1', 1)).toMatchObject({ status: 'SUCCEEDED', attempt: 3, transitionKey: 'cmd-1:1:3' });
+    const listed = EffectList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions/cmd-1/effects')).json());
+    expect(listed.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', transitionKey: 'cmd-1:1:3', hasResult: true }]);
     await expectRejected('cmd-1', { ...body, expectedVersion: done.version }, 409, 'EXECUTION_SUCCEEDED');
   });
 

@@ -1,0 +1,140 @@
+/**
+ * Zod schemas of what the API answers. The OpenAPI document is generated from these
+ * and from the request schemas the handlers parse with; tests validate real responses
+ * against them, so the document cannot drift from the behaviour.
+ */
+import { z } from 'zod';
+
+const Timestamp = z.string().meta({ description: 'ISO-8601 timestamp', example: '2026-11-21T12:00:00.000Z' });
+
+export const ExecutionStatusSchema = z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']).meta({ id: 'ExecutionStatus' });
+
+export const ExecutionRecordView = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    executionKey: z.string().nullable(),
+    pipeline: z.string(),
+    workflowId: z.string().meta({ description: 'Temporal workflowId: pipeline/{tenantId}/{executionId}' }),
+    status: ExecutionStatusSchema,
+    version: z.number().int().meta({ description: 'bumped exactly once per committed state transition; send it back as expectedVersion' }),
+    stepCount: z.number().int(),
+    currentStepIndex: z.number().int(),
+    attempt: z.number().int().meta({ description: 'the committed attempt of the current step' }),
+    failedStepIndex: z.number().int().nullable(),
+    nextDueAt: Timestamp.nullable().meta({ description: 'when a committed retry is due' }),
+    runId: z.string().nullable(),
+    redriveCount: z.number().int(),
+    correlationId: z.string().nullable(),
+    resourceType: z.string().nullable(),
+    resourceName: z.string().nullable(),
+    terminalReason: z.enum(['retry_exhausted', 'non_retryable']).nullable(),
+    lastErrorCode: z.string().nullable(),
+    lastErrorMessage: z.string().nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    segmentInputBytes: z.number().int().meta({ description: 'size of the persisted segment input, which is never returned' }),
+  })
+  .meta({ id: 'ExecutionRecord' });
+
+export const StartExecutionResponse = ExecutionRecordView.extend({
+  dispatch: z.enum(['started', 'pending', 'existing']),
+  runId: z.string().nullable(),
+}).meta({ id: 'StartExecutionResponse' });
+
+export const ExecutionList = z.object({ items: z.array(ExecutionRecordView), nextCursor: z.string().nullable() }).meta({ id: 'ExecutionList' });
+
+export const CommandEffectView = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    stepIndex: z.number().int(),
+    stepName: z.string(),
+    status: z.enum(['SUCCEEDED', 'FAILED_RETRYABLE', 'FAILED_TERMINAL', 'IN_FLIGHT', 'AMBIGUOUS', 'USER_ACTION_REQUIRED']),
+    attempt: z.number().int(),
+    transitionKey: z.string(),
+    errorCode: z.string().nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    hasResult: z.boolean(),
+  })
+  .meta({ id: 'CommandEffect' });
+
+export const EffectList = z.object({ items: z.array(CommandEffectView) }).meta({ id: 'CommandEffectList' });
+
+export const DlqEnvelopeSchema = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    executionKey: z.string().nullable(),
+    transitionKey: z.string(),
+    correlationId: z.string().nullable(),
+    resourceType: z.string().nullable(),
+    resourceName: z.string().nullable(),
+    transport: z.string(),
+    platform: z.string(),
+    terminalStatus: z.string(),
+    createdAtEpochMs: z.number().int(),
+    terminalReason: z.enum(['retry_exhausted', 'non_retryable']),
+    errorCode: z.string(),
+    errorMessage: z.string(),
+    retryable: z.boolean(),
+    retriesObserved: z.number().int(),
+  })
+  .meta({ id: 'DlqEnvelope' });
+
+export const DlqList = z
+  .object({
+    items: z.array(z.object({
+      id: z.number().int(),
+      recordVersion: z.number().int(),
+      redriven: z.boolean().meta({ description: "the execution's version has moved past the envelope's (re-driven since)" }),
+      envelope: DlqEnvelopeSchema,
+    })),
+    nextCursor: z.string().nullable(),
+  })
+  .meta({ id: 'DlqList' });
+
+export const RedriveAcceptedSchema = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    version: z.number().int(),
+    status: z.literal('QUEUED'),
+    resumeStepIndex: z.number().int(),
+    attempt: z.number().int(),
+    redriveId: z.string(),
+    runId: z.string().nullable(),
+    dispatch: z.enum(['started', 'pending']),
+  })
+  .meta({ id: 'RedriveAccepted' });
+
+export const RedrivePreviewSchema = z
+  .union([
+    z.object({
+      admitted: z.literal(true),
+      tenantId: z.string(),
+      executionId: z.string(),
+      version: z.number().int(),
+      status: z.literal('QUEUED'),
+      resumeStepIndex: z.number().int(),
+      attempt: z.number().int(),
+      mode: z.enum(['ORDINARY', 'FAILED', 'RETRY_FAILED_COMMAND', 'REMOTE_OUTCOME_UNKNOWN']),
+      fromStatus: ExecutionStatusSchema,
+      effectStatus: z.string().nullable(),
+    }),
+    z.object({ admitted: z.literal(false), status: z.number().int(), code: z.string(), detail: z.string(), currentVersion: z.number().int().optional() }),
+  ])
+  .meta({ id: 'RedrivePreview' });
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().meta({ description: 'stable machine code, e.g. VERSION_MISMATCH' }),
+    issues: z.array(z.object({ path: z.string(), code: z.string(), message: z.string() })).optional(),
+    currentVersion: z.number().int().nullable().optional(),
+  })
+  .meta({ id: 'Problem' });
