@@ -5,6 +5,7 @@
  *   npm run bench                      # the report: N=500, 5 runs
  *   npm run bench -- --n 100 --runs 3  # quicker, for a look
  *   npm run bench -- --smoke           # N=5, proves the harness runs; writes nothing
+ *   npm run bench -- --only overhead   # some figures only (overhead, events, roundtrips, memory, dlq); writes nothing
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -18,7 +19,9 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '50' },
     memory: { type: 'string', default: '1000' },
     dlq: { type: 'string', default: '500' },
+    redrive: { type: 'string', default: '1000' },
     smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
   },
 });
 
@@ -33,23 +36,26 @@ const number = (name: string, text: string, min: number) => {
 
 const smoke = values.smoke;
 const options = smoke
-  ? { n: 5, runs: 1, concurrency: 5, memoryCount: 5, dlqCount: 5 }
+  ? { n: 5, runs: 1, concurrency: 5, memoryCount: 5, dlqCount: 5, redriveCount: 5 }
   : {
       n: number('n', values.n!, 1),
       runs: number('runs', values.runs!, 1),
       concurrency: number('concurrency', values.concurrency!, 1),
       memoryCount: number('memory', values.memory!, 1),
       dlqCount: number('dlq', values.dlq!, 1),
+      redriveCount: number('redrive', values.redrive!, 1),
     };
 
+const only = values.only?.split(',').map((name) => name.trim());
 const started = Date.now();
 const results = await runBenchmarks({
   ...options,
+  only,
   progress: (line) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`),
 });
 const table = renderTable(results);
 process.stdout.write(`${table}\n`);
-if (!smoke) {
+if (!smoke && !only) {
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/latest.json', `${JSON.stringify(results, null, 2)}\n`);
   const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';

@@ -11,23 +11,28 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { serve } from '@hono/node-server';
 import { createActivities } from '../src/activities/engine-activities';
+import { createApp } from '../src/api/app';
+import { sha256Hex } from '../src/api/middleware/bearer-auth';
 import { loadConfig } from '../src/config/config';
 import { workflowIdFor } from '../src/ids';
-import { createLog } from '../src/log';
+import { createLog, type Log } from '../src/log';
 import { PipelineRegistry } from '../src/pipeline/registry';
 import { ExecutionService } from '../src/service/executions';
+import { RedriveService } from '../src/service/redrive';
+import { DlqStore } from '../src/store/dlq-store';
 import { EffectStore } from '../src/store/effect-store';
 import { ExecutionStore } from '../src/store/execution-store';
 import { resolveTemporalCli } from '../src/temporal/cli';
 import { startDevServer } from '../src/temporal/dev-server';
 import { Dispatcher } from '../src/temporal/dispatcher';
 import { installSdkLogging } from '../src/temporal/sdk-logging';
-import { createTestDatabase } from '../test/helpers/postgres';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres';
 import { bareActivities } from './bare';
 import { cpuDelta, cpuSnapshot, type CpuSample } from './cpu';
 import { benchPipelines } from './pipelines';
-import { pool, spread, type Spread } from './stats';
+import { percentile, pool, spread, type Spread } from './stats';
 
 export interface BenchOptions {
   /** executions per variant per round (figure 1) */
@@ -39,9 +44,13 @@ export interface BenchOptions {
   memoryCount: number;
   /** envelopes per DLQ round */
   dlqCount: number;
+  /** FAILED executions re-driven per round (figure 4) */
+  redriveCount: number;
   /** use this dev server instead of starting one */
   temporalAddress?: string;
   progress?: (line: string) => void;
+  /** run only these figures (overhead, events, roundtrips, redrive, memory, dlq); all when absent */
+  only?: string[];
 }
 
 export interface BenchResults {
@@ -107,7 +116,10 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     say('warm-up');
     await pool(Math.min(20, options.n), options.concurrency, async () => { await runEngine('noop5'); await runBare(5); });
 
+    const wanted = (figure: string) => !options.only || options.only.includes(figure);
+
     // 1. Engine overhead, happy path.
+    if (wanted('overhead')) {
     const engineRates: number[] = [];
     const bareRates: number[] = [];
     const ratios: number[] = [];
@@ -139,8 +151,10 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       engine: spread(engineRates), bare: spread(bareRates), ratio: spread(ratios, 3), target: '≥ 0.85',
       cpuMsPerExecution: { engine: cpuMedian(cpu.engine), bare: cpuMedian(cpu.bare) },
     };
+    }
 
     // 2. History events per step and per retried attempt, read from real histories.
+    if (wanted('events')) {
     say('history events');
     const [e1, e5, eRetry, b1, b5, bRetry] = [
       await historyLength(await runEngine('noop1')),
@@ -155,8 +169,10 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       bare: { oneStep: b1, fiveSteps: b5, perStep: (b5 - b1) / 4, perRetriedAttempt: (bRetry - b1) / 2, fixed: b1 - (b5 - b1) / 4 },
       target: 'per step ≤ bare (6); per retried attempt ≤ 2',
     };
+    }
 
     // 3. Postgres round trips per step (marginal: 5-step minus 1-step executions, per step).
+    if (wanted('roundtrips')) {
     say('postgres round trips');
     const queriesPer = async (pipeline: string, count = 10) => {
       const before = database.db.stats.queries;
@@ -173,15 +189,22 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       perExecution.push(q5);
     }
     figures.postgresRoundTrips = { perSuccessfulStep: spread(plain), perCommandStep: spread(command), perFiveStepExecution: spread(perExecution), target: '≤ 2 per step, ≤ 3 per Command step' };
+    }
 
-    // 4. Re-drive throughput: needs the re-drive endpoint (issue 4).
-    figures.redriveThroughput = { measured: false, reason: 'the re-drive endpoint does not exist yet (issue 4)' };
+    // 4. Re-drive throughput through the HTTP endpoint vs plain workflow starts.
+    if (wanted('redrive')) {
+      say(`re-drive throughput: ${options.redriveCount} per variant`);
+      figures.redriveThroughput = await measureRedrive(options, { database, client, registry, store, effects, dispatcher, taskQueue, log, say });
+    }
 
     // 5. Worker memory, in a worker process of its own.
-    say(`worker memory with ${options.memoryCount} executions`);
-    figures.workerMemory = await measureMemory(options, { address, databaseUrl: database.url, client, executions, store, say });
+    if (wanted('memory')) {
+      say(`worker memory with ${options.memoryCount} executions`);
+      figures.workerMemory = await measureMemory(options, { address, databaseUrl: database.url, client, executions, store, say });
+    }
 
     // 6. DLQ publish to the postgres provider: terminal-failure commits (record FAILED + envelope, one statement).
+    if (wanted('dlq')) {
     say('dlq publish');
     const dlqRates: number[] = [];
     for (let round = 0; round < options.runs; round++) {
@@ -203,6 +226,7 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       dlqRates.push(options.dlqCount / ((performance.now() - started) / 1000));
     }
     figures.dlqPublish = { postgres: { unit: 'envelopes/s', concurrency: 16, perRound: options.dlqCount, rate: spread(dlqRates, 0) } };
+    }
   } finally {
     worker.shutdown();
     await workerDone;
@@ -222,10 +246,91 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       temporalCli: cli.type === 'existing-path' ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'SDK download',
       devServer: devServer?.settings ?? `existing server at ${address}`,
       worker: { ...workerOptions, sameWorkerAndTaskQueueForBothVariants: true },
-      options: { n: options.n, runs: options.runs, concurrency: options.concurrency, memoryCount: options.memoryCount, dlqCount: options.dlqCount },
+      options: { n: options.n, runs: options.runs, concurrency: options.concurrency, memoryCount: options.memoryCount, dlqCount: options.dlqCount, redriveCount: options.redriveCount },
     },
     figures,
   };
+}
+
+/**
+ * Figure 4: FAILED executions (records inserted directly, as many as needed) re-driven
+ * through the real HTTP endpoint on a loopback port, against plain workflow starts of a
+ * one-step bare workflow, both at concurrency 16, interleaved per round.
+ */
+async function measureRedrive(
+  options: BenchOptions,
+  ctx: { database: TestDatabase; client: Client; registry: PipelineRegistry; store: ExecutionStore; effects: EffectStore; dispatcher: Dispatcher; taskQueue: string; log: Log; say: (line: string) => void },
+): Promise<Record<string, unknown>> {
+  const token = 'bench-admin-token';
+  const config = loadConfig({}, { 'pipeline.auth.tokens': [{ sha256: sha256Hex(token), role: 'admin' }] });
+  const redrive = new RedriveService(ctx.store, ctx.effects, ctx.registry, ctx.dispatcher, ctx.client, ctx.log);
+  const app = createApp({ config, log: ctx.log, store: ctx.store, effects: ctx.effects, dlq: new DlqStore(ctx.database.db), executions: new ExecutionService(ctx.store, ctx.registry, ctx.dispatcher, ctx.log), redrive });
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const port = (server.address() as { port: number }).port;
+  const concurrency = 16;
+  const count = options.redriveCount;
+  const redriveRates: number[] = [];
+  const bareRates: number[] = [];
+  const ratios: number[] = [];
+  const latencies: number[] = [];
+  try {
+    for (let round = 0; round < options.runs; round++) {
+      const prefix = `rd-${round}-`;
+      await ctx.database.db.query(
+        `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index,
+           attempt, failed_step_index, terminal_reason, segment_input)
+         SELECT 'bench', $1 || g, 'noop1', 'pipeline/bench/' || $1 || g, 'FAILED', 3, 1, 0, 1, 0, 'retry_exhausted', '{}'::jsonb
+         FROM generate_series(0, $2 - 1) g`,
+        [prefix, count],
+      );
+      const measure = async (variant: 'redrive' | 'bare') => {
+        const started = performance.now();
+        await pool(count, concurrency, async (i) => {
+          if (variant === 'redrive') {
+            const t0 = performance.now();
+            const res = await fetch(`http://127.0.0.1:${port}/pipeline/admin/tenants/bench/executions/${prefix}${i}/redrive`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+              body: JSON.stringify({ expectedVersion: 3, reason: 'benchmark', allowFailed: true }),
+            });
+            latencies.push(performance.now() - t0);
+            if (res.status !== 202) throw new Error(`re-drive answered ${res.status}: ${await res.text()}`);
+            await res.arrayBuffer();
+          } else {
+            await ctx.client.workflow.start('bareWorkflow', { workflowId: `rd-bare-${round}-${i}`, taskQueue: ctx.taskQueue, args: [1, null, 0] });
+          }
+        });
+        return count / ((performance.now() - started) / 1000);
+      };
+      const order: ('redrive' | 'bare')[] = round % 2 === 0 ? ['redrive', 'bare'] : ['bare', 'redrive'];
+      const rates: Record<string, number> = {};
+      for (const variant of order) rates[variant] = await measure(variant);
+      redriveRates.push(rates.redrive);
+      bareRates.push(rates.bare);
+      ratios.push(rates.redrive / rates.bare);
+      ctx.say(`re-drive ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)}`);
+      // Let the started runs drain before the next round.
+      await waitForQuiet(ctx.database, ctx.client);
+    }
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+  return {
+    measured: true, unit: 'admissions/s', count, concurrency, redrive: spread(redriveRates), bare: spread(bareRates), ratio: spread(ratios, 3),
+    latencyMs: { p50: Number(percentile(latencies, 50).toFixed(1)), p99: Number(percentile(latencies, 99).toFixed(1)) }, target: '≥ 0.7',
+  };
+}
+
+async function waitForQuiet(database: TestDatabase, client: Client): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    const busy = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_record WHERE status IN ('QUEUED', 'RUNNING')`);
+    let running = 0;
+    for await (const _ of client.workflow.list({ query: 'ExecutionStatus = "Running"' })) running++;
+    if (busy.rows[0].n === 0 && running === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 async function measureMemory(

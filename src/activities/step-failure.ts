@@ -52,7 +52,11 @@ export function classifyFailure(err: unknown): StepFailure {
   };
 }
 
-/** Throws OutputNotSerializableError unless `value` survives JSON unchanged in kind. `undefined` becomes null. */
+/**
+ * Throws OutputNotSerializableError unless `value` survives JSON unchanged in kind.
+ * `undefined` becomes null. The value itself is returned as is: the store and
+ * Temporal's payload converter each serialise it once, the same way.
+ */
 export function toJsonOutput(value: unknown): unknown {
   if (value === undefined) return null;
   const seen = new Set<object>();
@@ -79,5 +83,5 @@ export function toJsonOutput(value: unknown): unknown {
     }
   };
   check(value, 'output');
-  return JSON.parse(JSON.stringify(value));
+  return value;
 }

@@ -13,7 +13,7 @@ import type { Log } from '../log';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
 import { toRecord, type DispatchLease, type ExecutionRecord } from '../store/execution-store';
-import { PipelineExecutionId, PipelineName, PipelineStatus, PipelineTenant } from '../workflows/search-attributes';
+import { PipelineExecutionId, PipelineName, PipelineTenant } from '../workflows/search-attributes';
 import type { PipelineRunInput } from '../workflows/types';
 
 export interface DispatchSpec {
@@ -127,7 +127,6 @@ export class Dispatcher {
           { key: PipelineTenant, value: tenantId },
           { key: PipelineExecutionId, value: executionId },
           { key: PipelineName, value: run.pipeline },
-          { key: PipelineStatus, value: 'RUNNING' },
         ]),
         staticSummary: `${pipeline} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
         staticDetails: [

@@ -1,6 +1,6 @@
 /**
- * Routes the Temporal SDK's own log output into our JSON log (one object per line),
- * at WARN and above, keeping only scalar metadata: no error stacks, no payloads. Also
+ * Routes the Temporal SDK's own log output (TypeScript and the Rust core) into our JSON
+ * log (one object per line), at WARN and above, keeping only scalar metadata: no error stacks, no payloads. Also
  * turns off the SDK's signal handlers: the service owns shutdown.
  */
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
@@ -23,6 +23,8 @@ export function installSdkLogging(log: Log, level: 'WARN' | 'INFO' | 'ERROR' = '
   installed = true;
   Runtime.install({
     shutdownSignals: [],
+    // The Rust core's own logs come through the same logger, so stderr stays JSON too.
+    telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } },
     logger: new DefaultLogger(level, (entry: LogEntry) => {
       const fields = { event: 'temporal_sdk', sdkMessage: entry.message, ...scalarMeta(entry.meta as Record<string, unknown>) };
       if (entry.level === 'ERROR') log.error(fields);

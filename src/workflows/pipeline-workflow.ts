@@ -2,8 +2,10 @@
  * One execution = one run of this workflow. Each step is one activity that invokes
  * the operator and commits the transition to Postgres; retries are Temporal's own
  * activity retries, timed by the activity through `nextRetryDelay`, so a retried attempt
- * adds no history events. The workflow only sequences steps and, at the end, records the
- * terminal status as a search attribute and fails (or completes) the run accordingly.
+ * adds no history events. The workflow only sequences steps. A run that ends FAILED or
+ * REMOTE_OUTCOME_UNKNOWN records that in the `PipelineStatus` search attribute and fails;
+ * a successful run just completes (Temporal's ExecutionStatus says so, and an upsert
+ * on every success would cost a history event and a visibility write per execution).
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EngineActivities } from '../activities/engine-activities';
@@ -67,7 +69,6 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
       });
     }
   }
-  upsertSearchAttributes([{ key: PipelineStatus, value: 'SUCCEEDED' }]);
   return segment;
 }
 

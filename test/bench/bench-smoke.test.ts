@@ -10,7 +10,7 @@ import { runBenchmarks } from '../../bench/suite';
 
 describe('benchmark harness (smoke)', () => {
   it('measures every figure at N = 5', async () => {
-    const results = await runBenchmarks({ n: 5, runs: 1, concurrency: 5, memoryCount: 5, dlqCount: 5, temporalAddress: inject('temporalAddress') });
+    const results = await runBenchmarks({ n: 5, runs: 1, concurrency: 5, memoryCount: 5, dlqCount: 5, redriveCount: 5, temporalAddress: inject('temporalAddress') });
     const { engineOverhead, historyEvents, postgresRoundTrips, workerMemory, dlqPublish } = results.figures;
     expect(engineOverhead.engine.median).toBeGreaterThan(0);
     expect(engineOverhead.bare.median).toBeGreaterThan(0);
@@ -21,6 +21,8 @@ describe('benchmark harness (smoke)', () => {
     expect(postgresRoundTrips.perCommandStep.max).toBeLessThanOrEqual(3);
     expect(workerMemory.idle.median).toBeGreaterThan(0);
     expect(dlqPublish.postgres.rate.median).toBeGreaterThan(0);
+    expect(results.figures.redriveThroughput).toMatchObject({ measured: true, count: 5 });
+    expect(results.figures.redriveThroughput.ratio.median).toBeGreaterThan(0);
     expect(renderTable(results)).toContain('| 1 | Executions/s');
   }, 180_000);
 });

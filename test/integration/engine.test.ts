@@ -7,7 +7,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, functionStep, localStep, NonRetryableException, type StepContext } from '../../src/pipeline/define';
-import { PipelineStatus } from '../../src/workflows/search-attributes';
+import { PipelineExecutionId, PipelineName, PipelineStatus, PipelineTenant } from '../../src/workflows/search-attributes';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 
 /** Every invocation an operator saw, by step name: transition key and time. */
@@ -181,8 +181,14 @@ describe('execution engine', () => {
     // The record commits with the last step; the run closes one workflow task later.
     await handle.result();
     const description = await handle.describe();
-    expect(description.typedSearchAttributes.get(PipelineStatus)).toBe('SUCCEEDED');
+    expect(description.status.name).toBe('COMPLETED');
+    // PipelineStatus is set only where it says more than ExecutionStatus: FAILED, REMOTE_OUTCOME_UNKNOWN.
+    expect(description.typedSearchAttributes.get(PipelineStatus)).toBeUndefined();
+    expect(description.typedSearchAttributes.get(PipelineTenant)).toBe('acme');
+    expect(description.typedSearchAttributes.get(PipelineName)).toBe('three');
+    expect(description.typedSearchAttributes.get(PipelineExecutionId)).toBe('ui-1');
     expect(await description.staticSummary()).toBe('three · tenant acme · execution ui-1');
+    expect(await description.staticDetails()).toContain('**Resumes** at step 0, attempt 1');
     const history = await handle.fetchHistory();
     const summaries = (history.events ?? [])
       .filter((event) => event.activityTaskScheduledEventAttributes)
