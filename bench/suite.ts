@@ -66,6 +66,29 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
+/** What every figure needs: the service parts, the worker's task queue and two runners. */
+interface Bench {
+  options: BenchOptions;
+  say: (line: string) => void;
+  log: Log;
+  database: TestDatabase;
+  client: Client;
+  registry: PipelineRegistry;
+  store: ExecutionStore;
+  effects: EffectStore;
+  dispatcher: Dispatcher;
+  executions: ExecutionService;
+  taskQueue: string;
+  address: string;
+  temporalPid?: number;
+  /** one execution of a pipeline through the engine, to its end; returns the workflowId */
+  runEngine(pipeline: string, input?: unknown): Promise<string>;
+  /** one bare workflow of `steps` no-op activities, to its end; returns the workflowId */
+  runBare(steps: number, failTimes?: number): Promise<string>;
+}
+
+const WORKER_OPTIONS = { maxConcurrentActivityTaskExecutions: 100, maxConcurrentWorkflowTaskExecutions: 40, maxCachedWorkflows: 1000 };
+
 export async function runBenchmarks(options: BenchOptions): Promise<BenchResults> {
   const say = options.progress ?? (() => undefined);
   const log = createLog({ level: 'error' });
@@ -83,150 +106,44 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
   const client = new Client({ connection });
   const dispatcher = new Dispatcher(database.db, client, registry, taskQueue, log);
   const executions = new ExecutionService(store, registry, dispatcher, log);
-
-  const workerOptions = { maxConcurrentActivityTaskExecutions: 100, maxConcurrentWorkflowTaskExecutions: 40, maxCachedWorkflows: 1000 };
   const nativeConnection = await NativeConnection.connect({ address });
   const worker = await Worker.create({
     connection: nativeConnection,
     taskQueue,
     workflowsPath: WORKFLOWS_PATH,
     activities: { ...createActivities({ store, effects, registry, log }), ...bareActivities },
-    ...workerOptions,
+    ...WORKER_OPTIONS,
   });
   const workerDone = worker.run();
-  const figures: Record<string, any> = {};
+
   let seq = 0;
   const nextId = (label: string) => `${label}-${++seq}`;
-
-  const runEngine = async (pipeline: string, input: unknown = null) => {
-    const executionId = nextId(pipeline);
-    await executions.start(TENANT, { pipeline, executionId, input });
-    await client.workflow.getHandle(workflowIdFor(TENANT, executionId)).result();
-    return workflowIdFor(TENANT, executionId);
+  const bench: Bench = {
+    options, say, log, database, client, registry, store, effects, dispatcher, executions, taskQueue, address, temporalPid: devServer?.pid,
+    async runEngine(pipeline, input = null) {
+      const executionId = nextId(pipeline);
+      await executions.start(TENANT, { pipeline, executionId, input });
+      await client.workflow.getHandle(workflowIdFor(TENANT, executionId)).result();
+      return workflowIdFor(TENANT, executionId);
+    },
+    async runBare(steps, failTimes = 0) {
+      const handle = await client.workflow.start('bareWorkflow', { workflowId: nextId('bare'), taskQueue, args: [steps, null, failTimes] });
+      await handle.result();
+      return handle.workflowId;
+    },
   };
-  const runBare = async (steps: number, failTimes = 0) => {
-    const handle = await client.workflow.start('bareWorkflow', { workflowId: nextId('bare'), taskQueue, args: [steps, null, failTimes] });
-    await handle.result();
-    return handle.workflowId;
-  };
-  const historyLength = async (workflowId: string) => (await client.workflow.getHandle(workflowId).fetchHistory()).events?.length ?? 0;
 
+  const figures: Record<string, unknown> = {};
+  const wanted = (figure: string) => !options.only || options.only.includes(figure);
   try {
-    // Warm-up: bundle caches, connection pools, JIT. Not counted.
-    say('warm-up');
-    await pool(Math.min(20, options.n), options.concurrency, async () => { await runEngine('noop5'); await runBare(5); });
-
-    const wanted = (figure: string) => !options.only || options.only.includes(figure);
-
-    // 1. Engine overhead, happy path.
-    if (wanted('overhead')) {
-    const engineRates: number[] = [];
-    const bareRates: number[] = [];
-    const ratios: number[] = [];
-    const cpu: Record<'engine' | 'bare', CpuSample[]> = { engine: [], bare: [] };
-    for (let round = 0; round < options.runs; round++) {
-      const measure = async (variant: 'engine' | 'bare') => {
-        const cpuBefore = cpuSnapshot(devServer?.pid);
-        const started = performance.now();
-        await pool(options.n, options.concurrency, async () => { if (variant === 'engine') await runEngine('noop5'); else await runBare(5); });
-        const rate = options.n / ((performance.now() - started) / 1000);
-        cpu[variant].push(cpuDelta(cpuBefore, cpuSnapshot(devServer?.pid), options.n));
-        return rate;
-      };
-      const order: ('engine' | 'bare')[] = round % 2 === 0 ? ['engine', 'bare'] : ['bare', 'engine'];
-      const rates: Record<string, number> = {};
-      for (const variant of order) rates[variant] = await measure(variant);
-      engineRates.push(rates.engine);
-      bareRates.push(rates.bare);
-      ratios.push(rates.engine / rates.bare);
-      say(`engine overhead ${round + 1}/${options.runs}: engine ${rates.engine.toFixed(1)}/s, bare ${rates.bare.toFixed(1)}/s, ratio ${(rates.engine / rates.bare).toFixed(3)}`);
-    }
-    const cpuMedian = (samples: CpuSample[]) => ({
-      node: spread(samples.map((x) => x.node)).median,
-      temporal: spread(samples.map((x) => x.temporal)).median,
-      postgres: spread(samples.map((x) => x.postgres)).median,
-    });
-    figures.engineOverhead = {
-      unit: 'executions/s', steps: 5, n: options.n, concurrency: options.concurrency,
-      engine: spread(engineRates), bare: spread(bareRates), ratio: spread(ratios, 3), target: '≥ 0.85',
-      cpuMsPerExecution: { engine: cpuMedian(cpu.engine), bare: cpuMedian(cpu.bare) },
-    };
-    }
-
-    // 2. History events per step and per retried attempt, read from real histories.
-    if (wanted('events')) {
-    say('history events');
-    const [e1, e5, eRetry, b1, b5, bRetry] = [
-      await historyLength(await runEngine('noop1')),
-      await historyLength(await runEngine('noop5')),
-      await historyLength(await runEngine('retry1', { failTimes: 2 })),
-      await historyLength(await runBare(1)),
-      await historyLength(await runBare(5)),
-      await historyLength(await runBare(1, 2)),
-    ];
-    figures.historyEvents = {
-      engine: { oneStep: e1, fiveSteps: e5, perStep: (e5 - e1) / 4, perRetriedAttempt: (eRetry - e1) / 2, fixed: e1 - (e5 - e1) / 4 },
-      bare: { oneStep: b1, fiveSteps: b5, perStep: (b5 - b1) / 4, perRetriedAttempt: (bRetry - b1) / 2, fixed: b1 - (b5 - b1) / 4 },
-      target: 'per step ≤ bare (6); per retried attempt ≤ 2',
-    };
-    }
-
-    // 3. Postgres round trips per step (marginal: 5-step minus 1-step executions, per step).
-    if (wanted('roundtrips')) {
-    say('postgres round trips');
-    const queriesPer = async (pipeline: string, count = 10) => {
-      const before = database.db.stats.queries;
-      for (let i = 0; i < count; i++) await runEngine(pipeline);
-      return (database.db.stats.queries - before) / count;
-    };
-    const plain: number[] = [];
-    const command: number[] = [];
-    const perExecution: number[] = [];
-    for (let round = 0; round < options.runs; round++) {
-      const [q1, q5, c1, c5] = [await queriesPer('noop1'), await queriesPer('noop5'), await queriesPer('cmd1'), await queriesPer('cmd5')];
-      plain.push((q5 - q1) / 4);
-      command.push((c5 - c1) / 4);
-      perExecution.push(q5);
-    }
-    figures.postgresRoundTrips = { perSuccessfulStep: spread(plain), perCommandStep: spread(command), perFiveStepExecution: spread(perExecution), target: '≤ 2 per step, ≤ 3 per Command step' };
-    }
-
-    // 4. Re-drive throughput through the HTTP endpoint vs plain workflow starts.
-    if (wanted('redrive')) {
-      say(`re-drive throughput: ${options.redriveCount} per variant`);
-      figures.redriveThroughput = await measureRedrive(options, { database, client, registry, store, effects, dispatcher, taskQueue, log, say });
-    }
-
-    // 5. Worker memory, in a worker process of its own.
-    if (wanted('memory')) {
-      say(`worker memory with ${options.memoryCount} executions`);
-      figures.workerMemory = await measureMemory(options, { address, databaseUrl: database.url, client, executions, store, say });
-    }
-
-    // 6. DLQ publish to the postgres provider: terminal-failure commits (record FAILED + envelope, one statement).
-    if (wanted('dlq')) {
-    say('dlq publish');
-    const dlqRates: number[] = [];
-    for (let round = 0; round < options.runs; round++) {
-      const prefix = `dlq-${round}-`;
-      await database.db.query(
-        `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt, segment_input)
-         SELECT 'bench', $1 || g, 'noop1', 'wf', 'RUNNING', 2, 1, 0, 1, '{}'::jsonb FROM generate_series(1, $2) g`,
-        [prefix, options.dlqCount],
-      );
-      const started = performance.now();
-      await pool(options.dlqCount, 16, async (i) => {
-        const executionId = `${prefix}${i + 1}`;
-        const transitionKey = `${executionId}:0:1`;
-        await store.commitFailed('bench', executionId, 0, 1, {
-          terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey,
-          envelope: { tenantId: 'bench', executionId, transitionKey, transport: 'LOCAL', platform: 'bench', terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', retryable: true, retriesObserved: 5 },
-        });
-      });
-      dlqRates.push(options.dlqCount / ((performance.now() - started) / 1000));
-    }
-    figures.dlqPublish = { postgres: { unit: 'envelopes/s', concurrency: 16, perRound: options.dlqCount, rate: spread(dlqRates, 0) } };
-    }
+    say('warm-up (not counted)');
+    await pool(Math.min(20, options.n), options.concurrency, async () => { await bench.runEngine('noop5'); await bench.runBare(5); });
+    if (wanted('overhead')) figures.engineOverhead = await measureOverhead(bench);
+    if (wanted('events')) figures.historyEvents = await measureEvents(bench);
+    if (wanted('roundtrips')) figures.postgresRoundTrips = await measureRoundTrips(bench);
+    if (wanted('redrive')) figures.redriveThroughput = await measureRedrive(bench);
+    if (wanted('memory')) figures.workerMemory = await measureMemory(bench);
+    if (wanted('dlq')) figures.dlqPublish = await measureDlq(bench);
   } finally {
     worker.shutdown();
     await workerDone;
@@ -245,11 +162,101 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       node: process.version,
       temporalCli: cli.type === 'existing-path' ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'SDK download',
       devServer: devServer?.settings ?? `existing server at ${address}`,
-      worker: { ...workerOptions, sameWorkerAndTaskQueueForBothVariants: true },
+      worker: { ...WORKER_OPTIONS, sameWorkerAndTaskQueueForBothVariants: true },
       options: { n: options.n, runs: options.runs, concurrency: options.concurrency, memoryCount: options.memoryCount, dlqCount: options.dlqCount, redriveCount: options.redriveCount },
     },
     figures,
   };
+}
+
+/** Figure 1: executions/s of 5 no-op steps through the engine vs a bare workflow, interleaved, with CPU by process. */
+async function measureOverhead(bench: Bench) {
+  const { options, say } = bench;
+  const rates: Record<'engine' | 'bare', number[]> = { engine: [], bare: [] };
+  const cpu: Record<'engine' | 'bare', CpuSample[]> = { engine: [], bare: [] };
+  const ratios: number[] = [];
+  for (let round = 0; round < options.runs; round++) {
+    const measure = async (variant: 'engine' | 'bare') => {
+      const cpuBefore = cpuSnapshot(bench.temporalPid);
+      const started = performance.now();
+      await pool(options.n, options.concurrency, async () => { if (variant === 'engine') await bench.runEngine('noop5'); else await bench.runBare(5); });
+      const rate = options.n / ((performance.now() - started) / 1000);
+      cpu[variant].push(cpuDelta(cpuBefore, cpuSnapshot(bench.temporalPid), options.n));
+      rates[variant].push(rate);
+      return rate;
+    };
+    const order: ('engine' | 'bare')[] = round % 2 === 0 ? ['engine', 'bare'] : ['bare', 'engine'];
+    const got: Record<string, number> = {};
+    for (const variant of order) got[variant] = await measure(variant);
+    ratios.push(got.engine / got.bare);
+    say(`engine overhead ${round + 1}/${options.runs}: engine ${got.engine.toFixed(1)}/s, bare ${got.bare.toFixed(1)}/s, ratio ${(got.engine / got.bare).toFixed(3)}`);
+  }
+  const cpuMedian = (samples: CpuSample[]) => ({
+    node: spread(samples.map((x) => x.node)).median,
+    temporal: spread(samples.map((x) => x.temporal)).median,
+    postgres: spread(samples.map((x) => x.postgres)).median,
+  });
+  return {
+    unit: 'executions/s', steps: 5, n: options.n, concurrency: options.concurrency,
+    engine: spread(rates.engine), bare: spread(rates.bare), ratio: spread(ratios, 3), target: '≥ 0.85',
+    cpuMsPerExecution: { engine: cpuMedian(cpu.engine), bare: cpuMedian(cpu.bare) },
+  };
+}
+
+/** Figure 2: history events per step and per retried attempt, read from real histories (5-step minus 1-step). */
+async function measureEvents(bench: Bench) {
+  bench.say('history events');
+  const length = async (workflowId: string) => (await bench.client.workflow.getHandle(workflowId).fetchHistory()).events?.length ?? 0;
+  const [e1, e5, eRetry] = [await length(await bench.runEngine('noop1')), await length(await bench.runEngine('noop5')), await length(await bench.runEngine('retry1', { failTimes: 2 }))];
+  const [b1, b5, bRetry] = [await length(await bench.runBare(1)), await length(await bench.runBare(5)), await length(await bench.runBare(1, 2))];
+  const per = (one: number, five: number, retried: number) => ({ oneStep: one, fiveSteps: five, perStep: (five - one) / 4, perRetriedAttempt: (retried - one) / 2, fixed: one - (five - one) / 4 });
+  return { engine: per(e1, e5, eRetry), bare: per(b1, b5, bRetry), target: 'per step ≤ bare (6); per retried attempt ≤ 2' };
+}
+
+/** Figure 3: Postgres round trips per step (marginal: 5-step minus 1-step executions, per step), from the query counter. */
+async function measureRoundTrips(bench: Bench) {
+  bench.say('postgres round trips');
+  const queriesPer = async (pipeline: string, count = 10) => {
+    const before = bench.database.db.stats.queries;
+    for (let i = 0; i < count; i++) await bench.runEngine(pipeline);
+    return (bench.database.db.stats.queries - before) / count;
+  };
+  const plain: number[] = [];
+  const command: number[] = [];
+  const perExecution: number[] = [];
+  for (let round = 0; round < bench.options.runs; round++) {
+    const [q1, q5, c1, c5] = [await queriesPer('noop1'), await queriesPer('noop5'), await queriesPer('cmd1'), await queriesPer('cmd5')];
+    plain.push((q5 - q1) / 4);
+    command.push((c5 - c1) / 4);
+    perExecution.push(q5);
+  }
+  return { perSuccessfulStep: spread(plain), perCommandStep: spread(command), perFiveStepExecution: spread(perExecution), target: '≤ 2 per step, ≤ 3 per Command step' };
+}
+
+/** Figure 6: DLQ publish to the postgres provider: terminal-failure commits (record FAILED + envelope, one statement). */
+async function measureDlq(bench: Bench) {
+  const { options, database, store } = bench;
+  bench.say('dlq publish');
+  const rates: number[] = [];
+  for (let round = 0; round < options.runs; round++) {
+    const prefix = `dlq-${round}-`;
+    await database.db.query(
+      `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt, segment_input)
+       SELECT 'bench', $1 || g, 'noop1', 'wf', 'RUNNING', 2, 1, 0, 1, '{}'::jsonb FROM generate_series(1, $2) g`,
+      [prefix, options.dlqCount],
+    );
+    const started = performance.now();
+    await pool(options.dlqCount, 16, async (i) => {
+      const executionId = `${prefix}${i + 1}`;
+      const transitionKey = `${executionId}:0:1`;
+      await store.commitFailed('bench', executionId, 0, 1, {
+        terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey,
+        envelope: { tenantId: 'bench', executionId, transitionKey, transport: 'LOCAL', platform: 'bench', terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', retryable: true, retriesObserved: 5 },
+      });
+    });
+    rates.push(options.dlqCount / ((performance.now() - started) / 1000));
+  }
+  return { postgres: { unit: 'envelopes/s', concurrency: 16, perRound: options.dlqCount, rate: spread(rates, 0) } };
 }
 
 /**
@@ -257,10 +264,9 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
  * through the real HTTP endpoint on a loopback port, against plain workflow starts of a
  * one-step bare workflow, both at concurrency 16, interleaved per round.
  */
-async function measureRedrive(
-  options: BenchOptions,
-  ctx: { database: TestDatabase; client: Client; registry: PipelineRegistry; store: ExecutionStore; effects: EffectStore; dispatcher: Dispatcher; taskQueue: string; log: Log; say: (line: string) => void },
-): Promise<Record<string, unknown>> {
+async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
+  const { options } = ctx;
+  ctx.say(`re-drive throughput: ${options.redriveCount} per variant`);
   const token = 'bench-admin-token';
   const config = loadConfig({}, { 'pipeline.auth.tokens': [{ sha256: sha256Hex(token), role: 'admin' }] });
   const redrive = new RedriveService(ctx.store, ctx.effects, ctx.registry, ctx.dispatcher, ctx.client, ctx.log);
@@ -333,13 +339,12 @@ async function waitForQuiet(database: TestDatabase, client: Client): Promise<voi
   }
 }
 
-async function measureMemory(
-  options: BenchOptions,
-  ctx: { address: string; databaseUrl: string; client: Client; executions: ExecutionService; store: ExecutionStore; say: (line: string) => void },
-): Promise<Record<string, unknown>> {
+async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
+  const { options } = ctx;
+  ctx.say(`worker memory with ${options.memoryCount} executions`);
   const taskQueue = `bench-mem-${randomBytes(4).toString('hex')}`;
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
-    env: { ...process.env, TEMPORAL_ADDRESS: ctx.address, DATABASE_URL: ctx.databaseUrl, TASK_QUEUE: taskQueue, ACTIVITY_SLOTS: String(options.memoryCount + 50) },
+    env: { ...process.env, TEMPORAL_ADDRESS: ctx.address, DATABASE_URL: ctx.database.url, TASK_QUEUE: taskQueue, ACTIVITY_SLOTS: String(options.memoryCount + 50) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
@@ -349,9 +354,8 @@ async function measureMemory(
       if (child.exitCode !== null) throw new Error('memory worker exited');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const memLog = createLog({ level: 'error' });
-    const memDispatcher = new Dispatcher(ctx.store.db, ctx.client, new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), benchPipelines), taskQueue, memLog);
-    const memExecutions = new ExecutionService(ctx.store, new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), benchPipelines), memDispatcher, memLog);
+    // Same store and registry, but runs go to the memory worker's own task queue.
+    const memExecutions = new ExecutionService(ctx.store, ctx.registry, new Dispatcher(ctx.store.db, ctx.client, ctx.registry, taskQueue, ctx.log), ctx.log);
     const sample = async () => {
       const values: number[] = [];
       for (let i = 0; i < Math.max(5, options.runs); i++) {
