@@ -270,7 +270,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   const token = 'bench-admin-token';
   const config = loadConfig({}, { 'pipeline.auth.tokens': [{ sha256: sha256Hex(token), role: 'admin' }] });
   const redrive = new RedriveService(ctx.store, ctx.effects, ctx.registry, ctx.dispatcher, ctx.client, ctx.log);
-  const app = createApp({ config, log: ctx.log, store: ctx.store, effects: ctx.effects, dlq: new DlqStore(ctx.database.db), executions: new ExecutionService(ctx.store, ctx.registry, ctx.dispatcher, ctx.log), redrive });
+  const app = createApp({ config, log: ctx.log, store: ctx.store, effects: ctx.effects, dlq: new DlqStore(ctx.database.db), executions: new ExecutionService(ctx.store, ctx.registry, ctx.dispatcher, ctx.log), redrive, registry: ctx.registry });
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));
   const port = (server.address() as { port: number }).port;

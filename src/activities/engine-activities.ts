@@ -17,6 +17,7 @@ import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails, 
 import { invokeStep } from './invoke-step';
 import { classifyFailure, toJsonOutput, type StepFailure } from './step-failure';
 import { NonRetryableException } from '../pipeline/define';
+import { RemoteOutcomeUnknownError } from '../transports/remote';
 
 export interface EngineDeps {
   store: ExecutionStore;
@@ -120,10 +121,12 @@ export function createActivities(deps: EngineDeps) {
         cancellation: activity.cancellationSignal,
         heartbeat: () => activity.heartbeat(),
         heartbeatEveryMs: activity.info.heartbeatTimeoutMs ? Math.max(100, Math.floor(activity.info.heartbeatTimeoutMs / 3)) : undefined,
+        log,
         context: { tenantId: req.tenantId, executionId: req.executionId, correlationId: req.correlationId, pipeline: req.pipeline, stepIndex: req.stepIndex, stepName: step.name, attempt, transitionKey },
       });
       output = toJsonOutput(raw);
     } catch (err) {
+      if (err instanceof RemoteOutcomeUnknownError) return parkOutcomeUnknown(req, attempt, transitionKey, err, logFields, effect);
       return fail(classifyFailure(err), effect);
     }
 
@@ -144,7 +147,7 @@ export function createActivities(deps: EngineDeps) {
   ): Promise<never> {
     const observed = attempt - req.budgetStartAttempt;
     if (failure.retryable && observed < req.retry.limit) {
-      const delayMs = retryDelayMs(req.retry, observed + 1);
+      const delayMs = failure.retryAfterMs != null ? Math.min(req.retry.maxBackoffMs, failure.retryAfterMs) : retryDelayMs(req.retry, observed + 1);
       const committed = await store.commitRetry(req.tenantId, req.executionId, req.stepIndex, attempt, delayMs, failure.errorCode, failure.errorMessage, effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode });
       if (!committed.committed) await settle(req);
       log.info({ event: 'execution_step_retry_scheduled', ...logFields, errorCode: failure.errorCode, attempt, nextAttempt: attempt + 1, delayMs });
@@ -157,7 +160,7 @@ export function createActivities(deps: EngineDeps) {
       executionId: req.executionId,
       transitionKey,
       transport,
-      platform,
+      platform: failure.platform ?? platform,
       terminalStatus: 'FAILED',
       createdAtEpochMs: Date.now(),
       terminalReason,
@@ -176,6 +179,33 @@ export function createActivities(deps: EngineDeps) {
     throw terminalFailure(
       { status: 'FAILED', terminalReason, errorCode: failure.errorCode, stepIndex: req.stepIndex, transitionKey },
       `${terminalReason}: ${failure.errorCode}: ${failure.errorMessage}`,
+    );
+  }
+
+  /**
+   * The remote caller deadline passed: the worker may or may not have applied the effect.
+   * Park the execution as REMOTE_OUTCOME_UNKNOWN (effect AMBIGUOUS, the call's evidence
+   * kept on the record), schedule no retry, write no DLQ entry, and end the run.
+   */
+  async function parkOutcomeUnknown(
+    req: StepRequest,
+    attempt: number,
+    transitionKey: string,
+    err: RemoteOutcomeUnknownError,
+    logFields: Record<string, unknown>,
+    effect: EffectChange | undefined,
+  ): Promise<never> {
+    const remoteCall = { transitionKey, protocol: err.protocol, target: err.target, startedAt: err.startedAt.toISOString(), deadlineMs: err.deadlineMs, elapsedMs: err.elapsedMs };
+    const committed = await store.commitOutcomeUnknown(
+      req.tenantId, req.executionId, req.stepIndex, attempt, 'REMOTE_OUTCOME_UNKNOWN', err.message, remoteCall,
+      effect && { ...effect, status: 'AMBIGUOUS' },
+    );
+    if (!committed.committed) await settle(req);
+    const { step: _step, ...ids } = logFields;
+    log.error({ event: 'remote_transition_outcome_unknown', ...ids, attempt, protocol: err.protocol, target: err.target, elapsedMs: err.elapsedMs, deadlineMs: err.deadlineMs, decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY' });
+    throw terminalFailure(
+      { status: 'REMOTE_OUTCOME_UNKNOWN', terminalReason: null, errorCode: 'REMOTE_OUTCOME_UNKNOWN', stepIndex: req.stepIndex, transitionKey },
+      err.message,
     );
   }
 

@@ -2,7 +2,9 @@
  * Invokes a step's operator under the step's deadline, with heartbeats so a dead
  * worker's step is redelivered quickly. REST and gRPC transports plug in here.
  */
+import type { Log } from '../log';
 import type { StepContext, StepDefinition } from '../pipeline/define';
+import { callRest } from '../transports/rest';
 import { StepTimeoutError } from './step-failure';
 
 export interface Invocation {
@@ -14,6 +16,7 @@ export interface Invocation {
   cancellation?: AbortSignal;
   heartbeat?: () => void;
   heartbeatEveryMs?: number;
+  log: Log;
 }
 
 export async function invokeStep(invocation: Invocation): Promise<unknown> {
@@ -23,7 +26,10 @@ export async function invokeStep(invocation: Invocation): Promise<unknown> {
   invocation.cancellation?.addEventListener('abort', onCancel, { once: true });
   const beat = invocation.heartbeat && invocation.heartbeatEveryMs ? setInterval(invocation.heartbeat, invocation.heartbeatEveryMs) : undefined;
   let deadline: NodeJS.Timeout | undefined;
+  // Remote transports keep their own caller deadline (outcome unknown, not a timeout).
+  const remote = invocation.step.transport === 'REST';
   const timedOut = new Promise<never>((_, reject) => {
+    if (remote) return;
     deadline = setTimeout(() => {
       const error = new StepTimeoutError(invocation.timeoutMs);
       controller.abort(error);
@@ -32,7 +38,7 @@ export async function invokeStep(invocation: Invocation): Promise<unknown> {
   });
   try {
     const context: StepContext = { ...invocation.context, signal: controller.signal };
-    return await Promise.race([callOperator(invocation.step, invocation.input, context, startedAt, invocation.timeoutMs), timedOut]);
+    return await Promise.race([callOperator(invocation.step, invocation.input, context, startedAt, invocation.timeoutMs, invocation.log), timedOut]);
   } finally {
     clearTimeout(deadline);
     if (beat) clearInterval(beat);
@@ -40,8 +46,10 @@ export async function invokeStep(invocation: Invocation): Promise<unknown> {
   }
 }
 
-async function callOperator(step: StepDefinition, input: unknown, ctx: StepContext, startedAt: number, timeoutMs: number): Promise<unknown> {
+async function callOperator(step: StepDefinition, input: unknown, ctx: StepContext, startedAt: number, timeoutMs: number, log: Log): Promise<unknown> {
   switch (step.transport) {
+    case 'REST':
+      return callRest(step.rest.url, input, timeoutMs, { ...ctx, log });
     case 'LOCAL':
       return step.run(input, ctx);
     case 'FUNCTION':

@@ -5,6 +5,7 @@
  */
 import { NonRetryableException, UserActionRequiredException } from '../pipeline/define';
 import type { EffectStatus } from '../store/execution-store';
+import { RemoteFailure } from '../transports/remote';
 
 export interface StepFailure {
   retryable: boolean;
@@ -12,6 +13,10 @@ export interface StepFailure {
   errorMessage: string;
   /** effect status when the failure is final for this attempt (retryable ones become FAILED_RETRYABLE) */
   terminalEffectStatus: EffectStatus;
+  /** a remote worker asked for this delay before the retry */
+  retryAfterMs?: number | null;
+  /** the remote worker's platform, when it said */
+  platform?: string | null;
 }
 
 const CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
@@ -39,6 +44,12 @@ export function classifyFailure(err: unknown): StepFailure {
   }
   if (err instanceof NonRetryableException) {
     return { retryable: false, errorCode: CODE.test(err.code) ? err.code : 'NON_RETRYABLE', errorMessage: message, terminalEffectStatus: 'FAILED_TERMINAL' };
+  }
+  if (err instanceof RemoteFailure) {
+    return {
+      retryable: err.retryable, errorCode: err.code, errorMessage: message,
+      terminalEffectStatus: err.retryable ? 'FAILED_RETRYABLE' : 'FAILED_TERMINAL', retryAfterMs: err.retryAfterMs, platform: err.platform,
+    };
   }
   if (err instanceof StepTimeoutError) {
     return { retryable: true, errorCode: 'STEP_TIMEOUT', errorMessage: message, terminalEffectStatus: 'FAILED_RETRYABLE' };

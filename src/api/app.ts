@@ -8,6 +8,8 @@ import { z } from 'zod';
 import type { Config } from '../config/config';
 import { NotFoundError } from '../errors';
 import type { Log } from '../log';
+import type { PipelineRegistry } from '../pipeline/registry';
+import { dispositionEvidence } from '../service/disposition';
 import type { ExecutionService } from '../service/executions';
 import { RedriveRequest, type RedriveService } from '../service/redrive';
 import { StartExecutionRequest } from '../service/executions';
@@ -29,6 +31,7 @@ export interface AppDeps {
   dlq: DlqStore;
   executions: ExecutionService;
   redrive: RedriveService;
+  registry: PipelineRegistry;
 }
 
 const Limit = z.coerce.number().int().min(1).max(500).default(50);
@@ -81,7 +84,8 @@ export function createApp(deps: AppDeps) {
     const executionId = pathId(c, 'executionId');
     const record = await deps.store.get(tenantId, executionId);
     if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
-    return c.json(recordView(record));
+    const disposition = await dispositionEvidence(record, deps.registry);
+    return c.json(disposition ? { ...recordView(record), disposition } : recordView(record));
   });
 
   admin.get('/tenants/:tenantId/executions/:executionId/effects', async (c) => {

@@ -7,6 +7,15 @@ import { z } from 'zod';
 
 const Timestamp = z.string().meta({ description: 'ISO-8601 timestamp', example: '2026-11-21T12:00:00.000Z' });
 
+const RemoteCallSchema = z.object({
+  transitionKey: z.string(),
+  protocol: z.string(),
+  target: z.string(),
+  startedAt: Timestamp,
+  deadlineMs: z.number().int(),
+  elapsedMs: z.number().int(),
+});
+
 export const ExecutionStatusSchema = z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']).meta({ id: 'ExecutionStatus' });
 
 export const ExecutionRecordView = z
@@ -34,6 +43,13 @@ export const ExecutionRecordView = z
     createdAt: Timestamp,
     updatedAt: Timestamp,
     segmentInputBytes: z.number().int().meta({ description: 'size of the persisted segment input, which is never returned' }),
+    remoteCall: RemoteCallSchema.nullable().meta({ description: 'the remote call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN' }),
+    disposition: RemoteCallSchema.extend({
+      lookup: z.enum(['ANSWERED', 'NOT_OFFERED', 'UNAVAILABLE']),
+      workerRecorded: z.boolean().nullable(),
+      workerState: z.string().nullable(),
+      detail: z.string(),
+    }).optional().meta({ description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker' }),
   })
   .meta({ id: 'ExecutionRecord' });
 

@@ -64,9 +64,21 @@ interface StepCommon {
   timeoutMs?: number;
 }
 
+/** A REST transition worker: the segment input is POSTed to `url`. */
+export interface RestTarget {
+  url: string;
+  /**
+   * Where the worker answers whether it recorded a transition identity (the worker
+   * kit's lookup route), `{transitionKey}` standing for the key. Shown to operators on
+   * a REMOTE_OUTCOME_UNKNOWN execution; absent = the worker offers none.
+   */
+  dispositionUrl?: string;
+}
+
 export type StepDefinition =
   | (StepCommon & { transport: 'LOCAL'; run: Operator })
-  | (StepCommon & { transport: 'FUNCTION'; handler: FunctionHandler });
+  | (StepCommon & { transport: 'FUNCTION'; handler: FunctionHandler })
+  | (StepCommon & { transport: 'REST'; rest: RestTarget });
 
 export interface PipelineDefinition {
   name: string;
@@ -81,6 +93,20 @@ export function localStep<I, O>(name: string, run: Operator<I, O>, options: Omit
 
 export function functionStep<E, R>(name: string, handler: FunctionHandler<E, R>, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
   return { ...options, name, transport: 'FUNCTION', handler };
+}
+
+/**
+ * A step run by a remote REST transition worker. `timeoutMs` is the caller deadline
+ * (default pipeline.orchestrator.worker.rest.request-timeout); past it the execution is
+ * parked as REMOTE_OUTCOME_UNKNOWN, never retried on its own.
+ */
+export function restStep(name: string, rest: RestTarget, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
+  try {
+    new URL(rest.url);
+  } catch {
+    throw new TypeError(`step "${name}": REST url "${rest.url}" is not a URL`);
+  }
+  return { ...options, name, transport: 'REST', rest };
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

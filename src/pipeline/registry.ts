@@ -40,6 +40,11 @@ export class PipelineRegistry {
     return step;
   }
 
+  private defaultTimeout(transport: StepDefinition['transport']): number {
+    if (transport === 'REST') return this.config['pipeline.orchestrator.worker.rest.request-timeout'];
+    return this.config['pipeline.orchestrator.worker.step-timeout'];
+  }
+
   /** The per-step plan for a workflow run, with retry defaults resolved. */
   plan(name: string): StepPlan[] {
     const pipeline = this.get(name);
@@ -54,7 +59,7 @@ export class PipelineRegistry {
       transport: step.transport,
       command: step.command === true,
       retry: { ...defaults, ...pipeline.retry, ...step.retry },
-      timeoutMs: step.timeoutMs ?? this.config['pipeline.orchestrator.worker.step-timeout'],
+      timeoutMs: step.timeoutMs ?? this.defaultTimeout(step.transport),
       heartbeatMs: this.config['pipeline.orchestrator.worker.heartbeat-timeout'],
     }));
   }

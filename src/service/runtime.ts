@@ -133,7 +133,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const dispatcher = new Dispatcher(db, client, registry, taskQueue, log);
   const executions = new ExecutionService(store, registry, dispatcher, log);
   const redrive = new RedriveService(store, effects, registry, dispatcher, client, log);
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive });
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry });
 
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;

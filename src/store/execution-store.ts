@@ -32,8 +32,19 @@ export interface ExecutionRecord {
   terminalReason: string | null;
   lastErrorCode: string | null;
   lastErrorMessage: string | null;
+  /** the call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN */
+  remoteCall: RemoteCall | null;
   createdAt: string;
   updatedAt: string;
+}
+
+export interface RemoteCall {
+  transitionKey: string;
+  protocol: string;
+  target: string;
+  startedAt: string;
+  deadlineMs: number;
+  elapsedMs: number;
 }
 
 export interface NewExecution {
@@ -74,6 +85,7 @@ export function toRecord(row: Record<string, any>): ExecutionRecord {
     terminalReason: row.terminal_reason,
     lastErrorCode: row.last_error_code,
     lastErrorMessage: row.last_error_message,
+    remoteCall: row.remote_call ?? null,
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
   };
@@ -171,7 +183,7 @@ export class ExecutionStore {
     const result = await this.db.query(
       `WITH moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
-           failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL,
+           failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
            redrive_count = redrive_count + 1, updated_at = now()
          WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
          RETURNING *),
@@ -299,11 +311,11 @@ export class ExecutionStore {
   }
 
   /** A remote call's outcome is unknown: park the execution; no retry, no DLQ entry. */
-  commitOutcomeUnknown(tenantId: string, executionId: string, stepIndex: number, attempt: number, errorCode: string, errorMessage: string, effect?: EffectChange) {
+  commitOutcomeUnknown(tenantId: string, executionId: string, stepIndex: number, attempt: number, errorCode: string, errorMessage: string, remoteCall: unknown, effect?: EffectChange) {
     return this.commit(
       `version = version + 1, status = 'REMOTE_OUTCOME_UNKNOWN', failed_step_index = current_step_index,
-       terminal_reason = NULL, last_error_code = $5, last_error_message = $6, next_due_at = NULL`,
-      [tenantId, executionId, stepIndex, attempt, errorCode, errorMessage],
+       terminal_reason = NULL, last_error_code = $5, last_error_message = $6, next_due_at = NULL, remote_call = $7::jsonb`,
+      [tenantId, executionId, stepIndex, attempt, errorCode, errorMessage, json(remoteCall)],
       effect,
     );
   }

@@ -1,0 +1,38 @@
+/**
+ * What an operator needs to decide a REMOTE_OUTCOME_UNKNOWN execution: the call's
+ * transition identity, target, start time and deadline, and, where the worker offers a
+ * lookup (the worker kit does), whether it recorded that identity. Read-only: the
+ * service never reconciles or resurrects on its own; the operator decides.
+ */
+import type { PipelineRegistry } from '../pipeline/registry';
+import type { ExecutionRecord, RemoteCall } from '../store/execution-store';
+
+export interface DispositionEvidence extends RemoteCall {
+  /** ANSWERED: the worker said; NOT_OFFERED: the step names no lookup; UNAVAILABLE: the lookup failed */
+  lookup: 'ANSWERED' | 'NOT_OFFERED' | 'UNAVAILABLE';
+  /** whether the worker recorded the transition identity; null when unknown */
+  workerRecorded: boolean | null;
+  workerState: string | null;
+  detail: string;
+}
+
+export async function dispositionEvidence(record: ExecutionRecord, registry: PipelineRegistry, timeoutMs = 2000): Promise<DispositionEvidence | null> {
+  const call = record.remoteCall;
+  if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
+  const step = registry.has(record.pipeline) && record.failedStepIndex !== null ? registry.get(record.pipeline).steps[record.failedStepIndex] : undefined;
+  const template = step?.transport === 'REST' ? step.rest.dispositionUrl : undefined;
+  if (!template) return { ...call, lookup: 'NOT_OFFERED', workerRecorded: null, workerState: null, detail: 'the worker offers no lookup endpoint; check its logs and the domain side' };
+  const url = template.replace('{transitionKey}', encodeURIComponent(call.transitionKey));
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup answered ${res.status}` };
+    const body = (await res.json()) as { recorded?: unknown; state?: unknown };
+    const recorded = body.recorded === true;
+    return {
+      ...call, lookup: 'ANSWERED', workerRecorded: recorded, workerState: typeof body.state === 'string' ? body.state : null,
+      detail: recorded ? 'the worker recorded this transition identity: the effect may have happened; do not re-drive as NOT_APPLIED without checking' : 'the worker has no record of this transition identity',
+    };
+  } catch (err) {
+    return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup failed (${err instanceof Error ? err.name : 'error'})` };
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * What remote transition workers (REST, gRPC) share: the failure classes a call can end
+ * in, and the deadline clock that logs `remote_transition_deadline_warning` once at 75%
+ * of the deadline and, at the deadline, aborts the call as an outcome unknown.
+ */
+import type { Log } from '../log';
+
+export type Protocol = 'REST' | 'GRPC';
+
+/** The caller deadline passed: the worker may or may not have applied the effect. */
+export class RemoteOutcomeUnknownError extends Error {
+  constructor(
+    readonly protocol: Protocol,
+    readonly target: string,
+    readonly elapsedMs: number,
+    readonly deadlineMs: number,
+    readonly startedAt: Date,
+  ) {
+    super(`${protocol} call to ${target} passed its ${deadlineMs} ms deadline; outcome unknown`);
+    this.name = 'RemoteOutcomeUnknownError';
+  }
+}
+
+/** The worker answered with a failure, or could not be reached. */
+export class RemoteFailure extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly retryable: boolean,
+    readonly platform: string | null,
+    /** the worker asked for this delay before a retry (Retry-After) */
+    readonly retryAfterMs: number | null = null,
+  ) {
+    super(message);
+    this.name = 'RemoteFailure';
+  }
+}
+
+export interface RemoteCallContext {
+  tenantId: string;
+  executionId: string;
+  correlationId: string | null;
+  attempt: number;
+  transitionKey: string;
+  signal: AbortSignal;
+  log: Log;
+}
+
+/**
+ * Runs `call` under the deadline. `call` gets an AbortSignal that fires at the deadline
+ * (or when the activity is cancelled). At the deadline the result is a
+ * RemoteOutcomeUnknownError, whatever the call does afterwards.
+ */
+export async function withDeadline<T>(
+  protocol: Protocol,
+  target: string,
+  deadlineMs: number,
+  ctx: RemoteCallContext,
+  call: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const startedAt = new Date();
+  const started = performance.now();
+  const controller = new AbortController();
+  const onCancel = () => controller.abort(ctx.signal.reason);
+  ctx.signal.addEventListener('abort', onCancel, { once: true });
+  const fields = { tenantId: ctx.tenantId, executionId: ctx.executionId, correlationId: ctx.correlationId, attempt: ctx.attempt, transitionKey: ctx.transitionKey, protocol, target, deadlineMs };
+  const warning = setTimeout(() => {
+    // Elapsed transport time only; not a diagnosis of a stalled worker.
+    ctx.log.warn({ event: 'remote_transition_deadline_warning', ...fields, elapsedMs: Math.round(performance.now() - started) });
+  }, Math.floor(deadlineMs * 0.75));
+  let expire: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    expire = setTimeout(() => {
+      const error = new RemoteOutcomeUnknownError(protocol, target, Math.round(performance.now() - started), deadlineMs, startedAt);
+      controller.abort(error);
+      reject(error);
+    }, deadlineMs);
+  });
+  try {
+    return await Promise.race([call(controller.signal), expired]);
+  } catch (err) {
+    if (controller.signal.reason instanceof RemoteOutcomeUnknownError) throw controller.signal.reason;
+    throw err;
+  } finally {
+    clearTimeout(warning);
+    clearTimeout(expire);
+    ctx.signal.removeEventListener('abort', onCancel);
+  }
+}

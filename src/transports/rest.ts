@@ -1,0 +1,59 @@
+/**
+ * The REST transport: POST the segment input as JSON to the step's URL, with the
+ * transition identity as `Idempotency-Key` and the ids as headers. 2xx → the JSON body
+ * is the step output. 408, 425, 429, 5xx and unreachable workers are retryable; other
+ * 4xx are not. The errorCode carries the status (`HTTP_503`). `Retry-After` is honoured
+ * (capped by the retry policy's max-backoff).
+ */
+import { RemoteFailure, withDeadline, type RemoteCallContext } from './remote';
+
+export const PLATFORM_HEADER = 'x-transition-worker-platform';
+const RETRYABLE_STATUS = new Set([408, 425, 429]);
+
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (!value) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+export async function callRest(url: string, input: unknown, deadlineMs: number, ctx: RemoteCallContext): Promise<unknown> {
+  return withDeadline('REST', url, deadlineMs, ctx, async (signal) => {
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: 'POST',
+        signal,
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': ctx.transitionKey,
+          'x-tenant-id': ctx.tenantId,
+          'x-execution-id': ctx.executionId,
+          ...(ctx.correlationId ? { 'x-correlation-id': ctx.correlationId } : {}),
+        },
+        body: JSON.stringify(input ?? null),
+      });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      throw new RemoteFailure(`REST worker at ${url} unreachable (${cause ?? 'network error'})`, cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR', true, null);
+    }
+    const platform = response.headers.get(PLATFORM_HEADER);
+    const text = await response.text();
+    if (response.ok) {
+      try {
+        return text === '' ? null : JSON.parse(text);
+      } catch {
+        throw new RemoteFailure(`REST worker at ${url} answered ${response.status} with a body that is not JSON`, 'INVALID_WORKER_RESPONSE', false, platform);
+      }
+    }
+    const retryable = RETRYABLE_STATUS.has(response.status) || response.status >= 500;
+    throw new RemoteFailure(
+      `REST worker at ${url} answered ${response.status}`,
+      `HTTP_${response.status}`,
+      retryable,
+      platform,
+      retryable ? parseRetryAfter(response.headers.get('retry-after')) : null,
+    );
+  });
+}

@@ -1,0 +1,112 @@
+/**
+ * The transition-worker kit for REST: a Hono app a developer gives a handler to, which
+ * dedupes deliveries by transition identity (`Idempotency-Key`) in Postgres. A repeated
+ * key gets the stored response and never runs the handler twice, even when two copies
+ * arrive at once (the second waits for the first). It reports its platform on every
+ * response and answers, for operators, whether it recorded a given identity.
+ *
+ *   POST /transition            the step call (JSON in, JSON out)
+ *   GET  /transition/{key}      { recorded, state, completedAt } for disposition checks
+ */
+import { Hono } from 'hono';
+import { PLATFORM_HEADER } from '../transports/rest';
+import { DedupeStore, type StoredResponse } from './dedupe-store';
+import type { Queryable } from '../store/db';
+
+export interface TransitionCall {
+  transitionKey: string;
+  tenantId: string | null;
+  executionId: string | null;
+  correlationId: string | null;
+  /** the attempt, read from the transition identity */
+  attempt: number;
+}
+
+/** Thrown by a handler for a failure no retry can fix: stored and replayed like a success. */
+export class TransitionRejected extends Error {
+  constructor(
+    message: string,
+    readonly status = 422,
+  ) {
+    super(message);
+    this.name = 'TransitionRejected';
+  }
+}
+
+export interface RestTransitionWorkerOptions {
+  db: Queryable;
+  /** reported in the X-Transition-Worker-Platform header, and from there in DLQ envelopes */
+  platform: string;
+  handler: (input: unknown, call: TransitionCall) => Promise<unknown>;
+  /** how long a claim holds before another delivery may take it over (the worker died); default 60 s */
+  leaseMs?: number;
+  /** how long a concurrent duplicate waits for the first delivery's outcome; default 10 s */
+  duplicateWaitMs?: number;
+}
+
+const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}:\d{1,9}:\d{1,9}$/;
+
+export function createRestTransitionWorker(options: RestTransitionWorkerOptions) {
+  if (!options.platform) throw new TypeError('createRestTransitionWorker: platform is required');
+  const store = new DedupeStore(options.db);
+  const leaseMs = options.leaseMs ?? 60_000;
+  const waitMs = options.duplicateWaitMs ?? 10_000;
+  const app = new Hono();
+
+  app.use('*', async (c, next) => {
+    await next();
+    c.res.headers.set(PLATFORM_HEADER, options.platform);
+  });
+
+  const reply = (stored: StoredResponse, replayed: boolean) =>
+    new Response(JSON.stringify(stored.body ?? null), { status: stored.status, headers: { 'content-type': 'application/json', ...(replayed ? { 'idempotent-replayed': 'true' } : {}) } });
+
+  app.post('/transition', async (c) => {
+    const key = c.req.header('idempotency-key') ?? '';
+    if (!KEY.test(key)) return c.json({ error: 'Idempotency-Key must be a transition identity executionId:stepIndex:attempt' }, 400);
+    let input: unknown;
+    try {
+      input = await c.req.json();
+    } catch {
+      return c.json({ error: 'body must be JSON' }, 400);
+    }
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const claim = await store.claim(key, leaseMs);
+      if (claim.claimed) break;
+      if (claim.state === 'DONE' && claim.response) return reply(claim.response, true);
+      if (Date.now() > deadline) return c.json({ error: 'the same transition is still being handled' }, 425);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const call: TransitionCall = {
+      transitionKey: key,
+      tenantId: c.req.header('x-tenant-id') ?? null,
+      executionId: c.req.header('x-execution-id') ?? null,
+      correlationId: c.req.header('x-correlation-id') ?? null,
+      attempt: Number(key.slice(key.lastIndexOf(':') + 1)),
+    };
+    try {
+      const body = await options.handler(input, call);
+      const stored = { status: 200, body: body ?? null };
+      await store.complete(key, stored);
+      return reply(stored, false);
+    } catch (err) {
+      if (err instanceof TransitionRejected) {
+        const stored = { status: err.status, body: { error: err.message } };
+        await store.complete(key, stored);
+        return reply(stored, false);
+      }
+      await store.release(key);
+      return c.json({ error: 'transition failed; retry' }, 503);
+    }
+  });
+
+  app.get('/transition/:key', async (c) => {
+    const key = c.req.param('key');
+    if (!KEY.test(key)) return c.json({ error: 'not a transition identity' }, 400);
+    const found = await store.lookup(key);
+    return c.json({ transitionKey: key, recorded: found !== null, state: found?.state ?? null, completedAt: found?.completedAt ?? null });
+  });
+
+  return app;
+}

@@ -1,0 +1,201 @@
+/**
+ * REST transition workers over real sockets: a worker-kit app and two raw endpoints on
+ * loopback, the real engine, dev server and Postgres. Deadline warning and outcome
+ * unknown (log lines, record, effect, no second request), refused and accepted
+ * re-drives of REMOTE_OUTCOME_UNKNOWN, Retry-After, non-retryable 4xx, and the kit's
+ * dedupe under concurrent and repeated deliveries.
+ */
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExecutionRecordView } from '../../src/api/schemas';
+import { definePipeline, restStep } from '../../src/pipeline/define';
+import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
+import { createRestTransitionWorker, TransitionRejected } from '../../src/worker-kit/rest-worker';
+import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+
+const SENTINEL = 'SENTINEL-PAN-4111111111111111';
+let engine: TestEngine;
+let workerDb: TestDatabase;
+let server: ServerType;
+let base = '';
+/** HTTP requests that reached the worker, by Idempotency-Key (or path for raw routes). */
+const requests: Record<string, number> = {};
+const arrivals: Record<string, number[]> = {};
+/** Handler runs by transition key. */
+const handled: Record<string, number> = {};
+
+async function startWorkerServer() {
+  workerDb = await createTestDatabase();
+  await ensureDedupeSchema(workerDb.db);
+  const kit = createRestTransitionWorker({
+    db: workerDb.db,
+    platform: 'kit-test/1.0',
+    duplicateWaitMs: 5000,
+    async handler(input, call) {
+      handled[call.transitionKey] = (handled[call.transitionKey] ?? 0) + 1;
+      const body = input as { mode?: string; hangMs?: number; hangAttempt?: number; value?: unknown };
+      if (body.mode === 'hang' && call.attempt === (body.hangAttempt ?? 1)) await new Promise((resolve) => setTimeout(resolve, body.hangMs ?? 3000));
+      if (body.mode === 'slow') await new Promise((resolve) => setTimeout(resolve, 300));
+      if (body.mode === 'reject') throw new TransitionRejected('amount invalid', 422);
+      return { handledBy: 'kit', attempt: call.attempt, value: body.value ?? null };
+    },
+  });
+  const outer = new Hono();
+  outer.use('*', async (c, next) => {
+    const key = c.req.header('idempotency-key') ?? c.req.path;
+    requests[key] = (requests[key] ?? 0) + 1;
+    (arrivals[c.req.path] ??= []).push(Date.now());
+    await next();
+  });
+  outer.route('/kit', kit);
+  outer.post('/flaky503', (c) => {
+    const attempt = Number((c.req.header('idempotency-key') ?? '::1').split(':')[2]);
+    if (attempt === 1) return c.json({ error: 'busy' }, 503, { 'retry-after': '1' });
+    return c.json({ ok: true, attempt });
+  });
+  outer.post('/bad400', (c) => c.json({ error: 'bad' }, 400, { 'x-transition-worker-platform': 'raw-test/2.0' }));
+  server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+beforeAll(async () => {
+  await startWorkerServer();
+  engine = await startTestEngine([
+    definePipeline({
+      name: 'remote',
+      steps: [restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/kit/transition/{transitionKey}` }, { command: true, timeoutMs: 2000 })],
+    }),
+    definePipeline({ name: 'retry-after', retry: { limit: 2, waitMs: 50, maxBackoffMs: 5000 }, steps: [restStep('flaky', { url: `${base}/flaky503` })] }),
+    definePipeline({ name: 'bad-request', steps: [restStep('bad', { url: `${base}/bad400` })] }),
+  ]);
+});
+afterAll(async () => {
+  await engine?.stop();
+  await new Promise((resolve) => server?.close(resolve));
+  await workerDb?.drop();
+});
+
+describe('REST transport', () => {
+  it('calls the worker with the transition identity and stores its answer', async () => {
+    await engine.start('acme', { pipeline: 'remote', executionId: 'rest-ok', input: { mode: 'ok', value: 7 } });
+    const record = await engine.waitFor('acme', 'rest-ok', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']);
+    expect(record.status).toBe('SUCCEEDED');
+    expect(record.segmentInput).toEqual({ handledBy: 'kit', attempt: 1, value: 7 });
+    expect(requests['rest-ok:0:1']).toBe(1);
+    expect((await engine.effects.get('acme', 'rest-ok', 0))?.status).toBe('SUCCEEDED');
+  });
+
+  it('parks a call past its 2 s deadline as REMOTE_OUTCOME_UNKNOWN: one warning, one outcome-unknown event, no payload, no second request', async () => {
+    await engine.start('acme', { pipeline: 'remote', executionId: 'rest-hang', input: { mode: 'hang', hangMs: 3000, secret: SENTINEL } });
+    const record = await engine.waitFor('acme', 'rest-hang', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 20_000);
+    expect(record).toMatchObject({ status: 'REMOTE_OUTCOME_UNKNOWN', failedStepIndex: 0, terminalReason: null, lastErrorCode: 'REMOTE_OUTCOME_UNKNOWN' });
+    expect(record.segmentInput).toEqual({ mode: 'hang', hangMs: 3000, secret: SENTINEL });
+    expect((await engine.effects.get('acme', 'rest-hang', 0))?.status).toBe('AMBIGUOUS');
+
+    const mine = (event: string) => engine.logs.filter((l) => l.event === event && l.executionId === 'rest-hang');
+    const warnings = mine('remote_transition_deadline_warning');
+    const unknown = mine('remote_transition_outcome_unknown');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].elapsedMs).toBeGreaterThanOrEqual(1450);
+    expect(warnings[0].elapsedMs).toBeLessThan(1900);
+    expect(unknown).toHaveLength(1);
+    expect(unknown[0]).toMatchObject({
+      tenantId: 'acme', executionId: 'rest-hang', attempt: 1, transitionKey: 'rest-hang:0:1', protocol: 'REST',
+      target: `${base}/kit/transition`, deadlineMs: 2000, decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY',
+    });
+    expect(unknown[0].elapsedMs).toBeGreaterThanOrEqual(2000);
+    expect(JSON.stringify([...warnings, ...unknown])).not.toContain(SENTINEL);
+    expect(JSON.stringify(engine.logs)).not.toContain(SENTINEL);
+
+    expect(requests['rest-hang:0:1']).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 6000)); // 3× the deadline
+    expect(requests['rest-hang:0:1']).toBe(1);
+    expect(Object.keys(requests).filter((key) => key.startsWith('rest-hang:'))).toEqual(['rest-hang:0:1']);
+    expect((await engine.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-hang')).toEqual([]);
+
+    // What an operator sees: the call, and the worker's own word (it finished after the deadline).
+    const view = ExecutionRecordView.parse(await (await engine.request('GET', '/admin/tenants/acme/executions/rest-hang')).json());
+    expect(view.remoteCall).toMatchObject({ transitionKey: 'rest-hang:0:1', protocol: 'REST', target: `${base}/kit/transition`, deadlineMs: 2000 });
+    expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
+  }, 30_000);
+
+  it('refuses to re-drive REMOTE_OUTCOME_UNKNOWN without allowFailed or without a confirmed disposition', async () => {
+    const record = (await engine.service.store.get('acme', 'rest-hang'))!;
+    const send = (body: object) => engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', { body: { expectedVersion: record.version, reason: 'checked', ...body } });
+    const noConfirm = await send({ allowFailed: true });
+    expect([noConfirm.status, (await noConfirm.json()).code]).toEqual([409, 'DISPOSITION_UNCONFIRMED']);
+    const ordinary = await send({ allowFailed: false, confirmedDisposition: 'NOT_APPLIED' });
+    expect([ordinary.status, (await ordinary.json()).code]).toEqual([409, 'ALLOW_FAILED_REQUIRED']);
+    expect((await engine.service.store.get('acme', 'rest-hang'))?.version).toBe(record.version);
+  });
+
+  it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN with a new attempt and a new Idempotency-Key, to completion', async () => {
+    const record = (await engine.service.store.get('acme', 'rest-hang'))!;
+    const res = await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', {
+      body: { expectedVersion: record.version, reason: 'operator confirmed', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' },
+    });
+    expect(res.status).toBe(202);
+    const done = await engine.waitFor('acme', 'rest-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000);
+    expect(done.status).toBe('SUCCEEDED');
+    expect(requests['rest-hang:0:2']).toBe(1);
+    expect(done.segmentInput).toMatchObject({ handledBy: 'kit', attempt: 2 });
+    expect(done.remoteCall).toBeNull();
+  });
+
+  it('retries a 503 after its Retry-After of 1 s', async () => {
+    const before = arrivals['/flaky503']?.length ?? 0;
+    await engine.start('acme', { pipeline: 'retry-after', executionId: 'rest-503' });
+    expect((await engine.waitFor('acme', 'rest-503', ['SUCCEEDED', 'FAILED'], 20_000)).status).toBe('SUCCEEDED');
+    const [first, second] = arrivals['/flaky503'].slice(before);
+    expect(second - first).toBeGreaterThanOrEqual(950);
+    expect(second - first).toBeLessThan(5000);
+    expect(engine.logs.find((l) => l.event === 'execution_step_retry_scheduled' && l.executionId === 'rest-503')).toMatchObject({ errorCode: 'HTTP_503', delayMs: 1000 });
+  });
+
+  it('sends a 400 to the DLQ as non_retryable HTTP_400 with the worker platform', async () => {
+    await engine.start('acme', { pipeline: 'bad-request', executionId: 'rest-400' });
+    const record = await engine.waitFor('acme', 'rest-400', ['FAILED', 'SUCCEEDED'], 20_000);
+    expect(record).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: 'HTTP_400' });
+    expect(requests['rest-400:0:1']).toBe(1);
+    const envelope = (await engine.dlq.list('acme', { limit: 50, errorCode: 'HTTP_400' })).entries[0]?.envelope;
+    expect(envelope).toMatchObject({ executionId: 'rest-400', transport: 'REST', platform: 'raw-test/2.0', retryable: false, retriesObserved: 0 });
+  });
+});
+
+describe('transition-worker kit', () => {
+  const deliver = (key: string, body: unknown) =>
+    fetch(`${base}/kit/transition`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
+
+  it('runs the handler once for two concurrent deliveries of the same transition identity', async () => {
+    const [a, b] = await Promise.all([deliver('kit-1:0:1', { mode: 'slow', value: 1 }), deliver('kit-1:0:1', { mode: 'slow', value: 1 })]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(await a.json()).toEqual(await b.json());
+    expect(handled['kit-1:0:1']).toBe(1);
+    expect(requests['kit-1:0:1']).toBe(2);
+  });
+
+  it('answers a redelivery after a crash between its effect and the orchestrator commit with the stored result', async () => {
+    const first = await deliver('kit-2:3:1', { value: 'x' });
+    const firstBody = await first.json();
+    // The orchestrator never saw that answer (it crashed); Temporal redelivers the same identity.
+    const again = await deliver('kit-2:3:1', { value: 'x' });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('x-transition-worker-platform')).toBe('kit-test/1.0');
+    expect(await again.json()).toEqual(firstBody);
+    expect(handled['kit-2:3:1']).toBe(1);
+  });
+
+  it('stores and replays a rejection; rejects a missing key; answers lookups', async () => {
+    const rejected = await deliver('kit-3:0:1', { mode: 'reject' });
+    expect(rejected.status).toBe(422);
+    expect((await deliver('kit-3:0:1', { mode: 'reject' })).status).toBe(422);
+    expect(handled['kit-3:0:1']).toBe(1);
+    const missing = await fetch(`${base}/kit/transition`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(missing.status).toBe(400);
+    expect(await (await fetch(`${base}/kit/transition/kit-2:3:1`)).json()).toMatchObject({ recorded: true, state: 'DONE' });
+    expect(await (await fetch(`${base}/kit/transition/never:0:1`)).json()).toMatchObject({ recorded: false, state: null });
+  });
+});
