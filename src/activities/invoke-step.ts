@@ -4,6 +4,7 @@
  */
 import type { Log } from '../log';
 import type { StepContext, StepDefinition } from '../pipeline/define';
+import { callGrpc } from '../transports/grpc';
 import { callRest } from '../transports/rest';
 import { StepTimeoutError } from './step-failure';
 
@@ -27,7 +28,7 @@ export async function invokeStep(invocation: Invocation): Promise<unknown> {
   const beat = invocation.heartbeat && invocation.heartbeatEveryMs ? setInterval(invocation.heartbeat, invocation.heartbeatEveryMs) : undefined;
   let deadline: NodeJS.Timeout | undefined;
   // Remote transports keep their own caller deadline (outcome unknown, not a timeout).
-  const remote = invocation.step.transport === 'REST';
+  const remote = invocation.step.transport === 'REST' || invocation.step.transport === 'GRPC';
   const timedOut = new Promise<never>((_, reject) => {
     if (remote) return;
     deadline = setTimeout(() => {
@@ -50,6 +51,8 @@ async function callOperator(step: StepDefinition, input: unknown, ctx: StepConte
   switch (step.transport) {
     case 'REST':
       return callRest(step.rest.url, input, timeoutMs, { ...ctx, log });
+    case 'GRPC':
+      return callGrpc(step.grpc.address, input, timeoutMs, { ...ctx, log });
     case 'LOCAL':
       return step.run(input, ctx);
     case 'FUNCTION':

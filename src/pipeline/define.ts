@@ -75,10 +75,18 @@ export interface RestTarget {
   dispositionUrl?: string;
 }
 
+/** A gRPC TransitionWorker (proto/transition_worker.proto) at `address` (host:port). */
+export interface GrpcTarget {
+  address: string;
+  /** the worker implements TransitionWorker.Lookup (the kit does); shown to operators on REMOTE_OUTCOME_UNKNOWN */
+  lookup?: boolean;
+}
+
 export type StepDefinition =
   | (StepCommon & { transport: 'LOCAL'; run: Operator })
   | (StepCommon & { transport: 'FUNCTION'; handler: FunctionHandler })
-  | (StepCommon & { transport: 'REST'; rest: RestTarget });
+  | (StepCommon & { transport: 'REST'; rest: RestTarget })
+  | (StepCommon & { transport: 'GRPC'; grpc: GrpcTarget });
 
 export interface PipelineDefinition {
   name: string;
@@ -107,6 +115,16 @@ export function restStep(name: string, rest: RestTarget, options: Omit<StepCommo
     throw new TypeError(`step "${name}": REST url "${rest.url}" is not a URL`);
   }
   return { ...options, name, transport: 'REST', rest };
+}
+
+/**
+ * A step run by a remote gRPC transition worker. `timeoutMs` is the caller deadline
+ * (default pipeline.orchestrator.worker.grpc.request-timeout); DEADLINE_EXCEEDED parks the
+ * execution as REMOTE_OUTCOME_UNKNOWN.
+ */
+export function grpcStep(name: string, grpc: GrpcTarget, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
+  if (!/^[A-Za-z0-9.-]+:\d{1,5}$/.test(grpc.address)) throw new TypeError(`step "${name}": gRPC address "${grpc.address}" must be host:port`);
+  return { ...options, name, transport: 'GRPC', grpc };
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

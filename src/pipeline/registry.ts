@@ -42,6 +42,7 @@ export class PipelineRegistry {
 
   private defaultTimeout(transport: StepDefinition['transport']): number {
     if (transport === 'REST') return this.config['pipeline.orchestrator.worker.rest.request-timeout'];
+    if (transport === 'GRPC') return this.config['pipeline.orchestrator.worker.grpc.request-timeout'];
     return this.config['pipeline.orchestrator.worker.step-timeout'];
   }
 

@@ -6,6 +6,10 @@
  */
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, RemoteCall } from '../store/execution-store';
+import { lookupGrpc } from '../transports/grpc';
+
+const RECORDED = 'the worker recorded this transition identity: the effect may have happened; do not re-drive as NOT_APPLIED without checking';
+const NOT_RECORDED = 'the worker has no record of this transition identity';
 
 export interface DispositionEvidence extends RemoteCall {
   /** ANSWERED: the worker said; NOT_OFFERED: the step names no lookup; UNAVAILABLE: the lookup failed */
@@ -20,6 +24,14 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   const call = record.remoteCall;
   if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
   const step = registry.has(record.pipeline) && record.failedStepIndex !== null ? registry.get(record.pipeline).steps[record.failedStepIndex] : undefined;
+  if (step?.transport === 'GRPC' && step.grpc.lookup) {
+    try {
+      const found = await lookupGrpc(step.grpc.address, call.transitionKey, timeoutMs);
+      return { ...call, lookup: 'ANSWERED', workerRecorded: found.recorded, workerState: found.state || null, detail: found.recorded ? RECORDED : NOT_RECORDED };
+    } catch (err) {
+      return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's Lookup failed (${(err as { code?: number }).code ?? 'error'})` };
+    }
+  }
   const template = step?.transport === 'REST' ? step.rest.dispositionUrl : undefined;
   if (!template) return { ...call, lookup: 'NOT_OFFERED', workerRecorded: null, workerState: null, detail: 'the worker offers no lookup endpoint; check its logs and the domain side' };
   const url = template.replace('{transitionKey}', encodeURIComponent(call.transitionKey));
@@ -30,7 +42,7 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
     const recorded = body.recorded === true;
     return {
       ...call, lookup: 'ANSWERED', workerRecorded: recorded, workerState: typeof body.state === 'string' ? body.state : null,
-      detail: recorded ? 'the worker recorded this transition identity: the effect may have happened; do not re-drive as NOT_APPLIED without checking' : 'the worker has no record of this transition identity',
+      detail: recorded ? RECORDED : NOT_RECORDED,
     };
   } catch (err) {
     return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup failed (${err instanceof Error ? err.name : 'error'})` };

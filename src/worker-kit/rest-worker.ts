@@ -11,6 +11,9 @@
 import { Hono } from 'hono';
 import { PLATFORM_HEADER } from '../transports/rest';
 import { DedupeStore, type StoredResponse } from './dedupe-store';
+import { deliver, TRANSITION_KEY as KEY } from './delivery';
+
+export { TransitionRejected } from './delivery';
 import type { Queryable } from '../store/db';
 
 export interface TransitionCall {
@@ -20,17 +23,6 @@ export interface TransitionCall {
   correlationId: string | null;
   /** the attempt, read from the transition identity */
   attempt: number;
-}
-
-/** Thrown by a handler for a failure no retry can fix: stored and replayed like a success. */
-export class TransitionRejected extends Error {
-  constructor(
-    message: string,
-    readonly status = 422,
-  ) {
-    super(message);
-    this.name = 'TransitionRejected';
-  }
 }
 
 export interface RestTransitionWorkerOptions {
@@ -44,7 +36,6 @@ export interface RestTransitionWorkerOptions {
   duplicateWaitMs?: number;
 }
 
-const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}:\d{1,9}:\d{1,9}$/;
 
 export function createRestTransitionWorker(options: RestTransitionWorkerOptions) {
   if (!options.platform) throw new TypeError('createRestTransitionWorker: platform is required');
@@ -70,14 +61,6 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
     } catch {
       return c.json({ error: 'body must be JSON' }, 400);
     }
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      const claim = await store.claim(key, leaseMs);
-      if (claim.claimed) break;
-      if (claim.state === 'DONE' && claim.response) return reply(claim.response, true);
-      if (Date.now() > deadline) return c.json({ error: 'the same transition is still being handled' }, 425);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
     const call: TransitionCall = {
       transitionKey: key,
       tenantId: c.req.header('x-tenant-id') ?? null,
@@ -85,20 +68,10 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
       correlationId: c.req.header('x-correlation-id') ?? null,
       attempt: Number(key.slice(key.lastIndexOf(':') + 1)),
     };
-    try {
-      const body = await options.handler(input, call);
-      const stored = { status: 200, body: body ?? null };
-      await store.complete(key, stored);
-      return reply(stored, false);
-    } catch (err) {
-      if (err instanceof TransitionRejected) {
-        const stored = { status: err.status, body: { error: err.message } };
-        await store.complete(key, stored);
-        return reply(stored, false);
-      }
-      await store.release(key);
-      return c.json({ error: 'transition failed; retry' }, 503);
-    }
+    const outcome = await deliver(store, key, { leaseMs, waitMs }, () => options.handler(input, call));
+    if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
+    if (outcome.kind === 'busy') return c.json({ error: 'the same transition is still being handled' }, 425);
+    return c.json({ error: 'transition failed; retry' }, 503);
   });
 
   app.get('/transition/:key', async (c) => {

@@ -1,0 +1,74 @@
+/**
+ * The gRPC transport: TransitionWorker.Invoke with the segment input as JSON and the
+ * transition identity in the `idempotency-key` metadata. The deadline is
+ * pipeline.orchestrator.worker.grpc.request-timeout (or the step's own): at 75% one
+ * warning is logged, and DEADLINE_EXCEEDED (or our own clock) parks the execution as
+ * REMOTE_OUTCOME_UNKNOWN. UNAVAILABLE and RESOURCE_EXHAUSTED are retryable; any other
+ * status is non_retryable with errorCode GRPC_<STATUS>.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { PLATFORM_HEADER } from './rest';
+import { TransitionWorkerClient } from './grpc-proto';
+import { RemoteFailure, RemoteOutcomeUnknownError, withDeadline, type RemoteCallContext } from './remote';
+
+const clients = new Map<string, grpc.Client & Record<string, any>>();
+
+export function grpcClient(address: string): grpc.Client & Record<string, any> {
+  let client = clients.get(address);
+  if (!client) {
+    client = new TransitionWorkerClient(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+    clients.set(address, client);
+  }
+  return client;
+}
+
+const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED]);
+
+export async function callGrpc(address: string, input: unknown, deadlineMs: number, ctx: RemoteCallContext): Promise<unknown> {
+  return withDeadline('GRPC', address, deadlineMs, ctx, (signal) =>
+    new Promise((resolve, reject) => {
+      const metadata = new grpc.Metadata();
+      metadata.set('idempotency-key', ctx.transitionKey);
+      metadata.set('x-tenant-id', ctx.tenantId);
+      metadata.set('x-execution-id', ctx.executionId);
+      if (ctx.correlationId) metadata.set('x-correlation-id', ctx.correlationId);
+      let platform: string | null = null;
+      const startedAt = new Date();
+      const call = grpcClient(address).Invoke(
+        { input_json: JSON.stringify(input ?? null) },
+        metadata,
+        { deadline: Date.now() + deadlineMs },
+        (err: grpc.ServiceError | null, response: { output_json: string; platform: string }) => {
+          if (err) {
+            platform ??= (err.metadata?.get(PLATFORM_HEADER)[0] as string | undefined) ?? null;
+            if (err.code === grpc.status.DEADLINE_EXCEEDED) {
+              reject(new RemoteOutcomeUnknownError('GRPC', address, Date.now() - startedAt.getTime(), deadlineMs, startedAt));
+              return;
+            }
+            const name = grpc.status[err.code] ?? String(err.code);
+            reject(new RemoteFailure(`gRPC worker at ${address} answered ${name}`, `GRPC_${name}`, RETRYABLE.has(err.code), platform));
+            return;
+          }
+          try {
+            resolve(response.output_json === '' ? null : JSON.parse(response.output_json));
+          } catch {
+            reject(new RemoteFailure(`gRPC worker at ${address} answered output that is not JSON`, 'INVALID_WORKER_RESPONSE', false, response.platform || platform));
+          }
+        },
+      );
+      call.on('metadata', (md: grpc.Metadata) => {
+        platform = (md.get(PLATFORM_HEADER)[0] as string | undefined) ?? platform;
+      });
+      signal.addEventListener('abort', () => call.cancel(), { once: true });
+    }),
+  );
+}
+
+/** TransitionWorker.Lookup, for disposition evidence. */
+export function lookupGrpc(address: string, transitionKey: string, timeoutMs: number): Promise<{ recorded: boolean; state: string }> {
+  return new Promise((resolve, reject) => {
+    grpcClient(address).Lookup({ transition_key: transitionKey }, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: { recorded: boolean; state: string }) =>
+      err ? reject(err) : resolve(res),
+    );
+  });
+}

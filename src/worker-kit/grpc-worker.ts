@@ -1,0 +1,89 @@
+/**
+ * The transition-worker kit for gRPC: a TransitionWorker server around a handler, with
+ * the same Postgres dedupe by transition identity as the REST kit (one handler run per
+ * identity, stored answers replayed, concurrent copies wait). Rejections become
+ * FAILED_PRECONDITION (non-retryable), retryable failures UNAVAILABLE.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Queryable } from '../store/db';
+import { TransitionWorkerService } from '../transports/grpc-proto';
+import { PLATFORM_HEADER } from '../transports/rest';
+import { DedupeStore } from './dedupe-store';
+import { deliver, TRANSITION_KEY } from './delivery';
+import type { TransitionCall } from './rest-worker';
+
+export interface GrpcTransitionWorkerOptions {
+  db: Queryable;
+  platform: string;
+  handler: (input: unknown, call: TransitionCall) => Promise<unknown>;
+  leaseMs?: number;
+  duplicateWaitMs?: number;
+}
+
+export interface GrpcTransitionWorker {
+  server: grpc.Server;
+  /** binds 127.0.0.1:port (0 = any free port) and returns the address */
+  listen(port?: number, host?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions): GrpcTransitionWorker {
+  if (!options.platform) throw new TypeError('createGrpcTransitionWorker: platform is required');
+  const store = new DedupeStore(options.db);
+  const limits = { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 };
+  const server = new grpc.Server();
+  const platformMetadata = () => {
+    const md = new grpc.Metadata();
+    md.set(PLATFORM_HEADER, options.platform);
+    return md;
+  };
+  const fail = (code: grpc.status, details: string): Partial<grpc.StatusObject> => ({ code, details, metadata: platformMetadata() });
+
+  server.addService(TransitionWorkerService, {
+    async Invoke(call: grpc.ServerUnaryCall<{ input_json: string }, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      call.sendMetadata(platformMetadata());
+      const first = (name: string) => (call.metadata.get(name)[0] as string | undefined) ?? null;
+      const key = first('idempotency-key') ?? '';
+      if (!TRANSITION_KEY.test(key)) return callback(fail(grpc.status.INVALID_ARGUMENT, 'idempotency-key must be a transition identity'));
+      let input: unknown;
+      try {
+        input = JSON.parse(call.request.input_json || 'null');
+      } catch {
+        return callback(fail(grpc.status.INVALID_ARGUMENT, 'input_json is not JSON'));
+      }
+      const transition: TransitionCall = {
+        transitionKey: key, tenantId: first('x-tenant-id'), executionId: first('x-execution-id'), correlationId: first('x-correlation-id'),
+        attempt: Number(key.slice(key.lastIndexOf(':') + 1)),
+      };
+      try {
+        const outcome = await deliver(store, key, limits, () => options.handler(input, transition));
+        if (outcome.kind === 'busy') return callback(fail(grpc.status.UNAVAILABLE, 'the same transition is still being handled'));
+        if (outcome.kind === 'retry') return callback(fail(grpc.status.UNAVAILABLE, 'transition failed; retry'));
+        if (outcome.stored.status >= 400) return callback(fail(grpc.status.FAILED_PRECONDITION, JSON.stringify(outcome.stored.body)));
+        callback(null, { output_json: JSON.stringify(outcome.stored.body), platform: options.platform });
+      } catch {
+        callback(fail(grpc.status.UNAVAILABLE, 'worker store unavailable'));
+      }
+    },
+    async Lookup(call: grpc.ServerUnaryCall<{ transition_key: string }, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      try {
+        const found = await store.lookup(call.request.transition_key);
+        callback(null, { recorded: found !== null, state: found?.state ?? '', completed_at: found?.completedAt ?? '' });
+      } catch {
+        callback(fail(grpc.status.UNAVAILABLE, 'worker store unavailable'));
+      }
+    },
+  });
+
+  return {
+    server,
+    listen(port = 0, host = '127.0.0.1') {
+      return new Promise((resolve, reject) =>
+        server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(`${host}:${bound}`))),
+      );
+    },
+    stop() {
+      return new Promise((resolve) => server.tryShutdown(() => resolve()));
+    },
+  };
+}
