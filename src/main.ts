@@ -5,14 +5,19 @@
 import { loadConfig } from './config/config';
 import { ConfigError } from './errors';
 import { createLog } from './log';
-import { demoPipeline } from './pipeline/demo';
+import { createDemoPipeline } from './pipeline/demo';
+import { startDemoWorkers } from './worker-kit/demo-workers';
 import { startService } from './service/runtime';
 
 const log = createLog();
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const service = await startService({ config, log, pipelines: [demoPipeline] });
+  const ports = { rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] };
+  const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
+  const service = await startService({ config, log, pipelines: [demo] });
+  // The demo's remote steps, served by the worker kit next to the service.
+  const demoWorkers = await startDemoWorkers(service.db, ports);
   log.info({ event: 'service_started', api: service.urls.api, temporal: service.urls.temporal, temporalUi: service.urls.temporalUi });
   const lines = [
     '',
@@ -27,6 +32,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ event: 'service_stopping', signal });
+    await demoWorkers.stop();
     await service.stop();
     process.exit(0);
   };

@@ -85,6 +85,10 @@ export const ConfigSchema = z.object({
   'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(1).max(65535)).default(7233),
   /** Web UI port of the embedded Temporal dev server. Default 8233. */
   'pipeline.temporal.dev-server.ui-port': intFromString.pipe(z.number().min(1).max(65535)).default(8233),
+  /** Port of the demo pipeline's REST transition worker (the kit, in-process, on 127.0.0.1). Default 8091. */
+  'pipeline.demo.rest-port': intFromString.pipe(z.number().min(1).max(65535)).default(8091),
+  /** Port of the demo pipeline's gRPC transition worker. Default 8092. */
+  'pipeline.demo.grpc-port': intFromString.pipe(z.number().min(1).max(65535)).default(8092),
   /** Where the embedded default keeps its state. Default `.data`. */
   'pipeline.data-dir': z.string().default('.data'),
   /** How often the due-execution sweeper looks for undispatched runs. Default 5s. */

@@ -1,18 +1,25 @@
 /**
- * The `demo` pipeline shipped with the service: four steps that pass their input along
- * and append their name to `trail`. Its input can make any step fail, so every failure
- * path can be driven from the HTTP API alone:
+ * The `demo` pipeline shipped with the service: six steps that pass their input along
+ * and append their name to `trail`. Its input can make any step fail or stall, so every
+ * failure path can be driven from the HTTP API alone:
  *
  * ```json
- * { "fail": { "charge": { "mode": "retryable", "times": 2 } }, "sleepMs": { "enrich": 500 } }
+ * { "fail": { "charge": { "mode": "retryable", "times": 2 } }, "sleepMs": { "notify": 40000 } }
  * ```
- * - `fail.<step>.mode`: `retryable` (a plain Error) or `non_retryable` (NonRetryableException);
+ * - `fail.<step>.mode`: `retryable` (a plain Error; the remote workers answer 503 /
+ *   UNAVAILABLE) or `non_retryable` (NonRetryableException; the remote workers answer
+ *   422 / FAILED_PRECONDITION);
  * - `fail.<step>.times`: fail while the step's committed attempt is ≤ times (absent = always);
- * - `fail.<step>.code`: the errorCode (default DEMO_RETRYABLE / DEMO_NON_RETRYABLE);
- * - `sleepMs.<step>`: wait that long first (honours the abort signal).
+ * - `fail.<step>.code`: the errorCode of a LOCAL/FUNCTION failure (default DEMO_RETRYABLE / DEMO_NON_RETRYABLE);
+ * - `sleepMs.<step>`: wait that long first, on the first attempt only for the remote steps
+ *   (past the request timeout, 30 s by default, `notify` and `archive` end in
+ *   REMOTE_OUTCOME_UNKNOWN).
+ *
+ * Steps: validate (LOCAL) → enrich (FUNCTION) → charge (LOCAL, Command) → notify (REST,
+ * Command, served by the worker kit) → archive (GRPC, served by the worker kit) → publish (LOCAL).
  */
 import { z } from 'zod';
-import { definePipeline, functionStep, localStep, NonRetryableException, type StepContext } from './define';
+import { definePipeline, functionStep, grpcStep, localStep, NonRetryableException, restStep } from './define';
 
 const DemoInput = z.object({
   fail: z.record(z.string(), z.object({
@@ -25,35 +32,47 @@ const DemoInput = z.object({
 }).passthrough();
 type DemoInput = z.infer<typeof DemoInput>;
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
+    if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+    signal?.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
   });
 }
 
-async function demoStep(raw: unknown, ctx: Pick<StepContext, 'stepName' | 'attempt' | 'signal'>) {
+/** What every demo step does, local or remote: sleep and fail as the input asks, then pass the input along. */
+export async function demoBehaviour(raw: unknown, step: { name: string; attempt: number; signal?: AbortSignal; remote?: boolean }) {
   const parsed = DemoInput.safeParse(raw ?? {});
   if (!parsed.success) throw new NonRetryableException(`demo input is invalid at ${parsed.error.issues[0]?.path.join('.') || '(root)'}`, 'DEMO_INPUT_INVALID');
   const input: DemoInput = parsed.data;
-  const pause = input.sleepMs?.[ctx.stepName];
-  if (pause) await sleep(pause, ctx.signal);
-  const failure = input.fail?.[ctx.stepName];
-  if (failure && (failure.times === undefined || ctx.attempt <= failure.times)) {
-    const message = `demo ${failure.mode} failure of ${ctx.stepName} at attempt ${ctx.attempt}`;
+  const pause = input.sleepMs?.[step.name];
+  if (pause && (!step.remote || step.attempt === 1)) await sleep(pause, step.signal);
+  const failure = input.fail?.[step.name];
+  if (failure && (failure.times === undefined || step.attempt <= failure.times)) {
+    const message = `demo ${failure.mode} failure of ${step.name} at attempt ${step.attempt}`;
     if (failure.mode === 'non_retryable') throw new NonRetryableException(message, failure.code ?? 'DEMO_NON_RETRYABLE');
     throw Object.assign(new Error(message), { code: failure.code ?? 'DEMO_RETRYABLE' });
   }
-  return { ...input, trail: [...(input.trail ?? []), ctx.stepName] };
+  return { ...input, trail: [...(input.trail ?? []), step.name] };
 }
 
-export const demoPipeline = definePipeline({
-  name: 'demo',
-  steps: [
-    localStep('validate', demoStep),
-    functionStep('enrich', (event, context) => demoStep(event, { stepName: context.functionName, attempt: context.attempt, signal: context.signal })),
-    localStep('charge', demoStep, { command: true }),
-    localStep('publish', demoStep),
-  ],
-});
+export interface DemoWorkerAddresses {
+  /** base URL of the demo REST kit worker, e.g. http://127.0.0.1:8091 */
+  restBase: string;
+  /** host:port of the demo gRPC kit worker */
+  grpcAddress: string;
+}
+
+export function createDemoPipeline(workers: DemoWorkerAddresses) {
+  return definePipeline({
+    name: 'demo',
+    steps: [
+      localStep('validate', (input, ctx) => demoBehaviour(input, { name: ctx.stepName, attempt: ctx.attempt, signal: ctx.signal })),
+      functionStep('enrich', (event, context) => demoBehaviour(event, { name: context.functionName, attempt: context.attempt, signal: context.signal })),
+      localStep('charge', (input, ctx) => demoBehaviour(input, { name: ctx.stepName, attempt: ctx.attempt, signal: ctx.signal }), { command: true }),
+      restStep('notify', { url: `${workers.restBase}/transition`, dispositionUrl: `${workers.restBase}/transition/{transitionKey}` }, { command: true }),
+      grpcStep('archive', { address: workers.grpcAddress, lookup: true }),
+      localStep('publish', (input, ctx) => demoBehaviour(input, { name: ctx.stepName, attempt: ctx.attempt, signal: ctx.signal })),
+    ],
+  });
+}

@@ -50,7 +50,7 @@ describe('npm start on the embedded default', () => {
   });
 
   it('serves a demo execution that succeeds and one that lands in the DLQ, then stops cleanly', async () => {
-    const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
+    const [port, temporalPort, uiPort, restPort, grpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       env: {
         ...cleanEnv(),
@@ -58,6 +58,8 @@ describe('npm start on the embedded default', () => {
         PORT: String(port),
         PIPELINE_TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
         PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: String(uiPort),
+        PIPELINE_DEMO_REST_PORT: String(restPort),
+        PIPELINE_DEMO_GRPC_PORT: String(grpcPort),
         PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -82,6 +84,7 @@ describe('npm start on the embedded default', () => {
 
     expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-1', input: { orderId: 1 } })).status).toBe(202);
     expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-2', input: { fail: { charge: { mode: 'retryable' } } } })).status).toBe(202);
+    expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-3', input: { fail: { notify: { mode: 'non_retryable' } } } })).status).toBe(202);
 
     const waitStatus = async (id: string) => {
       const until = Date.now() + 60_000;
@@ -92,13 +95,17 @@ describe('npm start on the embedded default', () => {
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     };
-    expect(await waitStatus('order-1')).toMatchObject({ status: 'SUCCEEDED', currentStepIndex: 4 });
+    expect(await waitStatus('order-1')).toMatchObject({ status: 'SUCCEEDED', currentStepIndex: 6 });
     expect(await waitStatus('order-2')).toMatchObject({ status: 'FAILED', failedStepIndex: 2, terminalReason: 'retry_exhausted' });
     const dlq = await (await call('GET', '/admin/tenants/acme/dlq?terminalReason=retry_exhausted')).json();
     expect(dlq.items).toHaveLength(1);
     expect(dlq.items[0].envelope).toMatchObject({ executionId: 'order-2', errorCode: 'DEMO_RETRYABLE', retriesObserved: 5 });
     const effects = await (await call('GET', '/admin/tenants/acme/executions/order-1/effects')).json();
-    expect(effects.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', hasResult: true }]);
+    expect(effects.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', hasResult: true }, { stepName: 'notify', status: 'SUCCEEDED', transitionKey: 'order-1:3:1' }]);
+    // The REST step (worker kit) rejecting: non_retryable, with the kit's platform in the envelope.
+    expect(await waitStatus('order-3')).toMatchObject({ status: 'FAILED', failedStepIndex: 3, terminalReason: 'non_retryable', lastErrorCode: 'HTTP_422' });
+    const rejected = await (await call('GET', '/admin/tenants/acme/dlq?errorCode=HTTP_422')).json();
+    expect(rejected.items[0].envelope).toMatchObject({ executionId: 'order-3', transport: 'REST', platform: expect.stringMatching(/^demo-kit\//) });
 
     // Every stdout line is one JSON object.
     for (const line of stdout.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
