@@ -9,12 +9,14 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { transitionKey as makeTransitionKey } from '../ids';
 import type { Log } from '../log';
+import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import { retryDelayMs } from '../retry';
 import type { EffectStore } from '../store/effect-store';
 import type { EffectChange, ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails, type TerminalReason } from '../workflows/types';
 import { invokeStep } from './invoke-step';
+import { RejectBuffer } from './rejects';
 import { classifyFailure, toJsonOutput, type StepFailure } from './step-failure';
 import { NonRetryableException } from '../pipeline/define';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
@@ -26,6 +28,7 @@ export interface EngineDeps {
   log: Log;
   /** reported in DLQ envelopes for LOCAL and FUNCTION steps; default `node-<version>` */
   platform?: string;
+  metrics?: Metrics;
 }
 
 export interface AbandonRequest {
@@ -56,7 +59,7 @@ function committedTerminal(record: ExecutionRecord, stepIndex: number): Terminal
 }
 
 export function createActivities(deps: EngineDeps) {
-  const { store, effects, registry, log } = deps;
+  const { store, effects, registry, log, metrics } = deps;
   const platform = deps.platform ?? `node-${process.versions.node}`;
 
   /** A commit matched no row: find out whether this step's outcome is already settled. */
@@ -112,6 +115,7 @@ export function createActivities(deps: EngineDeps) {
       effect = { status: 'SUCCEEDED', transitionKey };
     }
 
+    const rejects = new RejectBuffer(step.name);
     let output: unknown;
     try {
       const raw = await invokeStep({
@@ -122,7 +126,8 @@ export function createActivities(deps: EngineDeps) {
         heartbeat: () => activity.heartbeat(),
         heartbeatEveryMs: activity.info.heartbeatTimeoutMs ? Math.max(100, Math.floor(activity.info.heartbeatTimeoutMs / 3)) : undefined,
         log,
-        context: { tenantId: req.tenantId, executionId: req.executionId, correlationId: req.correlationId, pipeline: req.pipeline, stepIndex: req.stepIndex, stepName: step.name, attempt, transitionKey },
+        onDeadlineWarning: (protocol: string) => metrics?.deadlineWarnings.inc({ protocol }),
+        context: { tenantId: req.tenantId, executionId: req.executionId, correlationId: req.correlationId, pipeline: req.pipeline, stepIndex: req.stepIndex, stepName: step.name, attempt, transitionKey, reject: rejects.reject },
       });
       output = toJsonOutput(raw);
     } catch (err) {
@@ -130,8 +135,16 @@ export function createActivities(deps: EngineDeps) {
       return fail(classifyFailure(err), effect);
     }
 
-    const committed = await store.commitSucceeded(req.tenantId, req.executionId, req.stepIndex, attempt, output, effect && { ...effect, result: output });
+    const committed = await store.commitSucceeded(
+      req.tenantId, req.executionId, req.stepIndex, attempt, output, effect && { ...effect, result: output },
+      rejects.pending.length > 0 ? { transitionKey, step: step.name, items: rejects.pending } : undefined,
+    );
     if (!committed.committed) return settle(req);
+    if (rejects.pending.length > 0) {
+      log.info({ event: 'item_rejects_committed', ...logFields, count: rejects.pending.length });
+      for (const item of rejects.pending) metrics?.rejects.inc({ error_code: metrics.code(item.errorCode) });
+    }
+    if (committed.status === 'SUCCEEDED') metrics?.succeeded.inc();
     log.debug({ event: 'execution_step_succeeded', ...logFields, version: committed.version });
     return { output };
   }
@@ -151,6 +164,7 @@ export function createActivities(deps: EngineDeps) {
       const committed = await store.commitRetry(req.tenantId, req.executionId, req.stepIndex, attempt, delayMs, failure.errorCode, failure.errorMessage, effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode });
       if (!committed.committed) await settle(req);
       log.info({ event: 'execution_step_retry_scheduled', ...logFields, errorCode: failure.errorCode, attempt, nextAttempt: attempt + 1, delayMs });
+      metrics?.retries.inc({ error_code: metrics.code(failure.errorCode) });
       throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `${failure.errorCode}: ${failure.errorMessage}`, nextRetryDelay: delayMs });
     }
 
@@ -176,6 +190,7 @@ export function createActivities(deps: EngineDeps) {
     );
     if (!committed.committed) await settle(req);
     log.warn({ event: 'execution_failed', ...logFields, terminalReason, errorCode: failure.errorCode, retriesObserved: observed, version: committed.version });
+    metrics?.failed.inc({ terminal_reason: terminalReason, error_code: metrics.code(failure.errorCode) });
     throw terminalFailure(
       { status: 'FAILED', terminalReason, errorCode: failure.errorCode, stepIndex: req.stepIndex, transitionKey },
       `${terminalReason}: ${failure.errorCode}: ${failure.errorMessage}`,
@@ -202,6 +217,7 @@ export function createActivities(deps: EngineDeps) {
     );
     if (!committed.committed) await settle(req);
     const { step: _step, ...ids } = logFields;
+    metrics?.outcomeUnknown.inc({ protocol: err.protocol });
     log.error({ event: 'remote_transition_outcome_unknown', ...ids, attempt, protocol: err.protocol, target: err.target, elapsedMs: err.elapsedMs, deadlineMs: err.deadlineMs, decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY' });
     throw terminalFailure(
       { status: 'REMOTE_OUTCOME_UNKNOWN', terminalReason: null, errorCode: 'REMOTE_OUTCOME_UNKNOWN', stepIndex: req.stepIndex, transitionKey },

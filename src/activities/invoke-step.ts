@@ -18,6 +18,8 @@ export interface Invocation {
   heartbeat?: () => void;
   heartbeatEveryMs?: number;
   log: Log;
+  /** counts remote_transition_deadline_warning events */
+  onDeadlineWarning?: (protocol: string) => void;
 }
 
 export async function invokeStep(invocation: Invocation): Promise<unknown> {
@@ -39,7 +41,7 @@ export async function invokeStep(invocation: Invocation): Promise<unknown> {
   });
   try {
     const context: StepContext = { ...invocation.context, signal: controller.signal };
-    return await Promise.race([callOperator(invocation.step, invocation.input, context, startedAt, invocation.timeoutMs, invocation.log), timedOut]);
+    return await Promise.race([callOperator(invocation.step, invocation.input, context, startedAt, invocation.timeoutMs, invocation), timedOut]);
   } finally {
     clearTimeout(deadline);
     if (beat) clearInterval(beat);
@@ -47,12 +49,13 @@ export async function invokeStep(invocation: Invocation): Promise<unknown> {
   }
 }
 
-async function callOperator(step: StepDefinition, input: unknown, ctx: StepContext, startedAt: number, timeoutMs: number, log: Log): Promise<unknown> {
+async function callOperator(step: StepDefinition, input: unknown, ctx: StepContext, startedAt: number, timeoutMs: number, invocation: Invocation): Promise<unknown> {
+  const remote = { ...ctx, log: invocation.log, onDeadlineWarning: invocation.onDeadlineWarning };
   switch (step.transport) {
     case 'REST':
-      return callRest(step.rest.url, input, timeoutMs, { ...ctx, log });
+      return callRest(step.rest.url, input, timeoutMs, remote);
     case 'GRPC':
-      return callGrpc(step.grpc.address, input, timeoutMs, { ...ctx, log });
+      return callGrpc(step.grpc.address, input, timeoutMs, remote);
     case 'LOCAL':
       return step.run(input, ctx);
     case 'FUNCTION':
@@ -65,6 +68,7 @@ async function callOperator(step: StepDefinition, input: unknown, ctx: StepConte
         attempt: ctx.attempt,
         getRemainingTimeInMillis: () => Math.max(0, timeoutMs - (Date.now() - startedAt)),
         signal: ctx.signal,
+        reject: ctx.reject,
       });
   }
 }

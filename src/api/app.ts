@@ -6,16 +6,21 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Config } from '../config/config';
-import { NotFoundError } from '../errors';
+import { ForbiddenError, NotFoundError } from '../errors';
+import { parseDuration } from '../config/duration';
 import type { Log } from '../log';
+import { triage } from '../service/triage';
+import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import { dispositionEvidence } from '../service/disposition';
+import { PublishCheckpointRequest, type CheckpointPublisher } from '../service/checkpoints';
 import type { ExecutionService } from '../service/executions';
 import { RedriveRequest, type RedriveService } from '../service/redrive';
 import { StartExecutionRequest } from '../service/executions';
 import type { DlqStore } from '../store/dlq-store';
 import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
+import type { RejectStore } from '../store/reject-store';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import { mountDocs } from './docs-page';
 import { createOpenApiDocument } from './openapi';
@@ -32,6 +37,10 @@ export interface AppDeps {
   executions: ExecutionService;
   redrive: RedriveService;
   registry: PipelineRegistry;
+  rejects: RejectStore;
+  checkpoints: CheckpointPublisher;
+  /** absent: no /metrics route */
+  metrics?: Metrics;
 }
 
 const Limit = z.coerce.number().int().min(1).max(500).default(50);
@@ -39,6 +48,17 @@ const ListExecutionsQuery = z.object({
   status: z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']).optional(),
   limit: Limit,
   cursor: z.string().max(512).optional(),
+}).strict();
+const ListRejectsQuery = z.object({ limit: Limit, cursor: z.string().max(512).optional() }).strict();
+const TriageQuery = z.object({
+  window: z.string().default('15m').transform((value, ctx) => {
+    const ms = parseDuration(value);
+    if (ms === undefined || ms < 60_000 || ms > 86_400_000) {
+      ctx.addIssue({ code: 'custom', message: 'window must be a duration from 1m to 24h, e.g. 15m' });
+      return z.NEVER;
+    }
+    return ms;
+  }),
 }).strict();
 const RedriveQuery = z.object({ dryRun: z.enum(['true', 'false']).optional() }).strict();
 const ListDlqQuery = z.object({
@@ -57,6 +77,10 @@ export function createApp(deps: AppDeps) {
   app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  if (deps.metrics) {
+    const registry = deps.metrics.registry;
+    app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'content-type': registry.contentType }));
+  }
 
   const api = new Hono<AuthEnv>();
   api.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'submit', log }));
@@ -65,6 +89,13 @@ export function createApp(deps: AppDeps) {
     const body = await readJson(c, StartExecutionRequest);
     const outcome = await deps.executions.start(tenantId, body);
     return c.json({ ...recordView(outcome.record), dispatch: outcome.dispatch, runId: outcome.runId ?? outcome.record.runId }, outcome.created ? 202 : 200);
+  });
+
+  api.post('/tenants/:tenantId/checkpoints', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const body = await readJson(c, PublishCheckpointRequest);
+    const outcome = await deps.checkpoints.publish(tenantId, body);
+    return c.json(outcome, outcome.duplicate ? 200 : 202);
   });
 
   const admin = new Hono<AuthEnv>();
@@ -105,6 +136,21 @@ export function createApp(deps: AppDeps) {
     return c.json(await deps.redrive.redrive(tenantId, executionId, body, c.get('principal').name), 202);
   });
 
+  admin.get('/tenants/:tenantId/rejects', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const query = readQuery(c, ListRejectsQuery);
+    const before = decodeCursor(query.cursor, (v): v is { before: number } => Number.isSafeInteger(v?.before));
+    const page = await deps.rejects.list(tenantId, { limit: query.limit, before: before?.before });
+    const last = page.items.at(-1);
+    return c.json({ items: page.items, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
+  });
+
+  admin.get('/tenants/:tenantId/triage', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const query = readQuery(c, TriageQuery);
+    return c.json(await triage(deps.store.db, query.window, tenantId));
+  });
+
   admin.get('/tenants/:tenantId/dlq', async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListDlqQuery);
@@ -117,6 +163,13 @@ export function createApp(deps: AppDeps) {
   const document = createOpenApiDocument(config['pipeline.admin.prefix']);
   app.get(`${prefix}/openapi.json`, bearerAuth({ tokens, role: 'submit', log }), (c) => c.json(document));
   mountDocs(app, prefix);
+
+  // Cross-tenant triage: admin tokens without a tenant allow-list only.
+  app.get(`${prefix}/admin/triage`, bearerAuth({ tokens, role: 'admin', log }), async (c) => {
+    if (c.get('principal').tenants) throw new ForbiddenError('cross-tenant triage needs a token without a tenant allow-list; use /admin/tenants/{tenantId}/triage');
+    const query = readQuery(c, TriageQuery);
+    return c.json(await triage(deps.store.db, query.window));
+  });
 
   app.route(`${prefix}/api`, api);
   app.route(`${prefix}/admin`, admin);

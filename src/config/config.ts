@@ -91,6 +91,12 @@ export const ConfigSchema = z.object({
   'pipeline.demo.grpc-port': intFromString.pipe(z.number().min(1).max(65535)).default(8092),
   /** Where the embedded default keeps its state. Default `.data`. */
   'pipeline.data-dir': z.string().default('.data'),
+  /** Checkpoint admissions in flight at once. Default 8. */
+  'pipeline.checkpoint.concurrency': intFromString.pipe(z.number().min(1).max(256)).default(8),
+  /** An admission slower than this logs checkpoint_publication_delivery_failure (SLOW_ADMISSION). Default 5s. */
+  'pipeline.checkpoint.slow-admission': duration('pipeline.checkpoint.slow-admission').default(5000),
+  /** How often the publisher looks for due checkpoints. Default 1s. */
+  'pipeline.checkpoint.interval': duration('pipeline.checkpoint.interval').default(1000),
   /** How often the due-execution sweeper looks for undispatched runs. Default 5s. */
   'pipeline.sweeper.interval': duration('pipeline.sweeper.interval').default(5000),
 });

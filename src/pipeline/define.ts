@@ -18,7 +18,10 @@
  * any other throw is retryable. Its return value, which must be JSON, is the next
  * step's segment input.
  */
+import type { RejectOptions } from '../activities/rejects';
 import type { RetryOverride } from '../retry';
+
+export type { RejectOptions };
 
 export type Transport = 'LOCAL' | 'FUNCTION' | 'REST' | 'GRPC';
 
@@ -35,6 +38,11 @@ export interface StepContext {
   transitionKey: string;
   /** aborted when the step's deadline passes or Temporal cancels the activity */
   signal: AbortSignal;
+  /**
+   * Reject one item and carry on (the Item Reject Sink): keeps metadata only, never the
+   * item. Committed with the step's success; a failed attempt's rejects are dropped.
+   */
+  reject(item: unknown, options: RejectOptions): void;
 }
 
 export type Operator<I = any, O = any> = (input: I, ctx: StepContext) => O | Promise<O>;
@@ -50,6 +58,7 @@ export interface FunctionContext {
   attempt: number;
   getRemainingTimeInMillis(): number;
   signal: AbortSignal;
+  reject(item: unknown, options: RejectOptions): void;
 }
 
 export type FunctionHandler<E = any, R = any> = (event: E, context: FunctionContext) => R | Promise<R>;

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ConflictError } from '../errors';
 import { Id, workflowIdFor } from '../ids';
 import type { Log } from '../log';
+import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import type { Dispatcher, DispatchOutcome } from '../temporal/dispatcher';
@@ -37,6 +38,7 @@ export class ExecutionService {
     private readonly registry: PipelineRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly log: Log,
+    private readonly metrics?: Metrics,
   ) {}
 
   async start(tenantId: string, request: StartExecutionRequest): Promise<StartOutcome> {
@@ -69,6 +71,7 @@ export class ExecutionService {
       throw new ConflictError(`execution ${executionId} already exists in tenant ${tenantId}`, 'EXECUTION_EXISTS');
     }
     const outcome = await this.dispatcher.launch(record, 'start', {});
+    this.metrics?.started.inc();
     this.log.info({ event: 'execution_admitted', tenantId, executionId, correlationId: record.correlationId, pipeline: pipeline.name, dispatch: outcome.dispatch });
     return { created: true, record, dispatch: outcome.dispatch, runId: outcome.runId };
   }

@@ -13,6 +13,7 @@ import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { ConflictError, NotFoundError, PipelineError } from '../errors';
 import type { Log } from '../log';
+import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
@@ -73,6 +74,7 @@ export class RedriveService {
     private readonly dispatcher: Dispatcher,
     private readonly client: Client,
     private readonly log: Log,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** Checks 3–5. Throws a PipelineError with the check's status and code. */
@@ -162,6 +164,7 @@ export class RedriveService {
       throw new ConflictError(`execution ${executionId} changed while the re-drive was admitted`, 'VERSION_MISMATCH', { currentVersion: current?.version ?? null });
     }
     const outcome = await this.dispatcher.launch(moved, redriveId, spec);
+    this.metrics?.redrives.inc({ mode: plan.mode });
     this.log.info({
       event: 'execution_redrive_admitted', tenantId, executionId, correlationId: record.correlationId, redriveId, principal,
       mode: plan.mode, fromStatus: record.status, fromVersion: record.version, version: moved.version,

@@ -20,12 +20,15 @@ import { createPgDb, createPgliteDb, type Db } from '../store/db';
 import { DlqStore } from '../store/dlq-store';
 import { EffectStore } from '../store/effect-store';
 import { ExecutionStore } from '../store/execution-store';
+import { Metrics } from '../metrics';
 import { migrate } from '../store/migrate';
+import { RejectStore } from '../store/reject-store';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
 import { installSdkLogging } from '../temporal/sdk-logging';
 import { createEngineWorker } from '../temporal/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { CheckpointPublisher } from './checkpoints';
 import { ExecutionService } from './executions';
 import { RedriveService } from './redrive';
 
@@ -47,6 +50,8 @@ export interface Service {
   store: ExecutionStore;
   dispatcher: Dispatcher;
   app: ReturnType<typeof createApp>;
+  metrics: Metrics;
+  checkpoints: CheckpointPublisher;
   urls: { api?: string; temporalUi?: string; temporal: string };
   adminToken?: string;
   stop(): Promise<void>;
@@ -131,17 +136,24 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const dlq = new DlqStore(db);
   const taskQueue = config['pipeline.temporal.task-queue'];
   const dispatcher = new Dispatcher(db, client, registry, taskQueue, log);
-  const executions = new ExecutionService(store, registry, dispatcher, log);
-  const redrive = new RedriveService(store, effects, registry, dispatcher, client, log);
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry });
+  const metrics = new Metrics(db, config['pipeline.defaults.retry-limit']);
+  const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
+  const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
+  const checkpoints = new CheckpointPublisher(db, registry, executions, dispatcher, log, {
+    concurrency: config['pipeline.checkpoint.concurrency'],
+    slowMs: config['pipeline.checkpoint.slow-admission'],
+    intervalMs: config['pipeline.checkpoint.interval'],
+  }, metrics);
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), metrics, checkpoints });
 
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;
   if (options.worker !== false) {
-    const created = await createEngineWorker({ address, namespace, taskQueue, deps: { store, effects, registry, log } });
+    const created = await createEngineWorker({ address, namespace, taskQueue, deps: { store, effects, registry, log, metrics } });
     worker = created.worker;
     workerDone = worker.run().finally(() => created.connection.close());
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
+    checkpoints.start();
   }
 
   let server: ServerType | undefined;
@@ -153,10 +165,11 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
 
   return {
-    config: effective, db, client, registry, store, dispatcher, app, urls, adminToken,
+    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, urls, adminToken,
     async stop() {
       await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
       await dispatcher.stopSweeper();
+      await checkpoints.stop();
       if (worker?.getState() === 'RUNNING') worker.shutdown();
       await workerDone;
       await connection.close();

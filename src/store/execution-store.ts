@@ -5,6 +5,7 @@
  * identity matches no row and changes nothing. Commits that touch a Command effect or
  * the DLQ do so in the same statement (one round trip, one transaction).
  */
+import type { PendingReject } from '../activities/rejects';
 import type { Db, Queryable } from './db';
 
 export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
@@ -103,6 +104,8 @@ export interface DispatchLease {
 export interface CommitResult {
   committed: boolean;
   version: number | null;
+  /** the record's status after the commit */
+  status: ExecutionStatus | null;
 }
 
 /** How a step commit touches its Command effect, when the step is a Command. */
@@ -261,7 +264,10 @@ export class ExecutionStore {
   }
 
   /** Step succeeded: move to the next step (or SUCCEEDED), its output becomes the segment input. */
-  commitSucceeded(tenantId: string, executionId: string, stepIndex: number, attempt: number, output: unknown, effect?: EffectChange) {
+  commitSucceeded(
+    tenantId: string, executionId: string, stepIndex: number, attempt: number, output: unknown, effect?: EffectChange,
+    rejects?: { transitionKey: string; step: string; items: PendingReject[] },
+  ) {
     return this.commit(
       `version = version + 1, current_step_index = current_step_index + 1, segment_input = $5::jsonb,
        attempt = CASE WHEN current_step_index + 1 >= step_count THEN attempt ELSE 1 END,
@@ -269,6 +275,13 @@ export class ExecutionStore {
        next_due_at = NULL, last_error_code = NULL, last_error_message = NULL`,
       [tenantId, executionId, stepIndex, attempt, json(output)],
       effect,
+      rejects &&
+        ((p) => `, rejects AS (
+         INSERT INTO item_reject (tenant_id, execution_id, transition_key, ordinal, step, item_key, error_code, reason, fingerprint)
+         SELECT moved.tenant_id, moved.execution_id, $${p(rejects.transitionKey)}, r.ordinal, $${p(rejects.step)}, r.item_key, r.error_code, r.reason, r.fingerprint
+         FROM moved, jsonb_to_recordset($${p(json(rejects.items.map((item, ordinal) => ({ ordinal, item_key: item.itemKey, error_code: item.errorCode, reason: item.reason, fingerprint: item.fingerprint }))))}::jsonb)
+           AS r(ordinal integer, item_key text, error_code text, reason text, fingerprint text)
+         ON CONFLICT DO NOTHING)`),
     );
   }
 
@@ -345,7 +358,7 @@ export class ExecutionStore {
         RETURNING 1)`;
     }
     if (extra) ctes += extra(push);
-    const result = await this.db.query<{ version: number }>(`${ctes} SELECT version FROM moved`, values);
-    return { committed: result.rowCount > 0, version: result.rows[0]?.version ?? null };
+    const result = await this.db.query<{ version: number; status: ExecutionStatus }>(`${ctes} SELECT version, status FROM moved`, values);
+    return { committed: result.rowCount > 0, version: result.rows[0]?.version ?? null, status: result.rows[0]?.status ?? null };
   }
 }

@@ -42,7 +42,7 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
           if (err) {
             platform ??= (err.metadata?.get(PLATFORM_HEADER)[0] as string | undefined) ?? null;
             if (err.code === grpc.status.DEADLINE_EXCEEDED) {
-              reject(new RemoteOutcomeUnknownError('GRPC', address, Date.now() - startedAt.getTime(), deadlineMs, startedAt));
+              reject(new RemoteOutcomeUnknownError('GRPC', address, Math.max(deadlineMs, Date.now() - startedAt.getTime()), deadlineMs, startedAt));
               return;
             }
             const name = grpc.status[err.code] ?? String(err.code);

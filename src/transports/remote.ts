@@ -44,6 +44,7 @@ export interface RemoteCallContext {
   transitionKey: string;
   signal: AbortSignal;
   log: Log;
+  onDeadlineWarning?: (protocol: Protocol) => void;
 }
 
 /**
@@ -67,11 +68,14 @@ export async function withDeadline<T>(
   const warning = setTimeout(() => {
     // Elapsed transport time only; not a diagnosis of a stalled worker.
     ctx.log.warn({ event: 'remote_transition_deadline_warning', ...fields, elapsedMs: Math.round(performance.now() - started) });
+    ctx.onDeadlineWarning?.(protocol);
   }, Math.floor(deadlineMs * 0.75));
   let expire: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     expire = setTimeout(() => {
-      const error = new RemoteOutcomeUnknownError(protocol, target, Math.round(performance.now() - started), deadlineMs, startedAt);
+      // libuv timers run on a millisecond loop clock and may fire a hair before performance.now() says so.
+      const elapsed = Math.max(deadlineMs, Math.round(performance.now() - started));
+      const error = new RemoteOutcomeUnknownError(protocol, target, elapsed, deadlineMs, startedAt);
       controller.abort(error);
       reject(error);
     }, deadlineMs);

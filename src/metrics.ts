@@ -1,0 +1,58 @@
+/**
+ * Prometheus metrics (prom-client), served at GET /metrics. Events are counted where
+ * they happen (in this process); backlogs, concentration and saturation are read from
+ * Postgres at scrape time, so every process reports the same truth. Labels stay
+ * bounded: no execution ids, and at most MAX_CODES distinct error codes (then OTHER).
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Db } from './store/db';
+
+const MAX_CODES = 50;
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly codes = new Set<string>();
+
+  readonly started = new Counter({ name: 'pipeline_executions_started_total', help: 'Executions admitted', registers: [this.registry] });
+  readonly succeeded = new Counter({ name: 'pipeline_executions_succeeded_total', help: 'Executions that succeeded', registers: [this.registry] });
+  readonly failed = new Counter({ name: 'pipeline_executions_failed_total', help: 'Executions that ended FAILED, by terminalReason and errorCode', labelNames: ['terminal_reason', 'error_code'], registers: [this.registry] });
+  readonly retries = new Counter({ name: 'pipeline_step_retries_total', help: 'Retries scheduled, by errorCode (dominant error classes)', labelNames: ['error_code'], registers: [this.registry] });
+  readonly rejects = new Counter({ name: 'pipeline_item_rejects_total', help: 'Items rejected to the Item Reject Sink, by errorCode', labelNames: ['error_code'], registers: [this.registry] });
+  readonly outcomeUnknown = new Counter({ name: 'pipeline_remote_outcome_unknown_total', help: 'Executions parked as REMOTE_OUTCOME_UNKNOWN', labelNames: ['protocol'], registers: [this.registry] });
+  readonly deadlineWarnings = new Counter({ name: 'pipeline_remote_deadline_warnings_total', help: 'remote_transition_deadline_warning events', labelNames: ['protocol'], registers: [this.registry] });
+  readonly checkpointDuplicates = new Counter({ name: 'pipeline_checkpoint_duplicates_suppressed_total', help: 'Checkpoints skipped because their handoff key was already seen', registers: [this.registry] });
+  readonly checkpointDeliveryFailures = new Counter({ name: 'pipeline_checkpoint_delivery_failures_total', help: 'Checkpoint admissions that failed (kept and retried)', registers: [this.registry] });
+  readonly handoffLatency = new Histogram({ name: 'pipeline_checkpoint_handoff_latency_seconds', help: 'From checkpoint accepted to execution admitted', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
+  readonly redrives = new Counter({ name: 'pipeline_redrives_total', help: 'Re-drives admitted, by mode', labelNames: ['mode'], registers: [this.registry] });
+
+  /** `retryLimit`: pipeline.defaults.retry-limit, for retry saturation */
+  constructor(private readonly db: Db, retryLimit: number) {
+    const gauge = (name: string, help: string, read: () => Promise<number>) =>
+      new Gauge({
+        name, help, registers: [this.registry],
+        async collect() {
+          this.set(await read());
+        },
+      });
+    const one = async (sql: string) => Number((await this.db.query<{ n: number }>(sql)).rows[0]?.n ?? 0);
+    gauge('pipeline_execution_dlq_backlog', 'Envelopes in the Execution DLQ (postgres provider)', () => one('SELECT count(*)::int AS n FROM execution_dlq'));
+    gauge('pipeline_executions_failed_unredriven', 'FAILED executions not re-driven since', () => one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'FAILED'`));
+    gauge('pipeline_executions_remote_outcome_unknown', 'Executions parked as REMOTE_OUTCOME_UNKNOWN', () => one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'REMOTE_OUTCOME_UNKNOWN'`));
+    gauge('pipeline_item_reject_backlog', 'Item reject envelopes in the sink', () => one('SELECT count(*)::int AS n FROM item_reject'));
+    gauge('pipeline_item_reject_top_fingerprint_share', 'Share of the most frequent reject fingerprint in the last hour (0–1)', () =>
+      one(`SELECT coalesce(max(c)::float / nullif(sum(c), 0), 0) AS n FROM (SELECT count(*) AS c FROM item_reject WHERE created_at > now() - interval '1 hour' GROUP BY fingerprint) f`));
+    gauge('pipeline_checkpoint_backlog', 'Checkpoints accepted and not yet admitted', () => one(`SELECT count(*)::int AS n FROM checkpoint_outbox WHERE status = 'PENDING'`));
+    gauge('pipeline_checkpoint_lag_seconds', 'Age of the oldest checkpoint not yet admitted', () =>
+      one(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM checkpoint_outbox WHERE status = 'PENDING'`));
+    gauge('pipeline_retry_saturation', 'Executions waiting on a retry with at most one retry left under the default retry limit', () =>
+      one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'RUNNING' AND next_due_at IS NOT NULL AND attempt >= ${Math.max(1, retryLimit)}`));
+  }
+
+  /** Error codes as label values: the first MAX_CODES seen, then OTHER. */
+  code(errorCode: string): string {
+    if (this.codes.has(errorCode)) return errorCode;
+    if (this.codes.size >= MAX_CODES) return 'OTHER';
+    this.codes.add(errorCode);
+    return errorCode;
+  }
+}

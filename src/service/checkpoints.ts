@@ -1,0 +1,182 @@
+/**
+ * Checkpoint publication: the pre-execution handoff. A producer publishes a checkpoint
+ * (a batch of records with a handoff key) through `publish()` or
+ * POST /api/tenants/{t}/checkpoints; it lands in a durable outbox in Postgres. The
+ * publisher drains the outbox and admits each checkpoint as an execution
+ * (executionKey = handoff key, executionId derived from it, so Temporal's workflowId
+ * uniqueness backs up the table). A handoff key already seen is suppressed and counted.
+ * A failed or slow admission logs `checkpoint_publication_delivery_failure`, keeps the
+ * checkpoint, and retries with backoff. These failures are not Execution DLQ events and
+ * do not use the Item Reject Sink.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { Log } from '../log';
+import type { Metrics } from '../metrics';
+import type { PipelineRegistry } from '../pipeline/registry';
+import type { Db } from '../store/db';
+import { json } from '../store/execution-store';
+import type { Dispatcher } from '../temporal/dispatcher';
+import type { ExecutionService } from './executions';
+
+export const PublishCheckpointRequest = z
+  .object({
+    handoffKey: z.string().min(1).max(256),
+    pipeline: z.string().min(1).max(64),
+    records: z.array(z.unknown()).max(10_000),
+  })
+  .strict();
+export type PublishCheckpointRequest = z.infer<typeof PublishCheckpointRequest>;
+
+export interface PublishOutcome {
+  handoffKey: string;
+  executionId: string;
+  duplicate: boolean;
+  status: 'PENDING' | 'ADMITTED';
+}
+
+export interface CheckpointOptions {
+  /** admissions in flight at once; default 8 */
+  concurrency: number;
+  /** an admission slower than this is logged as a delivery failure (slow); default 5 s */
+  slowMs: number;
+  /** how often the publisher looks for due checkpoints; default 1 s */
+  intervalMs: number;
+}
+
+/** The execution id a handoff key maps to: stable, valid, and the same in every process. */
+export function checkpointExecutionId(handoffKey: string): string {
+  return `ckpt-${createHash('sha256').update(handoffKey).digest('hex').slice(0, 40)}`;
+}
+
+const LEASE_MS = 60_000;
+const MAX_BACKOFF_MS = 30_000;
+
+export class CheckpointPublisher {
+  private readonly owner = `publisher-${randomUUID()}`;
+  private timer?: NodeJS.Timeout;
+  private draining?: Promise<number>;
+  private stopped = true;
+
+  constructor(
+    private readonly db: Db,
+    private readonly registry: PipelineRegistry,
+    private readonly executions: ExecutionService,
+    private readonly dispatcher: Dispatcher,
+    private readonly log: Log,
+    private readonly options: CheckpointOptions,
+    private readonly metrics?: Metrics,
+  ) {}
+
+  /** Accepts a checkpoint into the outbox. A repeated handoff key is suppressed (and counted). */
+  async publish(tenantId: string, request: PublishCheckpointRequest): Promise<PublishOutcome> {
+    this.registry.get(request.pipeline);
+    const executionId = checkpointExecutionId(request.handoffKey);
+    const inserted = await this.db.query(
+      `INSERT INTO checkpoint_outbox (tenant_id, handoff_key, pipeline, records, record_count, execution_id)
+       VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT DO NOTHING RETURNING status`,
+      [tenantId, request.handoffKey, request.pipeline, json(request.records), request.records.length, executionId],
+    );
+    if (inserted.rowCount === 0) {
+      this.metrics?.checkpointDuplicates.inc();
+      const existing = await this.db.query<{ status: 'PENDING' | 'ADMITTED' }>('SELECT status FROM checkpoint_outbox WHERE tenant_id = $1 AND handoff_key = $2', [tenantId, request.handoffKey]);
+      this.log.info({ event: 'checkpoint_duplicate_suppressed', tenantId, handoffKey: request.handoffKey });
+      return { handoffKey: request.handoffKey, executionId, duplicate: true, status: existing.rows[0]?.status ?? 'PENDING' };
+    }
+    this.kick();
+    return { handoffKey: request.handoffKey, executionId, duplicate: false, status: 'PENDING' };
+  }
+
+  /** One pass over the due checkpoints. Returns how many were admitted. */
+  async drainOnce(batch = 100): Promise<number> {
+    const due = await this.db.query<{ tenant_id: string; handoff_key: string; pipeline: string; records: unknown[]; execution_id: string; attempts: number; created_at: Date }>(
+      `UPDATE checkpoint_outbox SET lease_owner = $1, lease_until = now() + ($2::integer * interval '1 millisecond'), attempts = attempts + 1
+       WHERE (tenant_id, handoff_key) IN (
+         SELECT tenant_id, handoff_key FROM checkpoint_outbox
+         WHERE status = 'PENDING' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+         ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING tenant_id, handoff_key, pipeline, records, execution_id, attempts, created_at`,
+      [this.owner, LEASE_MS, batch],
+    );
+    let admitted = 0;
+    let next = 0;
+    const lanes = Array.from({ length: Math.min(this.options.concurrency, due.rowCount) }, async () => {
+      while (next < due.rows.length) {
+        const row = due.rows[next++];
+        if (await this.admit(row)) admitted++;
+      }
+    });
+    await Promise.all(lanes);
+    return admitted;
+  }
+
+  private async admit(row: { tenant_id: string; handoff_key: string; pipeline: string; records: unknown[]; execution_id: string; attempts: number; created_at: Date }): Promise<boolean> {
+    const started = Date.now();
+    const fields = { event: 'checkpoint_publication_delivery_failure', tenantId: row.tenant_id, handoffKey: row.handoff_key, executionId: row.execution_id, attempt: row.attempts };
+    let reason: string;
+    try {
+      const outcome = await this.executions.start(row.tenant_id, { pipeline: row.pipeline, executionId: row.execution_id, executionKey: row.handoff_key, input: { handoffKey: row.handoff_key, records: row.records } });
+      let running = outcome.dispatch === 'started' || (outcome.dispatch === 'existing' && outcome.record.status !== 'QUEUED');
+      if (!running && outcome.dispatch !== 'started') running = (await this.dispatcher.dispatch(row.tenant_id, row.execution_id, 'start')).dispatch === 'started' || (await this.isStarted(row.tenant_id, row.execution_id));
+      const elapsed = Date.now() - started;
+      if (running) {
+        if (elapsed > this.options.slowMs) this.log.warn({ ...fields, reason: 'SLOW_ADMISSION', elapsedMs: elapsed });
+        await this.db.query(
+          `UPDATE checkpoint_outbox SET status = 'ADMITTED', admitted_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL WHERE tenant_id = $1 AND handoff_key = $2`,
+          [row.tenant_id, row.handoff_key],
+        );
+        this.metrics?.handoffLatency.observe((Date.now() - new Date(row.created_at).getTime()) / 1000);
+        return true;
+      }
+      reason = 'ORCHESTRATION_START_FAILED';
+    } catch (err) {
+      reason = err instanceof Error ? err.name : 'ADMISSION_FAILED';
+    }
+    const delayMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(10, row.attempts - 1));
+    const jittered = Math.round(delayMs / 2 + Math.random() * (delayMs / 2));
+    this.metrics?.checkpointDeliveryFailures.inc();
+    this.log.warn({ ...fields, reason, elapsedMs: Date.now() - started, retryInMs: jittered });
+    await this.db
+      .query(
+        `UPDATE checkpoint_outbox SET next_attempt_at = now() + ($3::integer * interval '1 millisecond'), lease_owner = NULL, lease_until = NULL, last_error = $4
+         WHERE tenant_id = $1 AND handoff_key = $2`,
+        [row.tenant_id, row.handoff_key, jittered, reason],
+      )
+      .catch(() => undefined);
+    return false;
+  }
+
+  private async isStarted(tenantId: string, executionId: string): Promise<boolean> {
+    const result = await this.db.query(`SELECT 1 FROM execution_dispatch WHERE tenant_id = $1 AND execution_id = $2 AND status = 'STARTED'`, [tenantId, executionId]);
+    return result.rowCount > 0;
+  }
+
+  /** Drain soon (after a publish), without waiting for the next tick. */
+  private kick(): void {
+    if (this.stopped || this.draining) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), 0);
+  }
+
+  private tick(): void {
+    this.draining = this.drainOnce().catch((err) => {
+      this.log.warn({ event: 'checkpoint_publisher_failed', error: err instanceof Error ? err.message : String(err) });
+      return 0;
+    });
+    void this.draining.finally(() => {
+      this.draining = undefined;
+      if (!this.stopped) this.timer = setTimeout(() => this.tick(), this.options.intervalMs);
+    });
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.timer = setTimeout(() => this.tick(), this.options.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.draining;
+  }
+}
