@@ -25,8 +25,11 @@ export class Metrics {
   readonly handoffLatency = new Histogram({ name: 'pipeline_checkpoint_handoff_latency_seconds', help: 'From checkpoint accepted to execution admitted', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
   readonly redrives = new Counter({ name: 'pipeline_redrives_total', help: 'Re-drives admitted, by mode', labelNames: ['mode'], registers: [this.registry] });
 
-  /** `retryLimit`: pipeline.defaults.retry-limit, for retry saturation */
-  constructor(private readonly db: Db, retryLimit: number) {
+  /**
+   * `retryLimit`: pipeline.defaults.retry-limit, for retry saturation. `dlqBacklog`: the
+   * broker provider's message count (read-only), when the DLQ is not the postgres table.
+   */
+  constructor(private readonly db: Db, retryLimit: number, dlqBacklog?: () => Promise<number>) {
     const gauge = (name: string, help: string, read: () => Promise<number>) =>
       new Gauge({
         name, help, registers: [this.registry],
@@ -35,7 +38,9 @@ export class Metrics {
         },
       });
     const one = async (sql: string) => Number((await this.db.query<{ n: number }>(sql)).rows[0]?.n ?? 0);
-    gauge('pipeline_execution_dlq_backlog', 'Envelopes in the Execution DLQ (postgres provider)', () => one('SELECT count(*)::int AS n FROM execution_dlq'));
+    gauge('pipeline_execution_dlq_backlog', 'Envelopes in the Execution DLQ (the provider\'s message count, read without consuming)', () => (dlqBacklog ? dlqBacklog() : one('SELECT count(*)::int AS n FROM execution_dlq')));
+    gauge('pipeline_execution_dlq_unpublished', 'Envelopes a broker DLQ provider has not confirmed yet (0 for postgres)', () =>
+      dlqBacklog ? one('SELECT count(*)::int AS n FROM execution_dlq WHERE published_at IS NULL') : Promise.resolve(0));
     gauge('pipeline_executions_failed_unredriven', 'FAILED executions not re-driven since', () => one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'FAILED'`));
     gauge('pipeline_executions_remote_outcome_unknown', 'Executions parked as REMOTE_OUTCOME_UNKNOWN', () => one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'REMOTE_OUTCOME_UNKNOWN'`));
     gauge('pipeline_item_reject_backlog', 'Item reject envelopes in the sink', () => one('SELECT count(*)::int AS n FROM item_reject'));

@@ -31,7 +31,16 @@ describe('loadConfig', () => {
 
   it('names the key of an unknown DLQ provider and lists the known ones', () => {
     expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(ConfigError);
-    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(/pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"; expected one of postgres/);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(/pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"; expected one of postgres, sqs, rabbitmq/);
+  });
+
+  it('accepts the sqs and rabbitmq providers with their URLs, and names the problem with a bad one', () => {
+    expect(loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs', PIPELINE_ORCHESTRATOR_DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/dlq.fifo' })['pipeline.orchestrator.dlq-provider']).toBe('sqs');
+    expect(loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'amqp://guest:guest@localhost:5672/%2F?queue=dlq' })['pipeline.orchestrator.dlq-provider']).toBe('rabbitmq');
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs' })).toThrow(/pipeline\.orchestrator\.dlq-url is required for provider sqs/);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs', PIPELINE_ORCHESTRATOR_DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123/dlq' })).toThrow(/FIFO queue URL/);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'http://localhost:5672' })).toThrow(/amqp:\/\/ or amqps:\/\//);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'amqp://h/?queue=bad name' })).toThrow(/queue "bad name"/);
   });
 
   it('rejects a DLQ URL that is not a URL, or of the wrong kind', () => {

@@ -10,6 +10,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors';
+import { parseAmqpUrl } from '../dlq/rabbitmq';
+import { parseSqsUrl } from '../dlq/sqs';
 import { parseDuration } from './duration';
 
 const duration = (key: string) =>
@@ -25,7 +27,7 @@ const duration = (key: string) =>
 const intFromString = z.union([z.number(), z.string().regex(/^-?\d+$/, 'must be a whole number')]).transform(Number).pipe(z.number().int('must be a whole number'));
 const boolFromString = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
 
-export const DLQ_PROVIDERS = ['postgres'] as const;
+export const DLQ_PROVIDERS = ['postgres', 'sqs', 'rabbitmq'] as const;
 
 export const TokenConfig = z.object({
   /** hex SHA-256 of the bearer token; the token itself is never configured */
@@ -42,9 +44,9 @@ export type TokenConfig = z.infer<typeof TokenConfig>;
 export const ConfigSchema = z.object({
   /** Orchestration mode; only `QUEUE_ASYNC` (background execution) is implemented. */
   'pipeline.orchestrator.mode': z.literal('QUEUE_ASYNC', { message: 'pipeline.orchestrator.mode must be QUEUE_ASYNC (the only mode this service runs)' }).default('QUEUE_ASYNC'),
-  /** Kind of queue used as the Execution DLQ. Default `postgres`. */
+  /** Kind of queue used as the Execution DLQ: postgres (default), sqs, rabbitmq. */
   'pipeline.orchestrator.dlq-provider': z.string().default('postgres'),
-  /** Address of the DLQ. For `postgres`: omitted, or a postgres:// URL of the store database. */
+  /** Address of the DLQ. postgres: omitted, or a postgres:// URL of the store database; sqs: the FIFO queue URL; rabbitmq: amqp://…?queue=name. */
   'pipeline.orchestrator.dlq-url': z.string().optional(),
   /** Deadline of a REST transition worker call. Default 30s. */
   'pipeline.orchestrator.worker.rest.request-timeout': duration('pipeline.orchestrator.worker.rest.request-timeout').default(30_000),
@@ -167,6 +169,12 @@ function checkDlq(config: Config): Config {
     throw new ConfigError(`pipeline.orchestrator.dlq-provider: unknown provider "${provider}"; expected one of ${DLQ_PROVIDERS.join(', ')}`);
   }
   const url = config['pipeline.orchestrator.dlq-url'];
+  if (provider === 'sqs' || provider === 'rabbitmq') {
+    if (!url) throw new ConfigError(`pipeline.orchestrator.dlq-url is required for provider ${provider}`);
+    if (provider === 'sqs') parseSqsUrl(url);
+    else parseAmqpUrl(url);
+    return config;
+  }
   if (url !== undefined) {
     let parsed: URL;
     try {

@@ -20,6 +20,8 @@ import { createPgDb, createPgliteDb, type Db } from '../store/db';
 import { DlqStore } from '../store/dlq-store';
 import { EffectStore } from '../store/effect-store';
 import { ExecutionStore } from '../store/execution-store';
+import { createDlqProvider } from '../dlq/factory';
+import { DlqRelay } from '../dlq/relay';
 import { Metrics } from '../metrics';
 import { migrate } from '../store/migrate';
 import { RejectStore } from '../store/reject-store';
@@ -52,6 +54,8 @@ export interface Service {
   app: ReturnType<typeof createApp>;
   metrics: Metrics;
   checkpoints: CheckpointPublisher;
+  /** the broker DLQ relay, when the provider is sqs or rabbitmq */
+  relay?: DlqRelay;
   urls: { api?: string; temporalUi?: string; temporal: string };
   adminToken?: string;
   stop(): Promise<void>;
@@ -136,7 +140,10 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const dlq = new DlqStore(db);
   const taskQueue = config['pipeline.temporal.task-queue'];
   const dispatcher = new Dispatcher(db, client, registry, taskQueue, log);
-  const metrics = new Metrics(db, config['pipeline.defaults.retry-limit']);
+  const dlqProvider = createDlqProvider(config);
+  const relay = dlqProvider ? new DlqRelay(db, dlqProvider, log) : undefined;
+  if (dlqProvider) stack.push(() => dlqProvider.close());
+  const metrics = new Metrics(db, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);
   const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
   const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
   const checkpoints = new CheckpointPublisher(db, registry, executions, dispatcher, log, {
@@ -154,6 +161,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     workerDone = worker.run().finally(() => created.connection.close());
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
     checkpoints.start();
+    relay?.start();
   }
 
   let server: ServerType | undefined;
@@ -165,11 +173,13 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
 
   return {
-    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, urls, adminToken,
+    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, relay, urls, adminToken,
     async stop() {
       await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
       await dispatcher.stopSweeper();
       await checkpoints.stop();
+      await relay?.stop();
+      await dlqProvider?.close();
       if (worker?.getState() === 'RUNNING') worker.shutdown();
       await workerDone;
       await connection.close();
