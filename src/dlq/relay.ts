@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Log } from '../log';
+import { PeriodicTask } from '../periodic-task';
 import type { Db } from '../store/db';
 import type { DlqEnvelope } from '../store/dlq-store';
 import { envelopeDedupeId, type DlqProvider } from './provider';
@@ -17,9 +18,7 @@ const LEASE_MS = 30_000;
 
 export class DlqRelay {
   private readonly owner = `relay-${randomUUID()}`;
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<number>;
-  private stopped = true;
+  private readonly loop: PeriodicTask;
   /** Fault injection for tests: runs before each publish. */
   beforePublish?: (envelope: DlqEnvelope) => void | Promise<void>;
 
@@ -27,8 +26,10 @@ export class DlqRelay {
     private readonly db: Db,
     readonly provider: DlqProvider,
     private readonly log: Log,
-    private readonly intervalMs = 1000,
-  ) {}
+    intervalMs = 1000,
+  ) {
+    this.loop = new PeriodicTask('execution_dlq_relay_failed', intervalMs, () => this.publishPending(), log);
+  }
 
   /** One pass: publishes what is due. Returns how many envelopes the broker confirmed. */
   async publishPending(batch = 100): Promise<number> {
@@ -62,22 +63,10 @@ export class DlqRelay {
   }
 
   start(): void {
-    this.stopped = false;
-    const tick = () => {
-      this.running = this.publishPending().catch((err) => {
-        this.log.warn({ event: 'execution_dlq_relay_failed', provider: this.provider.name, error: err instanceof Error ? err.message : String(err) });
-        return 0;
-      });
-      void this.running.finally(() => {
-        if (!this.stopped) this.timer = setTimeout(tick, this.intervalMs);
-      });
-    };
-    this.timer = setTimeout(tick, this.intervalMs);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

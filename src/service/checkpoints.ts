@@ -13,6 +13,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
+import { PeriodicTask } from '../periodic-task';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
 import { json } from '../store/execution-store';
@@ -54,9 +55,7 @@ const MAX_BACKOFF_MS = 30_000;
 
 export class CheckpointPublisher {
   private readonly owner = `publisher-${randomUUID()}`;
-  private timer?: NodeJS.Timeout;
-  private draining?: Promise<number>;
-  private stopped = true;
+  private readonly loop: PeriodicTask;
 
   constructor(
     private readonly db: Db,
@@ -66,7 +65,9 @@ export class CheckpointPublisher {
     private readonly log: Log,
     private readonly options: CheckpointOptions,
     private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    this.loop = new PeriodicTask('checkpoint_publisher_failed', options.intervalMs, () => this.drainOnce(), log);
+  }
 
   /** Accepts a checkpoint into the outbox. A repeated handoff key is suppressed (and counted). */
   async publish(tenantId: string, request: PublishCheckpointRequest): Promise<PublishOutcome> {
@@ -83,7 +84,7 @@ export class CheckpointPublisher {
       this.log.info({ event: 'checkpoint_duplicate_suppressed', tenantId, handoffKey: request.handoffKey });
       return { handoffKey: request.handoffKey, executionId, duplicate: true, status: existing.rows[0]?.status ?? 'PENDING' };
     }
-    this.kick();
+    this.loop.kick();
     return { handoffKey: request.handoffKey, executionId, duplicate: false, status: 'PENDING' };
   }
 
@@ -151,32 +152,11 @@ export class CheckpointPublisher {
     return result.rowCount > 0;
   }
 
-  /** Drain soon (after a publish), without waiting for the next tick. */
-  private kick(): void {
-    if (this.stopped || this.draining) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.tick(), 0);
-  }
-
-  private tick(): void {
-    this.draining = this.drainOnce().catch((err) => {
-      this.log.warn({ event: 'checkpoint_publisher_failed', error: err instanceof Error ? err.message : String(err) });
-      return 0;
-    });
-    void this.draining.finally(() => {
-      this.draining = undefined;
-      if (!this.stopped) this.timer = setTimeout(() => this.tick(), this.options.intervalMs);
-    });
-  }
-
   start(): void {
-    this.stopped = false;
-    this.timer = setTimeout(() => this.tick(), this.options.intervalMs);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.draining;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

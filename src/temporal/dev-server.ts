@@ -75,21 +75,39 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     return { address: env.address, namespace, settings: 'SDK-downloaded dev server (TestWorkflowEnvironment.createLocal)', stop: () => env.teardown() };
   }
 
+  // start-dev binds more than the frontend (an HTTP API and a metrics port): pick every
+  // port ourselves, and if a port we picked was taken in between, try again with others.
+  const attempts = options.port === undefined ? 3 : 1;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnDevServer(executable.path, namespace, options);
+    } catch (err) {
+      if (attempt >= attempts) throw err;
+      options.log?.warn({ event: 'temporal_dev_server_retry', attempt, error: err instanceof Error ? err.message.slice(0, 300) : String(err) });
+    }
+  }
+}
+
+async function spawnDevServer(path: string, namespace: string, options: DevServerOptions): Promise<DevServer> {
   const port = options.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-format', 'json', '--log-level', 'warn'];
+  args.push('--http-port', String(await freePort()), '--metrics-port', String(await freePort()));
   args.push(...(options.uiPort !== undefined ? ['--ui-port', String(options.uiPort)] : ['--headless']));
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   for (const key of ALL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=Keyword`);
 
-  const child = spawn(executable.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   let exitReason: string | undefined;
+  let head = '';
   let tail = '';
-  child.once('exit', (code, signal) => (exitReason = `code ${code ?? signal}; ${tail.slice(-400)}`));
+  child.once('exit', (code, signal) => (exitReason = `code ${code ?? signal}; ${head.slice(0, 600)}${tail.length > 600 ? ` … ${tail.slice(-300)}` : ''}`));
   const forward = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-2000);
-    for (const line of chunk.toString('utf8').split('\n')) {
+    const text = chunk.toString('utf8');
+    if (head.length < 2000) head += text;
+    tail = (tail + text).slice(-2000);
+    for (const line of text.split('\n')) {
       if (!line.startsWith('{')) continue;
       try {
         const entry = JSON.parse(line);
@@ -107,6 +125,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await waitUntilServing(address, namespace, () => exitReason);
   } catch (err) {
     child.kill('SIGKILL');
+    process.removeListener('exit', killOnExit);
     throw err;
   }
   return {

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Log } from '../log';
+import { PeriodicTask } from '../periodic-task';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
 import { toRecord, type DispatchLease, type ExecutionRecord } from '../store/execution-store';
@@ -33,8 +34,7 @@ export class Dispatcher {
   private readonly owner = `dispatcher-${randomUUID()}`;
   /** Fault injection for tests: runs just before each Temporal start; a throw fails that start. */
   beforeStart?: (tenantId: string, executionId: string, dispatchId: string) => void | Promise<void>;
-  private timer?: NodeJS.Timeout;
-  private sweeping?: Promise<number>;
+  private sweeper?: PeriodicTask;
 
   constructor(
     private readonly db: Db,
@@ -179,22 +179,12 @@ export class Dispatcher {
   }
 
   startSweeper(intervalMs: number): void {
-    const tick = () => {
-      this.sweeping = this.sweepOnce().catch((err) => {
-        this.log.warn({ event: 'execution_sweep_failed', error: err instanceof Error ? err.message : String(err) });
-        return 0;
-      });
-      this.sweeping.finally(() => {
-        if (this.timer) this.timer = setTimeout(tick, intervalMs);
-      });
-    };
-    this.timer = setTimeout(tick, intervalMs);
+    this.sweeper ??= new PeriodicTask('execution_sweep_failed', intervalMs, () => this.sweepOnce(), this.log);
+    this.sweeper.start();
   }
 
   async stopSweeper(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+    await this.sweeper?.stop();
   }
 }
 
