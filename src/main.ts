@@ -17,7 +17,10 @@ async function main(): Promise<void> {
   const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
   const service = await startService({ config, log, pipelines: [demo] });
   // The demo's remote steps, served by the worker kit next to the service.
-  const demoWorkers = await startDemoWorkers(service.db, ports);
+  const demoWorkers = await startDemoWorkers(service.db, ports).catch(async (err) => {
+    await service.stop();
+    throw err;
+  });
   log.info({ event: 'service_started', api: service.urls.api, temporal: service.urls.temporal, temporalUi: service.urls.temporalUi });
   const lines = [
     '',

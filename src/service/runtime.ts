@@ -140,7 +140,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const dlq = new DlqStore(db);
   const taskQueue = config['pipeline.temporal.task-queue'];
   const dispatcher = new Dispatcher(db, client, registry, taskQueue, log);
-  const dlqProvider = createDlqProvider(config);
+  const dlqProvider = createDlqProvider(config, log);
   const relay = dlqProvider ? new DlqRelay(db, dlqProvider, log) : undefined;
   if (dlqProvider) stack.push(() => dlqProvider.close());
   const metrics = new Metrics(db, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);

@@ -4,6 +4,7 @@
  * the demo input, as for the local steps.
  */
 import { serve, type ServerType } from '@hono/node-server';
+import { ConfigError } from '../errors';
 import { demoBehaviour } from '../pipeline/demo';
 import { NonRetryableException } from '../pipeline/define';
 import type { Queryable } from '../store/db';
@@ -28,8 +29,17 @@ export async function startDemoWorkers(db: Queryable, ports: { rest: number; grp
   const platform = `demo-kit/node-${process.versions.node}`;
   const rest = createRestTransitionWorker({ db, platform, handler: handlerFor('notify') });
   const server: ServerType = serve({ fetch: rest.fetch, port: ports.rest, hostname: '127.0.0.1' });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', (err) => reject(new ConfigError(`pipeline.demo.rest-port: cannot listen on 127.0.0.1:${ports.rest} (${(err as NodeJS.ErrnoException).code ?? err.message})`)));
+  });
   const grpc = createGrpcTransitionWorker({ db, platform, handler: handlerFor('archive') });
-  await grpc.listen(ports.grpc);
+  try {
+    await grpc.listen(ports.grpc);
+  } catch (err) {
+    await new Promise((resolve) => server.close(resolve));
+    throw new ConfigError(`pipeline.demo.grpc-port: cannot listen on 127.0.0.1:${ports.grpc} (${err instanceof Error ? err.message : err})`);
+  }
   return {
     async stop() {
       await new Promise((resolve) => server.close(resolve));

@@ -50,29 +50,38 @@ describe('npm start on the embedded default', () => {
   });
 
   it('serves a demo execution that succeeds and one that lands in the DLQ, then stops cleanly', async () => {
-    const [port, temporalPort, uiPort, restPort, grpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...cleanEnv(),
-        PIPELINE_DATA_DIR: dataDir,
-        PORT: String(port),
-        PIPELINE_TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
-        PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: String(uiPort),
-        PIPELINE_DEMO_REST_PORT: String(restPort),
-        PIPELINE_DEMO_GRPC_PORT: String(grpcPort),
-        PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // Free ports are probed, then released: another process may take one in between, so
+    // a start-up that fails on a taken port is tried again with new ones.
+    let port = 0;
+    let uiPort = 0;
     let stderr = '';
     let stdout = '';
-    child.stderr!.on('data', (chunk) => (stderr += chunk));
-    child.stdout!.on('data', (chunk) => (stdout += chunk));
-    const deadline = Date.now() + 90_000;
-    while (!stderr.includes('Admin token')) {
-      if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}: ${stderr}`);
-      if (Date.now() > deadline) throw new Error(`npm start did not come up: ${stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let attempt = 1; ; attempt++) {
+      const [apiPort, temporalPort, ui, restPort, grpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+      [port, uiPort, stderr, stdout] = [apiPort, ui, '', ''];
+      child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        env: {
+          ...cleanEnv(),
+          PIPELINE_DATA_DIR: dataDir,
+          PORT: String(port),
+          PIPELINE_TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
+          PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: String(uiPort),
+          PIPELINE_DEMO_REST_PORT: String(restPort),
+          PIPELINE_DEMO_GRPC_PORT: String(grpcPort),
+          PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stderr!.on('data', (chunk) => (stderr += chunk));
+      child.stdout!.on('data', (chunk) => (stdout += chunk));
+      const deadline = Date.now() + 90_000;
+      while (!stderr.includes('Admin token') && child.exitCode === null) {
+        if (Date.now() > deadline) throw new Error(`npm start did not come up: ${stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      if (stderr.includes('Admin token')) break;
+      const portClash = /cannot listen|EADDRINUSE|address already in use|exited during start-up/i.test(stderr + stdout);
+      if (!portClash || attempt >= 3) throw new Error(`npm start exited ${child.exitCode}: ${stderr}`);
     }
     expect(stderr).toContain(`http://localhost:${port}/pipeline`);
     expect(stderr).toContain(`Web UI http://localhost:${uiPort}`);

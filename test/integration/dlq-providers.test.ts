@@ -34,7 +34,7 @@ describe('sqs provider (moto)', () => {
   let moto: Moto;
   let engine: TestEngine;
   beforeAll(async () => {
-    Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: 'us-east-1' });
+    Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: 'us-east-1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
     moto = await startMoto();
     const sqs = new SQSClient({ endpoint: moto.endpoint, region: 'us-east-1' });
     const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `pipeline-dlq-${randomBytes(3).toString('hex')}.fifo`, Attributes: { FifoQueue: 'true' } }));
