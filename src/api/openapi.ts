@@ -7,9 +7,11 @@ import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
 import { Id } from '../ids';
 import { StartExecutionRequest } from '../service/executions';
+import { PublishCheckpointRequest } from '../service/checkpoints';
 import { RedriveRequest } from '../service/redrive';
 import {
-  DlqList, EffectList, ExecutionList, ExecutionRecordView, ExecutionStatusSchema, ProblemSchema, RedriveAcceptedSchema, RedrivePreviewSchema, StartExecutionResponse,
+  DlqList, EffectList, ExecutionList, ExecutionRecordView, ExecutionStatusSchema, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
+  RejectList, StartExecutionResponse, TriageSchema,
 } from './schemas';
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
@@ -23,6 +25,7 @@ const TenantPath = z.object({ tenantId: Id.meta({ description: 'tenant id', exam
 const ExecutionPath = TenantPath.extend({ executionId: Id.meta({ description: 'execution id', example: 'order-1' }) });
 const Limit = z.string().regex(/^\d+$/).optional().meta({ description: '1–500, default 50' });
 const Cursor = z.string().optional().meta({ description: 'nextCursor of the previous page' });
+const Window = z.object({ window: z.string().optional().meta({ description: 'a duration from 1m to 24h; default 15m' }) });
 
 export function createOpenApiDocument(prefix: string) {
   const p = `/${prefix}`;
@@ -89,6 +92,43 @@ export function createOpenApiDocument(prefix: string) {
             '415': problem('UNSUPPORTED_MEDIA_TYPE'),
             '422': problem('EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED'),
           },
+        },
+      },
+      [`${p}/api/tenants/{tenantId}/checkpoints`]: {
+        post: {
+          summary: 'Publish a checkpoint',
+          description: 'Accepted into a durable outbox and admitted as an execution (executionKey = handoffKey). A handoff key seen before is suppressed.',
+          requestParams: { path: TenantPath },
+          requestBody: json(PublishCheckpointRequest),
+          responses: {
+            '202': { description: 'accepted; admission follows', ...json(PublishOutcomeSchema) },
+            '200': { description: 'a duplicate handoff key, suppressed', ...json(PublishOutcomeSchema) },
+            ...common,
+            '413': problem('BODY_TOO_LARGE'),
+            '415': problem('UNSUPPORTED_MEDIA_TYPE'),
+            '422': problem('UNKNOWN_PIPELINE'),
+          },
+        },
+      },
+      [`${p}/admin/tenants/{tenantId}/rejects`]: {
+        get: {
+          summary: 'List item reject envelopes (metadata only, read-only)',
+          requestParams: { path: TenantPath, query: z.object({ limit: Limit, cursor: Cursor }) },
+          responses: { '200': { description: 'newest first', ...json(RejectList) }, ...common },
+        },
+      },
+      [`${p}/admin/tenants/{tenantId}/triage`]: {
+        get: {
+          summary: "Triage one tenant's signals (spec rule 4)",
+          requestParams: { path: TenantPath, query: Window },
+          responses: { '200': { description: 'the last window against the one before', ...json(TriageSchema) }, ...common },
+        },
+      },
+      [`${p}/admin/triage`]: {
+        get: {
+          summary: 'Triage across tenants (admin token without a tenant allow-list)',
+          requestParams: { query: Window },
+          responses: { '200': { description: 'the last window against the one before', ...json(TriageSchema) }, ...common },
         },
       },
       [`${p}/admin/tenants/{tenantId}/dlq`]: {

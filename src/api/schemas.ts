@@ -154,3 +154,43 @@ export const ProblemSchema = z
     currentVersion: z.number().int().nullable().optional(),
   })
   .meta({ id: 'Problem' });
+
+export const PublishOutcomeSchema = z
+  .object({
+    handoffKey: z.string(),
+    executionId: z.string().meta({ description: 'the execution the checkpoint is admitted as (derived from the handoff key)' }),
+    duplicate: z.boolean(),
+    status: z.enum(['PENDING', 'ADMITTED']),
+  })
+  .meta({ id: 'PublishCheckpointResponse' });
+
+export const RejectList = z
+  .object({
+    items: z.array(z.object({
+      id: z.number().int(),
+      tenantId: z.string(),
+      executionId: z.string(),
+      transitionKey: z.string(),
+      step: z.string(),
+      itemKey: z.string().nullable(),
+      errorCode: z.string(),
+      reason: z.string(),
+      fingerprint: z.string(),
+      createdAtEpochMs: z.number().int(),
+    })),
+    nextCursor: z.string().nullable(),
+  })
+  .meta({ id: 'RejectList' });
+
+const TriageSignal = z.object({ current: z.number(), previous: z.number(), trend: z.enum(['rising', 'falling', 'stable']) });
+const Classification = z.enum(['systemic_execution_failure', 'admission_pressure', 'data_quality_drift', 'healthy']);
+
+export const TriageSchema = z
+  .object({
+    windowSeconds: z.number(),
+    classification: Classification,
+    firstAction: z.string(),
+    findings: z.array(z.object({ classification: Classification, firstAction: z.string(), detail: z.record(z.string(), z.unknown()) })),
+    signals: z.object({ executionDlq: TriageSignal, itemRejects: TriageSignal, executionsSucceeded: TriageSignal, checkpointBacklog: TriageSignal }),
+  })
+  .meta({ id: 'Triage' });

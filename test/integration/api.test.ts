@@ -158,7 +158,8 @@ describe('OpenAPI document and reference page', () => {
     const redrive = document.paths['/pipeline/admin/tenants/{tenantId}/executions/{executionId}/redrive'].post;
     expect(Object.keys(redrive.responses)).toEqual(expect.arrayContaining(['200', '202', '400', '401', '403', '404', '409', '413', '415', '422']));
     expect(JSON.stringify(redrive.requestBody)).toContain('RETRY_FAILED_COMMAND');
-    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['ExecutionRecord', 'DlqEnvelope', 'RedriveAccepted', 'Problem']));
+    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['ExecutionRecord', 'DlqEnvelope', 'RedriveAccepted', 'Problem', 'RejectList', 'Triage', 'PublishCheckpointResponse']));
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/pipeline/api/tenants/{tenantId}/checkpoints', '/pipeline/admin/tenants/{tenantId}/rejects', '/pipeline/admin/triage']));
   });
 
   it('serves the reference page and its assets from local files', async () => {

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { rejectFingerprint } from '../../src/activities/rejects';
+import { RejectList } from '../../src/api/schemas';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 
 const SENTINEL = 'SENTINEL-CARD-5500000000000004';
@@ -48,7 +49,7 @@ describe('item reject sink', () => {
     expect(record.status).toBe('SUCCEEDED');
     expect(record.segmentInput).toEqual({ count: 7 });
 
-    const page = await (await engine.request('GET', '/admin/tenants/acme/rejects')).json();
+    const page = RejectList.parse(await (await engine.request('GET', '/admin/tenants/acme/rejects')).json());
     expect(page.items).toHaveLength(3);
     expect(page.items.map((r: any) => r.itemKey).sort()).toEqual(['item-3', 'item-6', 'item-9']);
     expect(page.items[0]).toMatchObject({

@@ -3,6 +3,7 @@
  * dev server): each classification of spec rule 4, with its first action.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PublishOutcomeSchema, TriageSchema } from '../../src/api/schemas';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 
@@ -31,7 +32,7 @@ afterAll(async () => {
 const triage = async (tenant: string) => {
   const res = await engine.request('GET', `/admin/tenants/${tenant}/triage?window=15m`);
   expect(res.status).toBe(200);
-  return res.json();
+  return TriageSchema.parse(await res.json());
 };
 
 describe('triage', () => {
@@ -52,7 +53,7 @@ describe('triage', () => {
       firstAction: expect.stringContaining('application-owned'),
       signals: { itemRejects: { current: 6, previous: 0, trend: 'rising' }, executionsSucceeded: { current: 2, trend: 'rising' } },
     });
-    expect(answer.findings[0].detail.topFingerprintShare).toBe(1);
+    expect((answer.findings[0].detail as { topFingerprintShare: number }).topFingerprintShare).toBe(1);
   });
 
   it('classifies a growing Execution DLQ as systemic execution failure and names the dominant errorCode', async () => {
@@ -70,7 +71,9 @@ describe('triage', () => {
 
   it('classifies a rising checkpoint backlog as admission pressure', async () => {
     for (const handoffKey of ['p-1', 'p-2', 'p-3', 'p-4']) {
-      expect((await engine.request('POST', '/api/tenants/pressure/checkpoints', { body: { handoffKey, pipeline: 'ok', records: [] } })).status).toBe(202);
+      const res = await engine.request('POST', '/api/tenants/pressure/checkpoints', { body: { handoffKey, pipeline: 'ok', records: [] } });
+      expect(res.status).toBe(202);
+      PublishOutcomeSchema.strict().parse(await res.json());
     }
     const deadline = Date.now() + 15_000;
     while (!engine.logs.some((l) => l.event === 'checkpoint_publication_delivery_failure' && l.tenantId === 'pressure')) {

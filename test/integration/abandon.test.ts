@@ -1,0 +1,43 @@
+/**
+ * The fallback when Temporal gives up on a step without the activity committing an
+ * outcome (the worker kept dying past the redelivery allowance): abandonStep commits
+ * FAILED with a retry_exhausted envelope, once, whatever number of times it is called.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../src/activities/engine-activities';
+import { loadConfig } from '../../src/config/config';
+import { createLog } from '../../src/log';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { PipelineRegistry } from '../../src/pipeline/registry';
+import { DlqStore } from '../../src/store/dlq-store';
+import { EffectStore } from '../../src/store/effect-store';
+import { ExecutionStore } from '../../src/store/execution-store';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+describe('abandonStep', () => {
+  it('commits FAILED with a STEP_ABANDONED envelope exactly once', async () => {
+    const store = new ExecutionStore(database.db);
+    const registry = new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), [definePipeline({ name: 'p', steps: [localStep('a', () => null), localStep('b', () => null)] })]);
+    const activities = createActivities({ store, effects: new EffectStore(database.db), registry, log: createLog({ level: 'silent' }) });
+    await store.create({ tenantId: 't', executionId: 'ab-1', executionKey: null, pipeline: 'p', workflowId: 'w', stepCount: 2, input: { x: 1 }, correlationId: 'c-1', resourceType: null, resourceName: null }, {}, { owner: 'test', ms: 1000 });
+    await store.begin('t', 'ab-1', 'run-1', 'start');
+
+    const first = await activities.abandonStep({ tenantId: 't', executionId: 'ab-1', stepIndex: 0, reason: 'worker lost 11 times' });
+    const second = await activities.abandonStep({ tenantId: 't', executionId: 'ab-1', stepIndex: 0, reason: 'worker lost 11 times' });
+    expect(first).toEqual({ status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'STEP_ABANDONED', stepIndex: 0, transitionKey: 'ab-1:0:1' });
+    expect(second).toEqual(first);
+    const record = await store.get('t', 'ab-1');
+    expect(record).toMatchObject({ status: 'FAILED', failedStepIndex: 0, terminalReason: 'retry_exhausted', version: 3, segmentInput: { x: 1 } });
+    const { entries } = await new DlqStore(database.db).list('t', { limit: 10 });
+    expect(entries).toHaveLength(1);
+    expect(entries[0].envelope).toMatchObject({ executionId: 'ab-1', correlationId: 'c-1', errorCode: 'STEP_ABANDONED', terminalReason: 'retry_exhausted', transitionKey: 'ab-1:0:1' });
+  });
+});
