@@ -64,6 +64,14 @@ describe('start execution: bad input', () => {
     expect(await tableCounts()).toEqual(before);
   });
 
+  it('logs a failed authentication without the token', async () => {
+    const presented = 'wrong-token-SENTINEL-7f3a';
+    expect((await engine.request('GET', '/admin/tenants/tenant-a/dlq', { token: presented })).status).toBe(401);
+    const failures = engine.logs.filter((l) => l.event === 'admin_auth_failed');
+    expect(failures.at(-1)).toMatchObject({ reason: 'unknown_token', path: '/pipeline/admin/tenants/tenant-a/dlq' });
+    expect(JSON.stringify(engine.logs)).not.toContain('SENTINEL-7f3a');
+  });
+
   it('answers a malformed tenant id with 400 INVALID_ID', async () => {
     const res = await engine.request('POST', '/api/tenants/-bad/executions', { body: { pipeline: 'ok' } });
     expect(res.status).toBe(400);
