@@ -29,8 +29,3 @@ export function retryDelayMs(policy: RetryPolicy, retryNumber: number, random: (
   if (!policy.jitter) return nominal;
   return Math.round(nominal / 2 + random() * (nominal / 2));
 }
-
-/** Whether a failure of `attempt` may be retried, counting from the run's first attempt of the step. */
-export function retriesObserved(attempt: number, budgetStartAttempt: number): number {
-  return attempt - budgetStartAttempt;
-}

@@ -108,7 +108,9 @@ export function createActivities(deps: EngineDeps) {
         if (claim.effect.status === 'SUCCEEDED') {
           // The effect happened already: reuse its stored result, never invoke again.
           const committed = await store.commitSucceeded(req.tenantId, req.executionId, req.stepIndex, attempt, claim.effect.result);
-          return committed.committed ? { output: claim.effect.result } : settle(req);
+          if (!committed.committed) return settle(req);
+          if (committed.status === 'SUCCEEDED') metrics?.succeeded.inc();
+          return { output: claim.effect.result };
         }
         return fail({ retryable: false, errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE', errorMessage: `Command effect of step ${req.stepIndex} is ${claim.effect.status}; it is never redispatched`, terminalEffectStatus: claim.effect.status });
       }
@@ -158,7 +160,8 @@ export function createActivities(deps: EngineDeps) {
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
   ): Promise<never> {
-    const observed = attempt - req.budgetStartAttempt;
+    // This run's retry budget counts from the attempt the run started the step with.
+    const observed = attempt - req.attempt;
     if (failure.retryable && observed < req.retry.limit) {
       const delayMs = failure.retryAfterMs != null ? Math.min(req.retry.maxBackoffMs, failure.retryAfterMs) : retryDelayMs(req.retry, observed + 1);
       const committed = await store.commitRetry(req.tenantId, req.executionId, req.stepIndex, attempt, delayMs, failure.errorCode, failure.errorMessage, effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode });
@@ -242,7 +245,8 @@ export function createActivities(deps: EngineDeps) {
       terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode,
       errorMessage: req.reason, retryable: true, retriesObserved: record.attempt - 1,
     };
-    await store.commitFailed(req.tenantId, req.executionId, req.stepIndex, record.attempt, { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope });
+    const committed = await store.commitFailed(req.tenantId, req.executionId, req.stepIndex, record.attempt, { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope });
+    if (committed.committed) metrics?.failed.inc({ terminal_reason: 'retry_exhausted', error_code: metrics.code(errorCode) });
     log.warn({ event: 'execution_failed', tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: record.correlationId, terminalReason: 'retry_exhausted', errorCode });
     return { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode, stepIndex: req.stepIndex, transitionKey };
   }

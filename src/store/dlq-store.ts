@@ -63,11 +63,4 @@ export class DlqStore {
     }));
     return { entries: entries.slice(0, options.limit), more: entries.length > options.limit };
   }
-
-  async count(tenantId?: string): Promise<number> {
-    const result = tenantId
-      ? await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_dlq WHERE tenant_id = $1', [tenantId])
-      : await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_dlq');
-    return result.rows[0].n;
-  }
 }

@@ -47,7 +47,6 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         correlationId: run.correlationId,
         stepIndex: index,
         attempt,
-        budgetStartAttempt: attempt,
         firstOfRun,
         dispatchId: firstOfRun ? run.dispatchId : undefined,
         retry: step.retry,

@@ -41,10 +41,11 @@ export interface StepRequest {
   pipeline: string;
   correlationId: string | null;
   stepIndex: number;
-  /** the committed attempt as far as the workflow knows it (first Temporal try) */
+  /**
+   * The committed attempt as far as the workflow knows it (first Temporal try). This
+   * run's retry budget for the step counts from it.
+   */
   attempt: number;
-  /** the attempt from which this run's retry budget for the step counts */
-  budgetStartAttempt: number;
   /** first step of the run: the activity marks the record RUNNING and the dispatch STARTED */
   firstOfRun: boolean;
   dispatchId?: string;

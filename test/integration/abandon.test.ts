@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/engine-activities';
 import { loadConfig } from '../../src/config/config';
 import { createLog } from '../../src/log';
+import { Metrics } from '../../src/metrics';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { PipelineRegistry } from '../../src/pipeline/registry';
 import { DlqStore } from '../../src/store/dlq-store';
@@ -26,7 +27,8 @@ describe('abandonStep', () => {
   it('commits FAILED with a STEP_ABANDONED envelope exactly once', async () => {
     const store = new ExecutionStore(database.db);
     const registry = new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), [definePipeline({ name: 'p', steps: [localStep('a', () => null), localStep('b', () => null)] })]);
-    const activities = createActivities({ store, effects: new EffectStore(database.db), registry, log: createLog({ level: 'silent' }) });
+    const metrics = new Metrics(database.db, 5);
+    const activities = createActivities({ store, effects: new EffectStore(database.db), registry, log: createLog({ level: 'silent' }), metrics });
     await store.create({ tenantId: 't', executionId: 'ab-1', executionKey: null, pipeline: 'p', workflowId: 'w', stepCount: 2, input: { x: 1 }, correlationId: 'c-1', resourceType: null, resourceName: null }, {}, { owner: 'test', ms: 1000 });
     await store.begin('t', 'ab-1', 'run-1', 'start');
 
@@ -38,6 +40,7 @@ describe('abandonStep', () => {
     expect(record).toMatchObject({ status: 'FAILED', failedStepIndex: 0, terminalReason: 'retry_exhausted', version: 3, segmentInput: { x: 1 } });
     const { entries } = await new DlqStore(database.db).list('t', { limit: 10 });
     expect(entries).toHaveLength(1);
+    expect(await metrics.registry.getSingleMetricAsString('pipeline_executions_failed_total')).toContain('pipeline_executions_failed_total{terminal_reason="retry_exhausted",error_code="STEP_ABANDONED"} 1');
     expect(entries[0].envelope).toMatchObject({ executionId: 'ab-1', correlationId: 'c-1', errorCode: 'STEP_ABANDONED', terminalReason: 'retry_exhausted', transitionKey: 'ab-1:0:1' });
   });
 });

@@ -304,6 +304,22 @@ describe('accepted re-drives', () => {
     expect((await engine.effects.get('tenant-a', 'ordinary-cmd', 1))?.status).toBe('FAILED_RETRYABLE');
   });
 
+  it('reuses a SUCCEEDED effect\'s stored result on ordinary replay instead of invoking again', async () => {
+    const failed = await failedExecution('command', 'reuse-1');
+    // Stalled just after the effect happened: the effect holds its result, the record never moved past the step.
+    await engine.service.db.query(`UPDATE command_effect SET status = 'SUCCEEDED', result = '{"charged": true}'::jsonb WHERE execution_id = 'reuse-1'`);
+    await engine.service.db.query("UPDATE execution_record SET status = 'RUNNING', failed_step_index = NULL, terminal_reason = NULL WHERE execution_id = 'reuse-1'");
+    const invocations = calls['reuse-1/charge'].length;
+    const succeededBefore = (await engine.service.metrics.succeeded.get()).values[0]?.value ?? 0;
+    expect((await redrive('reuse-1', { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
+    const done = await engine.waitFor('tenant-a', 'reuse-1', ['SUCCEEDED', 'FAILED']);
+    expect(done.status).toBe('SUCCEEDED');
+    expect(done.segmentInput).toEqual({ charged: true });
+    expect(calls['reuse-1/charge']).toHaveLength(invocations);
+    expect(calls['reuse-1/finish']).toEqual(['reuse-1:2:1']);
+    expect((await engine.service.metrics.succeeded.get()).values[0].value).toBe(succeededBefore + 1);
+  });
+
   it('admits exactly one of 50 concurrent re-drives with the same expectedVersion', async () => {
     const failed = await failedExecution('plain', 'race-1');
     failing.delete('race-1');
