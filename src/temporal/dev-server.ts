@@ -8,10 +8,10 @@
  * and runs it.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Log } from '../log';
+import { freePort } from '../net';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { resolveTemporalCli } from './cli';
 
@@ -34,15 +34,6 @@ export interface DevServer {
   /** the server process, when we spawned it */
   pid?: number;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitUntilServing(address: string, namespace: string, exited: () => string | undefined, timeoutMs = 60_000): Promise<void> {

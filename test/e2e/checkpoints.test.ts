@@ -5,14 +5,15 @@
  * backlog metric), and after the restart each is admitted exactly once.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { checkpointExecutionId } from '../../src/service/checkpoints';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
+import { freePort } from '../../src/net';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
 
 let engine: TestEngine;
 let server: DevServer | undefined;
@@ -20,29 +21,12 @@ let port = 0;
 const dataDir = mkdtempSync(join(tmpdir(), 'pipeline-checkpoints-'));
 const startServer = () => startDevServer({ port, dbFilename: join(dataDir, 'temporal.db') });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port: found } = probe.address() as { port: number };
-      probe.close(() => resolve(found));
-    });
-  });
-}
-
 const metric = async (name: string) => {
   const text = await (await engine.service.app.request('/metrics')).text();
   const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   return match ? Number(match[1]) : NaN;
 };
 const publish = (body: object) => engine.request('POST', '/api/tenants/acme/checkpoints', { body });
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 beforeAll(async () => {
   port = await freePort();
   server = await startServer();

@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
 
 // The API side only needs the pipeline's shape to plan the run; the worker processes run it.
 const crashyShape = definePipeline({ name: 'crashy', steps: [localStep('a', () => null), localStep('slow', () => null), localStep('c', () => null)] });
@@ -47,11 +48,7 @@ describe('worker crash while a step runs', () => {
     const first = await startWorkerProcess();
     await engine.start('acme', { pipeline: 'crashy', executionId: 'crash-1' });
 
-    const deadline = Date.now() + 30_000;
-    while ((await engine.service.db.query('SELECT 1 FROM test_invocation')).rowCount === 0) {
-      if (Date.now() > deadline) throw new Error('step never started');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await until(async () => (await engine.service.db.query('SELECT 1 FROM test_invocation')).rowCount > 0, 30_000, 'the step to start');
     first.kill('SIGKILL');
     await once(first, 'exit');
     const before = await engine.service.store.get('acme', 'crash-1');

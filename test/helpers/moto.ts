@@ -1,20 +1,11 @@
 /** moto's SQS-compatible server on a free loopback port, for the SQS DLQ provider tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
+import { freePort } from '../../src/net';
 
 export interface Moto {
   endpoint: string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => done(port));
-    });
-  });
 }
 
 export async function startMoto(): Promise<Moto> {

@@ -13,16 +13,9 @@ import { definePipeline, localStep, NonRetryableException } from '../../src/pipe
 import type { DlqEnvelope } from '../../src/store/dlq-store';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startMoto, type Moto } from '../helpers/moto';
+import { until } from '../helpers/until';
 
 const failing = definePipeline({ name: 'fails', steps: [localStep('x', () => { throw new NonRetryableException('bad input', 'BAD_INPUT'); })] });
-
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 async function failOne(engine: TestEngine, executionId: string): Promise<DlqEnvelope> {
   await engine.start('acme', { pipeline: 'fails', executionId });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EffectList, RedriveAcceptedSchema, RedrivePreviewSchema } from '../../src/api/schemas';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
 
 let engine: TestEngine;
 
@@ -238,15 +239,10 @@ describe('accepted re-drives', () => {
     const invocations = calls['notcmd-1/b'].length;
     failing.delete('notcmd-1');
     expect((await redrive('notcmd-1', { expectedVersion: failed.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' })).status).toBe(202);
-    await engine.runsOf('tenant-a', 'notcmd-1', 2);
-    const after = await engine.waitFor('tenant-a', 'notcmd-1', ['FAILED'], 30_000).then(async (r) => (r.version > failed.version ? r : engine.waitFor('tenant-a', 'notcmd-1', ['FAILED'])));
-    const deadline = Date.now() + 15_000;
-    let current = after;
-    while (current.lastErrorCode !== 'RETRY_INTENT_NOT_A_COMMAND' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      current = (await engine.service.store.get('tenant-a', 'notcmd-1'))!;
-    }
-    expect(current).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: 'RETRY_INTENT_NOT_A_COMMAND', failedStepIndex: 1 });
+    const current = () => engine.service.store.get('tenant-a', 'notcmd-1');
+    await until(async () => (await current())?.lastErrorCode === 'RETRY_INTENT_NOT_A_COMMAND', 15_000, 'the re-driven run to fail');
+    expect(await engine.runsOf('tenant-a', 'notcmd-1', 2)).toHaveLength(2);
+    expect(await current()).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: 'RETRY_INTENT_NOT_A_COMMAND', failedStepIndex: 1 });
     expect(calls['notcmd-1/b']).toHaveLength(invocations);
   });
 
@@ -272,11 +268,8 @@ describe('accepted re-drives', () => {
     // (a truthful commit, guarded by step and attempt). The execution then sits RUNNING at
     // step 1 with no run: stalled.
     released.add('stalled-1');
-    let stalled = running;
-    while (stalled.currentStepIndex === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      stalled = (await engine.service.store.get('tenant-a', 'stalled-1'))!;
-    }
+    await until(async () => (await engine.service.store.get('tenant-a', 'stalled-1'))!.currentStepIndex === 1, 15_000, 'the orphaned activity to commit');
+    const stalled = (await engine.service.store.get('tenant-a', 'stalled-1'))!;
     expect(stalled).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 1 });
     await expectRejected('stalled-1', { expectedVersion: running.version, reason: 'run lost', allowFailed: false }, 409, 'VERSION_MISMATCH');
     const res = await redrive('stalled-1', { expectedVersion: stalled.version, reason: 'run lost', allowFailed: false });
@@ -294,11 +287,7 @@ describe('accepted re-drives', () => {
     failing.delete('ordinary-cmd');
     const invocations = calls['ordinary-cmd/charge'].length;
     expect((await redrive('ordinary-cmd', { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
-    let current = (await engine.service.store.get('tenant-a', 'ordinary-cmd'))!;
-    while (current.status !== 'FAILED') {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      current = (await engine.service.store.get('tenant-a', 'ordinary-cmd'))!;
-    }
+    const current = await engine.waitFor('tenant-a', 'ordinary-cmd', ['FAILED']);
     expect(current).toMatchObject({ terminalReason: 'non_retryable', lastErrorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE' });
     expect(calls['ordinary-cmd/charge']).toHaveLength(invocations);
     expect((await engine.effects.get('tenant-a', 'ordinary-cmd', 1))?.status).toBe('FAILED_RETRYABLE');

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublishOutcomeSchema, TriageSchema } from '../../src/api/schemas';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
 
 let engine: TestEngine;
 
@@ -75,11 +76,7 @@ describe('triage', () => {
       expect(res.status).toBe(202);
       PublishOutcomeSchema.strict().parse(await res.json());
     }
-    const deadline = Date.now() + 15_000;
-    while (!engine.logs.some((l) => l.event === 'checkpoint_publication_delivery_failure' && l.tenantId === 'pressure')) {
-      if (Date.now() > deadline) throw new Error('no delivery failure logged');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await until(() => engine.logs.some((l) => l.event === 'checkpoint_publication_delivery_failure' && l.tenantId === 'pressure'), 15_000, 'a delivery-failure log');
     expect(await triage('pressure')).toMatchObject({
       classification: 'admission_pressure',
       signals: { checkpointBacklog: { current: 4, previous: 0, trend: 'rising' } },
