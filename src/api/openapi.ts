@@ -21,6 +21,11 @@ const common = {
   '401': problem('missing or unknown bearer token (UNAUTHORIZED)'),
   '403': problem('token not allowed for this tenant or route (FORBIDDEN)'),
 };
+/** What every route with a JSON body can answer about the body itself. */
+const bodyErrors = {
+  '413': problem('body over 64 KiB (BODY_TOO_LARGE)'),
+  '415': problem('not JSON (UNSUPPORTED_MEDIA_TYPE)'),
+};
 const TenantPath = z.object({ tenantId: Id.meta({ description: 'tenant id', example: 'acme' }) });
 const ExecutionPath = TenantPath.extend({ executionId: Id.meta({ description: 'execution id', example: 'order-1' }) });
 const Limit = z.string().regex(/^\d+$/).optional().meta({ description: '1–500, default 50' });
@@ -49,8 +54,7 @@ export function createOpenApiDocument(prefix: string) {
             '200': { description: 'an execution with this executionKey exists already', ...json(StartExecutionResponse) },
             ...common,
             '409': problem('executionId already used (EXECUTION_EXISTS)'),
-            '413': problem('body over 64 KiB (BODY_TOO_LARGE)'),
-            '415': problem('not JSON (UNSUPPORTED_MEDIA_TYPE)'),
+            ...bodyErrors,
             '422': problem('unknown pipeline (UNKNOWN_PIPELINE)'),
           },
         },
@@ -88,8 +92,7 @@ export function createOpenApiDocument(prefix: string) {
             ...common,
             '404': problem('EXECUTION_NOT_FOUND'),
             '409': problem('VERSION_MISMATCH, EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED'),
-            '413': problem('BODY_TOO_LARGE'),
-            '415': problem('UNSUPPORTED_MEDIA_TYPE'),
+            ...bodyErrors,
             '422': problem('EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED'),
           },
         },
@@ -104,8 +107,7 @@ export function createOpenApiDocument(prefix: string) {
             '202': { description: 'accepted; admission follows', ...json(PublishOutcomeSchema) },
             '200': { description: 'a duplicate handoff key, suppressed', ...json(PublishOutcomeSchema) },
             ...common,
-            '413': problem('BODY_TOO_LARGE'),
-            '415': problem('UNSUPPORTED_MEDIA_TYPE'),
+            ...bodyErrors,
             '422': problem('UNKNOWN_PIPELINE'),
           },
         },
