@@ -43,10 +43,7 @@ export class ExecutionService {
 
   async start(tenantId: string, request: StartExecutionRequest): Promise<StartOutcome> {
     const pipeline = this.registry.get(request.pipeline);
-    if (request.executionKey) {
-      const existing = await this.store.getByKey(tenantId, request.executionKey);
-      if (existing) return { created: false, record: existing, dispatch: 'existing', runId: existing.runId };
-    }
+    // No read first: a taken executionKey makes the insert a no-op, and only then is it looked up.
     const executionId = request.executionId ?? randomUUID();
     const record = await this.store.create(
       {

@@ -15,7 +15,7 @@ import { ConflictError, NotFoundError, PipelineError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
-import type { EffectStore } from '../store/effect-store';
+import type { CommandEffect, EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
 import type { Dispatcher } from '../temporal/dispatcher';
 import type { PipelineRunInput } from '../workflows/types';
@@ -84,9 +84,11 @@ export class RedriveService {
     if (record.version !== body.expectedVersion) {
       throw new ConflictError(`execution ${executionId} is at version ${record.version}, not ${body.expectedVersion}`, 'VERSION_MISMATCH', { currentVersion: record.version });
     }
-    const mode = await this.admit(record, body);
-    const resumeStepIndex = record.status === 'FAILED' || record.status === 'REMOTE_OUTCOME_UNKNOWN' ? record.failedStepIndex! : record.currentStepIndex;
-    const effect = this.registry.has(record.pipeline) && this.isCommand(record.pipeline, resumeStepIndex) ? await this.effects.get(tenantId, executionId, resumeStepIndex) : null;
+    this.registry.get(record.pipeline); // 422 UNKNOWN_PIPELINE: this service could not run the re-drive
+    // failed_step_index is kept only while FAILED / REMOTE_OUTCOME_UNKNOWN; otherwise resume where the record stands.
+    const resumeStepIndex = record.failedStepIndex ?? record.currentStepIndex;
+    const effect = this.isCommand(record.pipeline, resumeStepIndex) ? await this.effects.get(tenantId, executionId, resumeStepIndex) : null;
+    const mode = await this.admit(record, body, effect);
     return { record, plan: { mode, fromStatus: record.status, resumeStepIndex, attempt: record.attempt + 1, effectStatus: effect?.status ?? null } };
   }
 
@@ -94,8 +96,8 @@ export class RedriveService {
     return this.registry.get(pipeline).steps[stepIndex]?.command === true;
   }
 
-  /** Check 5, state admission, in DESIGN.md's order. Returns the re-drive mode. */
-  private async admit(record: ExecutionRecord, body: RedriveRequest): Promise<RedriveMode> {
+  /** Check 5, state admission, in DESIGN.md's order. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
+  private async admit(record: ExecutionRecord, body: RedriveRequest, effect: CommandEffect | null): Promise<RedriveMode> {
     const { executionId } = record;
     if ((record.status === 'QUEUED' || record.status === 'RUNNING') && (await this.runIsActive(record))) {
       throw refuse(409, 'EXECUTION_ACTIVE', `execution ${executionId} has an active run (${record.status}); wait for it to end`);
@@ -106,11 +108,8 @@ export class RedriveService {
     if (record.status === 'FAILED' && !body.allowFailed) {
       throw refuse(409, 'ALLOW_FAILED_REQUIRED', `execution ${executionId} is FAILED; re-driving it needs allowFailed=true`);
     }
-    if (record.status === 'FAILED' && !body.intent && record.failedStepIndex !== null && this.isCommand(record.pipeline, record.failedStepIndex)) {
-      const effect = await this.effects.get(record.tenantId, executionId, record.failedStepIndex);
-      if (effect) {
-        throw refuse(409, 'RETRY_FAILED_COMMAND_INTENT_REQUIRED', `the failed step ${record.failedStepIndex} is a Command whose effect is retained (${effect.status}); retrying it needs intent=RETRY_FAILED_COMMAND`);
-      }
+    if (record.status === 'FAILED' && !body.intent && effect) {
+      throw refuse(409, 'RETRY_FAILED_COMMAND_INTENT_REQUIRED', `the failed step ${effect.stepIndex} is a Command whose effect is retained (${effect.status}); retrying it needs intent=RETRY_FAILED_COMMAND`);
     }
     if (body.intent === 'RETRY_FAILED_COMMAND') {
       if (record.status !== 'FAILED') throw refuse(422, 'EXECUTION_NOT_FAILED', `execution ${executionId} is ${record.status}, not FAILED; RETRY_FAILED_COMMAND applies only to a FAILED execution`);

@@ -153,6 +153,15 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     await expectRejected('checks-noindex', { expectedVersion: gone.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 422, 'FAILED_STEP_NOT_RETAINED');
   });
 
+  it('re-drives a FAILED execution that lost its failed step index from the step it stands at (no 500)', async () => {
+    failing.delete('checks-noindex');
+    const current = (await engine.service.store.get('tenant-a', 'checks-noindex'))!;
+    const res = await redrive('checks-noindex', { expectedVersion: current.version, reason: 'r', allowFailed: true });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ resumeStepIndex: 1 });
+    expect((await engine.waitFor('tenant-a', 'checks-noindex', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+  });
+
   it('5. REMOTE_OUTCOME_UNKNOWN: 409 without allowFailed, 409 without a confirmed disposition, 422 with the intent', async () => {
     const parked = await failedExecution('command', 'checks-rou');
     await engine.service.db.query("UPDATE execution_record SET status = 'REMOTE_OUTCOME_UNKNOWN', terminal_reason = NULL WHERE execution_id = 'checks-rou'");
