@@ -117,8 +117,12 @@ export class CheckpointPublisher {
     let reason: string;
     try {
       const outcome = await this.executions.start(row.tenant_id, { pipeline: row.pipeline, executionId: row.execution_id, executionKey: row.handoff_key, input: { handoffKey: row.handoff_key, records: row.records } });
-      let running = outcome.dispatch === 'started' || (outcome.dispatch === 'existing' && outcome.record.status !== 'QUEUED');
-      if (!running && outcome.dispatch !== 'started') running = (await this.dispatcher.dispatch(row.tenant_id, row.execution_id, 'start')).dispatch === 'started' || (await this.isStarted(row.tenant_id, row.execution_id));
+      // Admitted = its run has started. A retry finds the execution from the earlier attempt: started
+      // if it moved past QUEUED, else start it now (the sweeper may also get there first).
+      const running =
+        outcome.dispatch === 'started' ||
+        (outcome.dispatch === 'existing' &&
+          (outcome.record.status !== 'QUEUED' || (await this.dispatcher.dispatch(row.tenant_id, row.execution_id, 'start')).dispatch === 'started'));
       const elapsed = Date.now() - started;
       if (running) {
         if (elapsed > this.options.slowMs) this.log.warn({ ...fields, reason: 'SLOW_ADMISSION', elapsedMs: elapsed });
@@ -145,11 +149,6 @@ export class CheckpointPublisher {
       )
       .catch(() => undefined);
     return false;
-  }
-
-  private async isStarted(tenantId: string, executionId: string): Promise<boolean> {
-    const result = await this.db.query(`SELECT 1 FROM execution_dispatch WHERE tenant_id = $1 AND execution_id = $2 AND status = 'STARTED'`, [tenantId, executionId]);
-    return result.rowCount > 0;
   }
 
   start(): void {
