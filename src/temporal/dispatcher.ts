@@ -13,7 +13,8 @@ import type { Log } from '../log';
 import { PeriodicTask } from '../periodic-task';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
-import { toRecord, type DispatchLease, type ExecutionRecord } from '../store/execution-store';
+import { DispatchStore } from '../store/dispatch-store';
+import type { DispatchLease, ExecutionRecord } from '../store/execution-store';
 import { PipelineExecutionId, PipelineName, PipelineTenant } from '../workflows/search-attributes';
 import type { PipelineRunInput } from '../workflows/types';
 
@@ -35,14 +36,17 @@ export class Dispatcher {
   /** Fault injection for tests: runs just before each Temporal start; a throw fails that start. */
   beforeStart?: (tenantId: string, executionId: string, dispatchId: string) => void | Promise<void>;
   private sweeper?: PeriodicTask;
+  private readonly rows: DispatchStore;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly client: Client,
     private readonly registry: PipelineRegistry,
     private readonly taskQueue: string,
     private readonly log: Log,
-  ) {}
+  ) {
+    this.rows = new DispatchStore(db);
+  }
 
   /** The lease an admission gives its dispatch row, so this dispatcher can start it at once. */
   lease(): DispatchLease {
@@ -54,25 +58,12 @@ export class Dispatcher {
    * STARTED. Never throws: a failure leaves the row to the next sweep.
    */
   async dispatch(tenantId: string, executionId: string, dispatchId: string): Promise<DispatchOutcome> {
-    const claimed = await this.db.query<Record<string, any>>(
-      `WITH lease AS (
-         UPDATE execution_dispatch SET lease_owner = $4, lease_until = now() + ($5::integer * interval '1 millisecond'), attempts = attempts + 1
-         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3 AND status = 'PENDING'
-           AND (lease_until IS NULL OR lease_until < now())
-         RETURNING workflow_args)
-       SELECT lease.workflow_args AS spec, r.* FROM lease JOIN execution_record r ON r.tenant_id = $1 AND r.execution_id = $2`,
-      [tenantId, executionId, dispatchId, this.owner, LEASE_MS],
-    );
-    if (claimed.rowCount === 0) return { dispatch: 'pending', runId: null };
-    const outcome = await this.launch(toRecord(claimed.rows[0]), dispatchId, (claimed.rows[0].spec ?? {}) as DispatchSpec);
-    if (outcome.runId) {
-      // The run's first step marks the row too; a swept start may find a run whose first step already passed.
-      await this.db.query(
-        `UPDATE execution_dispatch SET status = 'STARTED', run_id = $4, started_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL
-         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3 AND status = 'PENDING'`,
-        [tenantId, executionId, dispatchId, outcome.runId],
-      );
-    }
+    const key = { tenantId, executionId, dispatchId };
+    const claimed = await this.rows.claim({ ...key, lease: this.lease() });
+    if (!claimed) return { dispatch: 'pending', runId: null };
+    const outcome = await this.launch(claimed.record, dispatchId, claimed.spec as DispatchSpec);
+    // The run's first step marks the row too; a swept start may find a run whose first step already passed.
+    if (outcome.runId) await this.rows.markStarted({ ...key, runId: outcome.runId });
     return outcome;
   }
 
@@ -153,26 +144,19 @@ export class Dispatcher {
     }
   }
 
-  private async releaseLease(tenantId: string, executionId: string, dispatchId: string, message: string): Promise<void> {
+  private async releaseLease(tenantId: string, executionId: string, dispatchId: string, error: string): Promise<void> {
     // Give the lease back so the sweeper retries soon, not after the lease window.
-    await this.db
-      .query(`UPDATE execution_dispatch SET lease_owner = NULL, lease_until = now() + interval '1 second', last_error = $4 WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3`, [tenantId, executionId, dispatchId, message])
-      .catch(() => undefined);
+    await this.rows.release({ tenantId, executionId, dispatchId, error, retryInMs: 1000 }).catch(() => undefined);
   }
 
   /** One sweep: dispatches every PENDING row whose lease is free. Returns how many started. */
   async sweepOnce(limit = 100): Promise<number> {
-    const due = await this.db.query<{ tenant_id: string; execution_id: string; dispatch_id: string }>(
-      `SELECT tenant_id, execution_id, dispatch_id FROM execution_dispatch
-       WHERE status = 'PENDING' AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT $1`,
-      [limit],
-    );
     let started = 0;
-    for (const row of due.rows) {
-      const outcome = await this.dispatch(row.tenant_id, row.execution_id, row.dispatch_id);
+    for (const key of await this.rows.due({ limit })) {
+      const outcome = await this.dispatch(key.tenantId, key.executionId, key.dispatchId);
       if (outcome.dispatch === 'started') {
         started++;
-        this.log.info({ event: 'execution_dispatch_swept', tenantId: row.tenant_id, executionId: row.execution_id, dispatchId: row.dispatch_id, runId: outcome.runId });
+        this.log.info({ event: 'execution_dispatch_swept', ...key, runId: outcome.runId });
       }
     }
     return started;
