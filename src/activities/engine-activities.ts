@@ -62,6 +62,12 @@ export function createActivities(deps: EngineDeps) {
   const { store, effects, registry, log, metrics } = deps;
   const platform = deps.platform ?? `node-${process.versions.node}`;
 
+  function stepAt(pipeline: string, index: number) {
+    const step = registry.get(pipeline).steps[index];
+    if (!step) throw new RangeError(`pipeline "${pipeline}" has no step ${index}`);
+    return step;
+  }
+
   /** A commit matched no row: find out whether this step's outcome is already settled. */
   async function settle(req: StepRequest): Promise<StepResult> {
     const record = await store.get(req.tenantId, req.executionId);
@@ -75,7 +81,7 @@ export function createActivities(deps: EngineDeps) {
 
   async function runStep(req: StepRequest): Promise<StepResult> {
     const activity = Context.current();
-    const step = registry.step(req.pipeline, req.stepIndex);
+    const step = stepAt(req.pipeline, req.stepIndex);
     let attempt = req.attempt;
 
     // Only a run's first step or a Temporal retry can see a committed attempt the workflow does not know.
@@ -237,7 +243,7 @@ export function createActivities(deps: EngineDeps) {
     if (!record) throw new NonRetryableException(`execution ${req.executionId} has no record`, 'EXECUTION_RECORD_MISSING');
     const already = committedTerminal(record, req.stepIndex);
     if (already) return already;
-    const step = registry.step(record.pipeline, req.stepIndex);
+    const step = stepAt(record.pipeline, req.stepIndex);
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
     const errorCode = 'STEP_ABANDONED';
     const envelope = {

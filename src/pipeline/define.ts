@@ -4,6 +4,7 @@
  * ```ts
  * export const orders = definePipeline({
  *   name: 'orders',
+ *   version: 2,
  *   steps: [
  *     localStep('validate', async (input: Order) => validate(input)),
  *     localStep('charge', charge, { command: true, retry: { limit: 3 } }),
@@ -17,7 +18,16 @@
  * and an abort signal. It throws NonRetryableException for failures a retry cannot fix;
  * any other throw is retryable. Its return value, which must be JSON, is the next
  * step's segment input.
+ *
+ * `version` (a positive integer, default 1) names the definition's shape: give a changed
+ * definition (a step inserted, removed, renamed, reordered, moved to another transport,
+ * made a Command or not) the next version. An execution is pinned to the version it was
+ * admitted under and runs that version's operators, by step name, to the end; keep the old
+ * definition registered next to the new one while executions still run on it
+ * (docs/decisions.md, "Pipeline definition versions"). A fingerprint of the shape is
+ * derived too, so a shape changed without a new version is caught, never run.
  */
+import { createHash } from 'node:crypto';
 import type { RejectOptions } from '../activities/rejects';
 import type { RetryOverride } from '../retry';
 
@@ -99,6 +109,8 @@ export type StepDefinition =
 
 export interface PipelineDefinition {
   name: string;
+  /** the definition's version, a positive integer; default 1. The highest registered version is the one new executions use. */
+  version?: number;
   steps: StepDefinition[];
   /** overrides the service's retry defaults for every step of the pipeline */
   retry?: RetryOverride;
@@ -138,9 +150,27 @@ export function grpcStep(name: string, grpc: GrpcTarget, options: Omit<StepCommo
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** A declared pipeline: its version resolved and the fingerprint of its shape derived. */
+export interface VersionedPipeline extends PipelineDefinition {
+  version: number;
+  /** 16 hex digits of SHA-256 over the ordered step names, transports and Command flags */
+  fingerprint: string;
+}
+
+/** The shape that decides which step runs where: order, names, transports, Command flags. */
+export function definitionShape(steps: readonly Pick<StepDefinition, 'name' | 'transport' | 'command'>[]) {
+  return steps.map((step) => ({ name: step.name, transport: step.transport, command: step.command === true }));
+}
+
+export function definitionFingerprint(steps: readonly Pick<StepDefinition, 'name' | 'transport' | 'command'>[]): string {
+  return createHash('sha256').update(JSON.stringify(definitionShape(steps))).digest('hex').slice(0, 16);
+}
+
 /** Checks a pipeline when it is declared, so a mistake fails at start-up and not mid-run. */
-export function definePipeline(definition: PipelineDefinition): PipelineDefinition {
+export function definePipeline(definition: PipelineDefinition): VersionedPipeline {
   if (!NAME.test(definition.name)) throw new TypeError(`pipeline name "${definition.name}" must match ${NAME}`);
+  const version = definition.version ?? 1;
+  if (!Number.isSafeInteger(version) || version < 1) throw new TypeError(`pipeline "${definition.name}": version ${String(definition.version)} must be a positive integer`);
   if (definition.steps.length === 0) throw new TypeError(`pipeline "${definition.name}" has no steps`);
   const seen = new Set<string>();
   for (const step of definition.steps) {
@@ -148,7 +178,7 @@ export function definePipeline(definition: PipelineDefinition): PipelineDefiniti
     if (seen.has(step.name)) throw new TypeError(`pipeline "${definition.name}": step name "${step.name}" is used twice`);
     seen.add(step.name);
   }
-  return definition;
+  return { ...definition, version, fingerprint: definitionFingerprint(definition.steps) };
 }
 
 /** A failure no retry can fix (bad payload, broken contract). Ends in `non_retryable`. */

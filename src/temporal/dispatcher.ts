@@ -80,7 +80,7 @@ export class Dispatcher {
         executionId,
         pipeline: record.pipeline,
         correlationId: record.correlationId,
-        steps: this.registry.plan(record.pipeline),
+        steps: this.registry.plan(this.registry.get(record.pipeline)),
         resumeStepIndex: record.currentStepIndex,
         resumeAttempt: record.attempt,
         input: record.segmentInput,
