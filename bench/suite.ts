@@ -251,9 +251,12 @@ async function measureDlq(bench: Bench) {
     await pool(options.dlqCount, 16, async (i) => {
       const executionId = `${prefix}${i + 1}`;
       const transitionKey = `${executionId}:0:1`;
-      await store.commitFailed('bench', executionId, 0, 1, {
-        terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey,
-        envelope: { tenantId: 'bench', executionId, transitionKey, transport: 'LOCAL', platform: 'bench', terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', retryable: true, retriesObserved: 5 },
+      await store.commitFailed({
+        tenantId: 'bench', executionId, stepIndex: 0, attempt: 1,
+        failure: {
+          terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey,
+          envelope: { tenantId: 'bench', executionId, transitionKey, transport: 'LOCAL', platform: 'bench', terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', retryable: true, retriesObserved: 5 },
+        },
       });
     });
     rates.push(options.dlqCount / ((performance.now() - started) / 1000));

@@ -19,4 +19,8 @@ describe('retry backoff', () => {
   it('uses the nominal delay when jitter is off', () => {
     expect(retryDelayMs({ ...policy, jitter: false }, 2, () => 0)).toBe(2000);
   });
+
+  it('stays at the cap for a retry number far past it (the checkpoint publisher counts attempts without bound)', () => {
+    expect(nominalDelayMs(policy, 5000)).toBe(30000);
+  });
 });

@@ -1,5 +1,7 @@
 /**
- * Retry policy: the spec's defaults, a step's override, and the backoff formula.
+ * Retry policy: the spec's defaults, a step's override, and the backoff formula. The one
+ * formula serves every backoff in the service: step retries, the store's transient-error
+ * retries and the checkpoint publisher's redelivery.
  *
  * `limit` counts retries after the first attempt (limit 5 = up to 6 attempts).
  * The delay before retry n (n ≥ 1) is min(maxBackoffMs, waitMs · 2^(n-1)); with jitter
@@ -19,12 +21,17 @@ export interface RetryPolicy {
 
 export type RetryOverride = Partial<RetryPolicy>;
 
-export function nominalDelayMs(policy: RetryPolicy, retryNumber: number): number {
+/** The part of a policy the backoff formula reads. */
+export type Backoff = Pick<RetryPolicy, 'waitMs' | 'maxBackoffMs' | 'jitter'>;
+
+/** The delay before retry `retryNumber` (from 1) without jitter. */
+export function nominalDelayMs(policy: Backoff, retryNumber: number): number {
   const exponential = policy.waitMs * 2 ** Math.max(0, retryNumber - 1);
   return Math.min(policy.maxBackoffMs, exponential);
 }
 
-export function retryDelayMs(policy: RetryPolicy, retryNumber: number, random: () => number = Math.random): number {
+/** The delay before retry `retryNumber` (from 1): nominal, or drawn from [nominal/2, nominal] with jitter. */
+export function retryDelayMs(policy: Backoff, retryNumber: number, random: () => number = Math.random): number {
   const nominal = nominalDelayMs(policy, retryNumber);
   if (!policy.jitter) return nominal;
   return Math.round(nominal / 2 + random() * (nominal / 2));

@@ -14,7 +14,8 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import { retryDelayMs } from '../retry';
 import type { EffectStore } from '../store/effect-store';
 import type { EffectChange, ExecutionRecord, ExecutionStore } from '../store/execution-store';
-import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails, type TerminalReason } from '../workflows/types';
+import type { TerminalReason } from '../spec-words';
+import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
 import { invokeStep } from './invoke-step';
 import { RejectBuffer } from './rejects';
 import { classifyFailure, toJsonOutput, type StepFailure } from './step-failure';
@@ -49,7 +50,7 @@ function committedTerminal(record: ExecutionRecord, stepIndex: number): Terminal
   if ((record.status === 'FAILED' || record.status === 'REMOTE_OUTCOME_UNKNOWN') && record.failedStepIndex === stepIndex) {
     return {
       status: record.status,
-      terminalReason: (record.terminalReason as TerminalReason | null) ?? null,
+      terminalReason: record.terminalReason,
       errorCode: record.lastErrorCode ?? 'UNKNOWN',
       stepIndex,
       transitionKey: makeTransitionKey(record.executionId, stepIndex, record.attempt),
@@ -87,7 +88,7 @@ export function createActivities(deps: EngineDeps) {
     // Only a run's first step or a Temporal retry can see a committed attempt the workflow does not know.
     if (req.firstOfRun || activity.info.attempt > 1) {
       const runId = activity.info.workflowExecution?.runId ?? 'unknown';
-      const record = await store.begin(req.tenantId, req.executionId, runId, req.dispatchId ?? null);
+      const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
       if (!record) throw ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message: `execution ${req.executionId} has no record` });
       if (req.firstOfRun && record.runId !== runId) {
         // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.
@@ -100,6 +101,7 @@ export function createActivities(deps: EngineDeps) {
       attempt = record.attempt;
     }
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, attempt);
+    const stepKey = { tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt };
     const logFields = { tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: req.correlationId, step: step.name };
     const fail = (failure: StepFailure, effect?: EffectChange) => failStep(req, attempt, transitionKey, step.transport, failure, logFields, effect);
 
@@ -109,11 +111,11 @@ export function createActivities(deps: EngineDeps) {
 
     let effect: EffectChange | undefined;
     if (step.command) {
-      const claim = await effects.claim(req.tenantId, req.executionId, req.stepIndex, step.name, attempt, transitionKey, req.redriveIntent === 'ORDINARY');
+      const claim = await effects.claim({ ...stepKey, stepName: step.name, transitionKey, onlyNew: req.redriveIntent === 'ORDINARY' });
       if (!claim.claimed) {
         if (claim.effect.status === 'SUCCEEDED') {
           // The effect happened already: reuse its stored result, never invoke again.
-          const committed = await store.commitSucceeded(req.tenantId, req.executionId, req.stepIndex, attempt, claim.effect.result);
+          const committed = await store.commitSucceeded({ ...stepKey, output: claim.effect.result });
           if (!committed.committed) return settle(req);
           if (committed.status === 'SUCCEEDED') metrics?.succeeded.inc();
           return { output: claim.effect.result };
@@ -143,10 +145,12 @@ export function createActivities(deps: EngineDeps) {
       return fail(classifyFailure(err), effect);
     }
 
-    const committed = await store.commitSucceeded(
-      req.tenantId, req.executionId, req.stepIndex, attempt, output, effect && { ...effect, result: output },
-      rejects.pending.length > 0 ? { transitionKey, step: step.name, items: rejects.pending } : undefined,
-    );
+    const committed = await store.commitSucceeded({
+      ...stepKey,
+      output,
+      effect: effect && { ...effect, result: output },
+      rejects: rejects.pending.length > 0 ? { transitionKey, step: step.name, items: rejects.pending } : undefined,
+    });
     if (!committed.committed) return settle(req);
     if (rejects.pending.length > 0) {
       log.info({ event: 'item_rejects_committed', ...logFields, count: rejects.pending.length });
@@ -170,7 +174,11 @@ export function createActivities(deps: EngineDeps) {
     const observed = attempt - req.attempt;
     if (failure.retryable && observed < req.retry.limit) {
       const delayMs = failure.retryAfterMs != null ? Math.min(req.retry.maxBackoffMs, failure.retryAfterMs) : retryDelayMs(req.retry, observed + 1);
-      const committed = await store.commitRetry(req.tenantId, req.executionId, req.stepIndex, attempt, delayMs, failure.errorCode, failure.errorMessage, effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode });
+      const committed = await store.commitRetry({
+        tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
+        delayMs, errorCode: failure.errorCode, errorMessage: failure.errorMessage,
+        effect: effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode },
+      });
       if (!committed.committed) await settle(req);
       log.info({ event: 'execution_step_retry_scheduled', ...logFields, errorCode: failure.errorCode, attempt, nextAttempt: attempt + 1, delayMs });
       metrics?.retries.inc({ error_code: metrics.code(failure.errorCode) });
@@ -192,11 +200,11 @@ export function createActivities(deps: EngineDeps) {
       retryable: failure.retryable,
       retriesObserved: observed,
     };
-    const committed = await store.commitFailed(
-      req.tenantId, req.executionId, req.stepIndex, attempt,
-      { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope },
-      effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
-    );
+    const committed = await store.commitFailed({
+      tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
+      failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope },
+      effect: effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
+    });
     if (!committed.committed) await settle(req);
     log.warn({ event: 'execution_failed', ...logFields, terminalReason, errorCode: failure.errorCode, retriesObserved: observed, version: committed.version });
     metrics?.failed.inc({ terminal_reason: terminalReason, error_code: metrics.code(failure.errorCode) });
@@ -220,10 +228,11 @@ export function createActivities(deps: EngineDeps) {
     effect: EffectChange | undefined,
   ): Promise<never> {
     const remoteCall = { transitionKey, protocol: err.protocol, target: err.target, startedAt: err.startedAt.toISOString(), deadlineMs: err.deadlineMs, elapsedMs: err.elapsedMs };
-    const committed = await store.commitOutcomeUnknown(
-      req.tenantId, req.executionId, req.stepIndex, attempt, 'REMOTE_OUTCOME_UNKNOWN', err.message, remoteCall,
-      effect && { ...effect, status: 'AMBIGUOUS' },
-    );
+    const committed = await store.commitOutcomeUnknown({
+      tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
+      errorCode: 'REMOTE_OUTCOME_UNKNOWN', errorMessage: err.message, remoteCall,
+      effect: effect && { ...effect, status: 'AMBIGUOUS' },
+    });
     if (!committed.committed) await settle(req);
     const { step: _step, ...ids } = logFields;
     metrics?.outcomeUnknown.inc({ protocol: err.protocol });
@@ -251,7 +260,10 @@ export function createActivities(deps: EngineDeps) {
       terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode,
       errorMessage: req.reason, retryable: true, retriesObserved: record.attempt - 1,
     };
-    const committed = await store.commitFailed(req.tenantId, req.executionId, req.stepIndex, record.attempt, { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope });
+    const committed = await store.commitFailed({
+      tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt: record.attempt,
+      failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope },
+    });
     if (committed.committed) metrics?.failed.inc({ terminal_reason: 'retry_exhausted', error_code: metrics.code(errorCode) });
     log.warn({ event: 'execution_failed', tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: record.correlationId, terminalReason: 'retry_exhausted', errorCode });
     return { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode, stepIndex: req.stepIndex, transitionKey };

@@ -6,6 +6,7 @@
  * twice, and a failed attempt leaves none.
  */
 import { createHash } from 'node:crypto';
+import type { PendingReject } from '../store/execution-store';
 
 export interface RejectOptions {
   /** a business error code, e.g. INVALID_SKU (upper snake case) */
@@ -16,12 +17,7 @@ export interface RejectOptions {
   key?: string;
 }
 
-export interface PendingReject {
-  itemKey: string | null;
-  errorCode: string;
-  reason: string;
-  fingerprint: string;
-}
+export type { PendingReject };
 
 const CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 

@@ -26,6 +26,7 @@ import { mountDocs } from './docs-page';
 import { createOpenApiDocument } from './openapi';
 import { problem, problemHandler } from './problem';
 import { decodeCursor, encodeCursor, pathId, readJson, readQuery } from './request';
+import { ExecutionStatusSchema, TerminalReasonSchema } from './schemas';
 import { effectView, recordView } from './views';
 
 export interface AppDeps {
@@ -45,7 +46,7 @@ export interface AppDeps {
 
 const Limit = z.coerce.number().int().min(1).max(500).default(50);
 const ListExecutionsQuery = z.object({
-  status: z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']).optional(),
+  status: ExecutionStatusSchema.optional(),
   limit: Limit,
   cursor: z.string().max(512).optional(),
 }).strict();
@@ -62,7 +63,7 @@ const TriageQuery = z.object({
 }).strict();
 const RedriveQuery = z.object({ dryRun: z.enum(['true', 'false']).optional() }).strict();
 const ListDlqQuery = z.object({
-  terminalReason: z.enum(['retry_exhausted', 'non_retryable']).optional(),
+  terminalReason: TerminalReasonSchema.optional(),
   errorCode: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
   limit: Limit,
   cursor: z.string().max(512).optional(),

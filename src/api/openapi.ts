@@ -11,7 +11,7 @@ import { PublishCheckpointRequest } from '../service/checkpoints';
 import { RedriveRequest } from '../service/redrive';
 import {
   DlqList, EffectList, ExecutionList, ExecutionRecordView, ExecutionStatusSchema, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
-  RejectList, StartExecutionResponse, TriageSchema,
+  RejectList, StartExecutionResponse, TerminalReasonSchema, TriageSchema,
 } from './schemas';
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
@@ -138,7 +138,7 @@ export function createOpenApiDocument(prefix: string) {
           summary: 'List Execution DLQ envelopes (read-only)',
           requestParams: {
             path: TenantPath,
-            query: z.object({ terminalReason: z.enum(['retry_exhausted', 'non_retryable']).optional(), errorCode: z.string().optional(), limit: Limit, cursor: Cursor }),
+            query: z.object({ terminalReason: TerminalReasonSchema.optional(), errorCode: z.string().optional(), limit: Limit, cursor: Cursor }),
           },
           responses: { '200': { description: 'newest first', ...json(DlqList) }, ...common },
         },

@@ -4,6 +4,7 @@
  * against them, so the document cannot drift from the behaviour.
  */
 import { z } from 'zod';
+import { EFFECT_STATUSES, EXECUTION_STATUSES, REDRIVE_MODES, TERMINAL_REASONS } from '../spec-words';
 
 const Timestamp = z.string().meta({ description: 'ISO-8601 timestamp', example: '2026-11-21T12:00:00.000Z' });
 
@@ -16,7 +17,10 @@ const RemoteCallSchema = z.object({
   elapsedMs: z.number().int(),
 });
 
-export const ExecutionStatusSchema = z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']).meta({ id: 'ExecutionStatus' });
+export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES).meta({ id: 'ExecutionStatus' });
+export const EffectStatusSchema = z.enum(EFFECT_STATUSES).meta({ id: 'EffectStatus' });
+export const TerminalReasonSchema = z.enum(TERMINAL_REASONS).meta({ id: 'TerminalReason' });
+export const RedriveModeSchema = z.enum(REDRIVE_MODES).meta({ id: 'RedriveMode' });
 
 export const ExecutionRecordView = z
   .object({
@@ -37,7 +41,7 @@ export const ExecutionRecordView = z
     correlationId: z.string().nullable(),
     resourceType: z.string().nullable(),
     resourceName: z.string().nullable(),
-    terminalReason: z.enum(['retry_exhausted', 'non_retryable']).nullable(),
+    terminalReason: TerminalReasonSchema.nullable(),
     lastErrorCode: z.string().nullable(),
     lastErrorMessage: z.string().nullable(),
     createdAt: Timestamp,
@@ -66,7 +70,7 @@ export const CommandEffectView = z
     executionId: z.string(),
     stepIndex: z.number().int(),
     stepName: z.string(),
-    status: z.enum(['SUCCEEDED', 'FAILED_RETRYABLE', 'FAILED_TERMINAL', 'IN_FLIGHT', 'AMBIGUOUS', 'USER_ACTION_REQUIRED']),
+    status: EffectStatusSchema,
     attempt: z.number().int(),
     transitionKey: z.string(),
     errorCode: z.string().nullable(),
@@ -91,7 +95,7 @@ export const DlqEnvelopeSchema = z
     platform: z.string(),
     terminalStatus: z.string(),
     createdAtEpochMs: z.number().int(),
-    terminalReason: z.enum(['retry_exhausted', 'non_retryable']),
+    terminalReason: TerminalReasonSchema,
     errorCode: z.string(),
     errorMessage: z.string(),
     retryable: z.boolean(),
@@ -135,7 +139,7 @@ export const RedrivePreviewSchema = z
       status: z.literal('QUEUED'),
       resumeStepIndex: z.number().int(),
       attempt: z.number().int(),
-      mode: z.enum(['ORDINARY', 'FAILED', 'RETRY_FAILED_COMMAND', 'REMOTE_OUTCOME_UNKNOWN']),
+      mode: RedriveModeSchema,
       fromStatus: ExecutionStatusSchema,
       effectStatus: z.string().nullable(),
     }),

@@ -30,10 +30,9 @@
 import { createHash } from 'node:crypto';
 import type { RejectOptions } from '../activities/rejects';
 import type { RetryOverride } from '../retry';
+import type { Transport } from '../spec-words';
 
-export type { RejectOptions };
-
-export type Transport = 'LOCAL' | 'FUNCTION' | 'REST' | 'GRPC';
+export type { RejectOptions, Transport };
 
 export interface StepContext {
   tenantId: string;

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import { PeriodicTask } from '../periodic-task';
+import { retryDelayMs, type Backoff } from '../retry';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
 import { json } from '../store/execution-store';
@@ -51,7 +52,8 @@ export function checkpointExecutionId(handoffKey: string): string {
 }
 
 const LEASE_MS = 60_000;
-const MAX_BACKOFF_MS = 30_000;
+/** 500 ms, 1 s, 2 s … capped at 30 s, equal jitter. */
+const REDELIVERY_BACKOFF: Backoff = { waitMs: 500, maxBackoffMs: 30_000, jitter: true };
 
 export class CheckpointPublisher {
   private readonly owner = `publisher-${randomUUID()}`;
@@ -137,8 +139,7 @@ export class CheckpointPublisher {
     } catch (err) {
       reason = err instanceof Error ? err.name : 'ADMISSION_FAILED';
     }
-    const delayMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(10, row.attempts - 1));
-    const jittered = Math.round(delayMs / 2 + Math.random() * (delayMs / 2));
+    const jittered = retryDelayMs(REDELIVERY_BACKOFF, row.attempts);
     this.metrics?.checkpointDeliveryFailures.inc();
     this.log.warn({ ...fields, reason, elapsedMs: Date.now() - started, retryInMs: jittered });
     await this.db

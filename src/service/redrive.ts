@@ -18,7 +18,7 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import type { CommandEffect, EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
 import type { Dispatcher } from '../temporal/dispatcher';
-import type { PipelineRunInput } from '../workflows/types';
+import type { RedriveMode } from '../spec-words';
 
 export const RedriveRequest = z
   .object({
@@ -39,7 +39,7 @@ export const RedriveRequest = z
   });
 export type RedriveRequest = z.infer<typeof RedriveRequest>;
 
-export type RedriveMode = NonNullable<PipelineRunInput['redrive']>['intent'];
+export type { RedriveMode };
 
 class AdmissionError extends PipelineError {}
 const refuse = (status: 409 | 422, code: string, detail: string) => new AdmissionError(detail, code, status);

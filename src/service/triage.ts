@@ -9,6 +9,7 @@
  * applies.
  */
 import type { Db } from '../store/db';
+import type { TerminalReason } from '../spec-words';
 
 export type Classification = 'systemic_execution_failure' | 'admission_pressure' | 'data_quality_drift' | 'healthy';
 
@@ -58,7 +59,7 @@ export async function triage(db: Db, windowMs: number, tenantId?: string) {
     params,
   );
   const backlog = signal(backlogRows.rows[0].now, backlogRows.rows[0].start);
-  const dominant = await db.query<{ error_code: string; terminal_reason: 'retry_exhausted' | 'non_retryable'; n: number }>(
+  const dominant = await db.query<{ error_code: string; terminal_reason: TerminalReason; n: number }>(
     `SELECT error_code, terminal_reason, count(*)::int AS n FROM execution_dlq
      WHERE created_at > now() - make_interval(secs => $1) ${tenant} GROUP BY error_code, terminal_reason ORDER BY n DESC, error_code LIMIT 1`,
     params,

@@ -5,6 +5,7 @@
  * benchmarks can report round trips per step.
  */
 import pg from 'pg';
+import { retryDelayMs, type Backoff } from '../retry';
 
 export interface QueryResult<T> {
   rows: T[];
@@ -36,14 +37,16 @@ function isTransient(err: unknown): boolean {
   return code === '40001' || code === '40P01' || code === '57P01' || code === 'ECONNRESET' || code === 'ECONNREFUSED';
 }
 
+/** 50 ms, 100 ms, 200 ms … capped at 1 s, equal jitter. */
+const TRANSIENT_BACKOFF: Backoff = { waitMs: 50, maxBackoffMs: 1000, jitter: true };
+
 async function withRetry<T>(fn: () => Promise<T>, attempts = 4): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
       if (attempt >= attempts || !isTransient(err)) throw err;
-      const cap = Math.min(1000, 25 * 2 ** attempt);
-      await new Promise((resolve) => setTimeout(resolve, cap / 2 + Math.random() * (cap / 2)));
+      await new Promise((resolve) => setTimeout(resolve, retryDelayMs(TRANSIENT_BACKOFF, attempt)));
     }
   }
 }

@@ -7,6 +7,7 @@
  */
 import type { Db } from './db';
 import { toRecord, type DispatchLease, type ExecutionRecord } from './execution-store';
+import type { ExecutionRecordRow } from './rows';
 
 /** A row of `execution_dispatch`. */
 export interface DispatchRow {
@@ -46,7 +47,7 @@ export class DispatchStore {
    * elsewhere or absent.
    */
   async claim(key: DispatchKey & { lease: DispatchLease }): Promise<ClaimedDispatch | null> {
-    const claimed = await this.db.query<Record<string, any>>(
+    const claimed = await this.db.query<ExecutionRecordRow & { dispatch_spec: unknown }>(
       `WITH lease AS (
          UPDATE execution_dispatch SET lease_owner = $4, lease_until = now() + ($5::integer * interval '1 millisecond'), attempts = attempts + 1
          WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3 AND status = 'PENDING'

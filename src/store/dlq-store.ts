@@ -3,7 +3,9 @@
  * re-drive never reads destructively, deletes from or replays. Envelopes are written by
  * the terminal-failure commit in ExecutionStore.
  */
+import type { TerminalReason } from '../spec-words';
 import type { Db } from './db';
+import type { ExecutionDlqRow } from './rows';
 
 export interface DlqEnvelope {
   tenantId: string;
@@ -17,7 +19,7 @@ export interface DlqEnvelope {
   platform: string;
   terminalStatus: string;
   createdAtEpochMs: number;
-  terminalReason: 'retry_exhausted' | 'non_retryable';
+  terminalReason: TerminalReason;
   errorCode: string;
   errorMessage: string;
   retryable: boolean;
@@ -36,7 +38,7 @@ export class DlqStore {
   constructor(readonly db: Db) {}
 
   /** Newest first; `before` is the id cursor. Read-only. */
-  async list(tenantId: string, options: { terminalReason?: string; errorCode?: string; limit: number; before?: number }) {
+  async list(tenantId: string, options: { terminalReason?: TerminalReason; errorCode?: string; limit: number; before?: number }) {
     const params: unknown[] = [tenantId, options.limit + 1];
     let where = 'd.tenant_id = $1';
     for (const [column, value] of [['terminal_reason', options.terminalReason], ['error_code', options.errorCode]] as const) {
@@ -49,7 +51,7 @@ export class DlqStore {
       params.push(options.before);
       where += ` AND d.id < $${params.length}`;
     }
-    const result = await this.db.query<Record<string, any>>(
+    const result = await this.db.query<Pick<ExecutionDlqRow, 'id' | 'record_version' | 'envelope'> & { current_version: number | null }>(
       `SELECT d.id, d.record_version, d.envelope, r.version AS current_version
        FROM execution_dlq d LEFT JOIN execution_record r ON r.tenant_id = d.tenant_id AND r.execution_id = d.execution_id
        WHERE ${where} ORDER BY d.id DESC LIMIT $2`,
@@ -59,7 +61,7 @@ export class DlqStore {
       id: Number(row.id),
       recordVersion: row.record_version,
       redriven: row.current_version != null && row.current_version > row.record_version,
-      envelope: row.envelope,
+      envelope: row.envelope as DlqEnvelope,
     }));
     return { entries: entries.slice(0, options.limit), more: entries.length > options.limit };
   }

@@ -8,8 +8,9 @@
  * (a redelivery after a worker crash, which the operator boundary dedupes by that key).
  * Every other status is never redispatched.
  */
+import type { EffectStatus } from '../spec-words';
 import type { Db } from './db';
-import type { EffectStatus } from './execution-store';
+import { iso, type CommandEffectRow } from './rows';
 
 export interface CommandEffect {
   tenantId: string;
@@ -27,7 +28,19 @@ export interface CommandEffect {
 
 export type ClaimOutcome = { claimed: true } | { claimed: false; effect: CommandEffect };
 
-const toEffect = (row: Record<string, any>): CommandEffect => ({
+/** What a step asks for when it claims its effect: the transition identity of this attempt. */
+export interface EffectClaim {
+  tenantId: string;
+  executionId: string;
+  stepIndex: number;
+  stepName: string;
+  attempt: number;
+  transitionKey: string;
+  /** claim only an effect that does not exist yet (or this transition's own IN_FLIGHT claim); default false */
+  onlyNew?: boolean;
+}
+
+const toEffect = (row: CommandEffectRow): CommandEffect => ({
   tenantId: row.tenant_id,
   executionId: row.execution_id,
   stepIndex: row.step_index,
@@ -37,8 +50,8 @@ const toEffect = (row: Record<string, any>): CommandEffect => ({
   transitionKey: row.transition_key,
   result: row.result,
   errorCode: row.error_code,
-  createdAt: row.created_at instanceof Date ? row.created_at.toISOString() : row.created_at,
-  updatedAt: row.updated_at instanceof Date ? row.updated_at.toISOString() : row.updated_at,
+  createdAt: iso(row.created_at),
+  updatedAt: iso(row.updated_at),
 });
 
 export class EffectStore {
@@ -50,8 +63,8 @@ export class EffectStore {
    * its own IN_FLIGHT claim, redelivered): ordinary replay never redispatches a retained
    * effect, FAILED_RETRYABLE included.
    */
-  async claim(tenantId: string, executionId: string, stepIndex: number, stepName: string, attempt: number, transitionKey: string, onlyNew = false): Promise<ClaimOutcome> {
-    const result = await this.db.query<Record<string, any>>(
+  async claim({ tenantId, executionId, stepIndex, stepName, attempt, transitionKey, onlyNew = false }: EffectClaim): Promise<ClaimOutcome> {
+    const result = await this.db.query<{ claimed: boolean } & CommandEffectRow>(
       `WITH claimed AS (
          INSERT INTO command_effect (tenant_id, execution_id, step_index, step_name, status, attempt, transition_key)
          VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, $6)
@@ -73,12 +86,12 @@ export class EffectStore {
   }
 
   async list(tenantId: string, executionId: string): Promise<CommandEffect[]> {
-    const result = await this.db.query('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index', [tenantId, executionId]);
+    const result = await this.db.query<CommandEffectRow>('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index', [tenantId, executionId]);
     return result.rows.map(toEffect);
   }
 
   async get(tenantId: string, executionId: string, stepIndex: number): Promise<CommandEffect | null> {
-    const result = await this.db.query('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3', [tenantId, executionId, stepIndex]);
+    const result = await this.db.query<CommandEffectRow>('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3', [tenantId, executionId, stepIndex]);
     return result.rowCount ? toEffect(result.rows[0]) : null;
   }
 }

@@ -5,11 +5,11 @@
  * identity matches no row and changes nothing. Commits that touch a Command effect or
  * the DLQ do so in the same statement (one round trip, one transaction).
  */
-import type { PendingReject } from '../activities/rejects';
+import type { EffectStatus, ExecutionStatus, RedriveMode, TerminalReason } from '../spec-words';
 import type { Db, Queryable } from './db';
+import { iso, isoOrNull, type ExecutionRecordRow } from './rows';
 
-export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
-export type EffectStatus = 'SUCCEEDED' | 'FAILED_RETRYABLE' | 'FAILED_TERMINAL' | 'IN_FLIGHT' | 'AMBIGUOUS' | 'USER_ACTION_REQUIRED';
+export type { EffectStatus, ExecutionStatus } from '../spec-words';
 
 export interface ExecutionRecord {
   tenantId: string;
@@ -30,7 +30,7 @@ export interface ExecutionRecord {
   correlationId: string | null;
   resourceType: string | null;
   resourceName: string | null;
-  terminalReason: string | null;
+  terminalReason: TerminalReason | null;
   lastErrorCode: string | null;
   lastErrorMessage: string | null;
   /** the call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN */
@@ -61,9 +61,7 @@ export interface NewExecution {
   resourceName: string | null;
 }
 
-const iso = (value: unknown) => (value instanceof Date ? value.toISOString() : value == null ? null : String(value));
-
-export function toRecord(row: Record<string, any>): ExecutionRecord {
+export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
   return {
     tenantId: row.tenant_id,
     executionId: row.execution_id,
@@ -77,7 +75,7 @@ export function toRecord(row: Record<string, any>): ExecutionRecord {
     attempt: row.attempt,
     failedStepIndex: row.failed_step_index,
     segmentInput: row.segment_input,
-    nextDueAt: iso(row.next_due_at),
+    nextDueAt: isoOrNull(row.next_due_at),
     runId: row.run_id,
     redriveCount: row.redrive_count,
     correlationId: row.correlation_id,
@@ -86,9 +84,9 @@ export function toRecord(row: Record<string, any>): ExecutionRecord {
     terminalReason: row.terminal_reason,
     lastErrorCode: row.last_error_code,
     lastErrorMessage: row.last_error_message,
-    remoteCall: row.remote_call ?? null,
-    createdAt: iso(row.created_at)!,
-    updatedAt: iso(row.updated_at)!,
+    remoteCall: (row.remote_call as RemoteCall | null) ?? null,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
   };
 }
 
@@ -106,6 +104,50 @@ export interface CommitResult {
   version: number | null;
   /** the record's status after the commit */
   status: ExecutionStatus | null;
+}
+
+/**
+ * The transition a step commit is for: the step and its committed attempt. A commit moves
+ * the record only while it is RUNNING at exactly this step and attempt.
+ */
+export interface StepKey {
+  tenantId: string;
+  executionId: string;
+  stepIndex: number;
+  attempt: number;
+}
+
+/** The inputs of `begin`: the run that takes the record, and (first step only) its dispatch row. */
+export interface RunStart {
+  tenantId: string;
+  executionId: string;
+  runId: string;
+  dispatchId: string | null;
+}
+
+/** A terminal failure and the DLQ envelope committed with it. */
+export interface TerminalFailure {
+  terminalReason: TerminalReason;
+  errorCode: string;
+  errorMessage: string;
+  transitionKey: string;
+  /** the envelope's own fields; execution key, correlation and resource fields are added from the record */
+  envelope: Record<string, unknown>;
+}
+
+/** Item rejects committed with a step's success (metadata only). */
+export interface RejectBatch {
+  transitionKey: string;
+  step: string;
+  items: PendingReject[];
+}
+
+/** One buffered item reject: metadata only, never the item. */
+export interface PendingReject {
+  itemKey: string | null;
+  errorCode: string;
+  reason: string;
+  fingerprint: string;
 }
 
 /** How a step commit touches its Command effect, when the step is a Command. */
@@ -126,7 +168,7 @@ export class ExecutionStore {
    * or the executionKey is taken.
    */
   async create(execution: NewExecution, dispatchSpec: unknown, lease: DispatchLease): Promise<ExecutionRecord | null> {
-    const inserted = await this.db.query(
+    const inserted = await this.db.query<ExecutionRecordRow>(
       `WITH record AS (
          INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
            step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name)
@@ -176,14 +218,14 @@ export class ExecutionStore {
     principal: string;
     reason: string;
     request: unknown;
-    mode: string;
+    mode: RedriveMode;
     confirmedDisposition: string | null;
     dispatchSpec: unknown;
     releaseAmbiguousEffect: boolean;
     lease: DispatchLease;
   }): Promise<ExecutionRecord | null> {
     const a = admission;
-    const result = await this.db.query(
+    const result = await this.db.query<ExecutionRecordRow>(
       `WITH moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
@@ -214,12 +256,12 @@ export class ExecutionStore {
   }
 
   async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {
-    const result = await q.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2', [tenantId, executionId]);
+    const result = await q.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2', [tenantId, executionId]);
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
   async getByKey(tenantId: string, executionKey: string): Promise<ExecutionRecord | null> {
-    const result = await this.db.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [tenantId, executionKey]);
+    const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [tenantId, executionKey]);
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
@@ -235,7 +277,7 @@ export class ExecutionStore {
       params.push(options.after.createdAt, options.after.executionId);
       where += ` AND (created_at, execution_id) < ($${params.length - 1}::timestamptz, $${params.length})`;
     }
-    const result = await this.db.query(`SELECT * FROM execution_record WHERE ${where} ORDER BY created_at DESC, execution_id DESC LIMIT $2`, params);
+    const result = await this.db.query<ExecutionRecordRow>(`SELECT * FROM execution_record WHERE ${where} ORDER BY created_at DESC, execution_id DESC LIMIT $2`, params);
     const records = result.rows.map(toRecord);
     return { records: records.slice(0, options.limit), more: records.length > options.limit };
   }
@@ -246,8 +288,8 @@ export class ExecutionStore {
    * whose `attempt` is the one a redelivered step must reuse. The first step also marks
    * its dispatch row STARTED, in the same statement.
    */
-  async begin(tenantId: string, executionId: string, runId: string, dispatchId: string | null): Promise<ExecutionRecord | null> {
-    const result = await this.db.query(
+  async begin({ tenantId, executionId, runId, dispatchId }: RunStart): Promise<ExecutionRecord | null> {
+    const result = await this.db.query<ExecutionRecordRow>(
       `WITH moved AS (
          UPDATE execution_record SET status = 'RUNNING', version = version + 1, run_id = $3, updated_at = now()
          WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED'
@@ -264,16 +306,14 @@ export class ExecutionStore {
   }
 
   /** Step succeeded: move to the next step (or SUCCEEDED), its output becomes the segment input. */
-  commitSucceeded(
-    tenantId: string, executionId: string, stepIndex: number, attempt: number, output: unknown, effect?: EffectChange,
-    rejects?: { transitionKey: string; step: string; items: PendingReject[] },
-  ) {
+  commitSucceeded({ output, effect, rejects, ...key }: StepKey & { output: unknown; effect?: EffectChange; rejects?: RejectBatch }) {
     return this.commit(
+      key,
       `version = version + 1, current_step_index = current_step_index + 1, segment_input = $5::jsonb,
        attempt = CASE WHEN current_step_index + 1 >= step_count THEN attempt ELSE 1 END,
        status = CASE WHEN current_step_index + 1 >= step_count THEN 'SUCCEEDED' ELSE 'RUNNING' END,
        next_due_at = NULL, last_error_code = NULL, last_error_message = NULL`,
-      [tenantId, executionId, stepIndex, attempt, json(output)],
+      [json(output)],
       effect,
       rejects &&
         ((p) => `, rejects AS (
@@ -286,11 +326,12 @@ export class ExecutionStore {
   }
 
   /** Retryable failure with budget left: commit the retry intent (next attempt, nextDueAt) before the wait. */
-  commitRetry(tenantId: string, executionId: string, stepIndex: number, attempt: number, delayMs: number, errorCode: string, errorMessage: string, effect?: EffectChange) {
+  commitRetry({ delayMs, errorCode, errorMessage, effect, ...key }: StepKey & { delayMs: number; errorCode: string; errorMessage: string; effect?: EffectChange }) {
     return this.commit(
+      key,
       `version = version + 1, attempt = attempt + 1, next_due_at = now() + ($5::integer * interval '1 millisecond'),
        last_error_code = $6, last_error_message = $7`,
-      [tenantId, executionId, stepIndex, attempt, delayMs, errorCode, errorMessage],
+      [delayMs, errorCode, errorMessage],
       effect,
     );
   }
@@ -300,18 +341,12 @@ export class ExecutionStore {
    * the stored one) and the DLQ envelope appended, in one statement. The envelope's
    * execution/correlation fields come from the record itself.
    */
-  async commitFailed(
-    tenantId: string,
-    executionId: string,
-    stepIndex: number,
-    attempt: number,
-    failure: { terminalReason: string; errorCode: string; errorMessage: string; transitionKey: string; envelope: Record<string, unknown> },
-    effect?: EffectChange,
-  ): Promise<CommitResult> {
+  async commitFailed({ failure, effect, ...key }: StepKey & { failure: TerminalFailure; effect?: EffectChange }): Promise<CommitResult> {
     return this.commit(
+      key,
       `version = version + 1, status = 'FAILED', failed_step_index = current_step_index, terminal_reason = $5,
        last_error_code = $6, last_error_message = $7, next_due_at = NULL`,
-      [tenantId, executionId, stepIndex, attempt, failure.terminalReason, failure.errorCode, failure.errorMessage],
+      [failure.terminalReason, failure.errorCode, failure.errorMessage],
       effect,
       (p) => `, dlq AS (
          INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope)
@@ -324,11 +359,12 @@ export class ExecutionStore {
   }
 
   /** A remote call's outcome is unknown: park the execution; no retry, no DLQ entry. */
-  commitOutcomeUnknown(tenantId: string, executionId: string, stepIndex: number, attempt: number, errorCode: string, errorMessage: string, remoteCall: unknown, effect?: EffectChange) {
+  commitOutcomeUnknown({ errorCode, errorMessage, remoteCall, effect, ...key }: StepKey & { errorCode: string; errorMessage: string; remoteCall: RemoteCall; effect?: EffectChange }) {
     return this.commit(
+      key,
       `version = version + 1, status = 'REMOTE_OUTCOME_UNKNOWN', failed_step_index = current_step_index,
        terminal_reason = NULL, last_error_code = $5, last_error_message = $6, next_due_at = NULL, remote_call = $7::jsonb`,
-      [tenantId, executionId, stepIndex, attempt, errorCode, errorMessage, json(remoteCall)],
+      [errorCode, errorMessage, json(remoteCall)],
       effect,
     );
   }
@@ -338,12 +374,13 @@ export class ExecutionStore {
    * and any extra CTE. Only a RUNNING record at this step and attempt moves.
    */
   private async commit(
+    key: StepKey,
     set: string,
     params: unknown[],
     effect: EffectChange | undefined,
     extra?: (push: (value: unknown) => number) => string,
   ): Promise<CommitResult> {
-    const values = [...params];
+    const values = [key.tenantId, key.executionId, key.stepIndex, key.attempt, ...params];
     const push = (value: unknown) => values.push(value);
     let ctes = `WITH moved AS (
         UPDATE execution_record SET ${set}, updated_at = now()

@@ -3,6 +3,7 @@
  * Re-drive of items is application-owned: the runtime keeps no payload to replay.
  */
 import type { Db } from './db';
+import type { ItemRejectRow } from './rows';
 
 export interface RejectEnvelope {
   id: number;
@@ -27,7 +28,7 @@ export class RejectStore {
       params.push(options.before);
       where += ` AND id < $${params.length}`;
     }
-    const result = await this.db.query<Record<string, any>>(`SELECT * FROM item_reject WHERE ${where} ORDER BY id DESC LIMIT $2`, params);
+    const result = await this.db.query<ItemRejectRow>(`SELECT * FROM item_reject WHERE ${where} ORDER BY id DESC LIMIT $2`, params);
     const items: RejectEnvelope[] = result.rows.map((row) => ({
       id: Number(row.id),
       tenantId: row.tenant_id,

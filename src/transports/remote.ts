@@ -4,8 +4,9 @@
  * of the deadline and, at the deadline, aborts the call as an outcome unknown.
  */
 import type { Log } from '../log';
+import type { RemoteTransport } from '../spec-words';
 
-export type Protocol = 'REST' | 'GRPC';
+export type Protocol = RemoteTransport;
 
 /** The caller deadline passed: the worker may or may not have applied the effect. */
 export class RemoteOutcomeUnknownError extends Error {

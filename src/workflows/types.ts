@@ -3,12 +3,11 @@
  * imports this file, so it must not import anything from Node.
  */
 import type { RetryPolicy } from '../retry';
-
-export type TransportName = 'LOCAL' | 'FUNCTION' | 'REST' | 'GRPC';
+import type { RedriveMode, TerminalFailureStatus, TerminalReason, Transport } from '../spec-words';
 
 export interface StepPlan {
   name: string;
-  transport: TransportName;
+  transport: Transport;
   command: boolean;
   retry: RetryPolicy;
   /** the step's own deadline; the activity enforces it and Temporal's timeout sits above it */
@@ -32,7 +31,7 @@ export interface PipelineRunInput {
   /** the dispatch row this run was started from ('start' or a redriveId) */
   dispatchId: string;
   /** set by a re-drive: the operator attested the ambiguous call made no effect */
-  redrive?: { redriveId: string; intent: 'ORDINARY' | 'FAILED' | 'RETRY_FAILED_COMMAND' | 'REMOTE_OUTCOME_UNKNOWN' };
+  redrive?: { redriveId: string; intent: RedriveMode };
 }
 
 export interface StepRequest {
@@ -52,18 +51,16 @@ export interface StepRequest {
   retry: RetryPolicy;
   timeoutMs: number;
   input: unknown;
-  redriveIntent?: NonNullable<PipelineRunInput['redrive']>['intent'];
+  redriveIntent?: RedriveMode;
 }
 
 export interface StepResult {
   output: unknown;
 }
 
-export type TerminalReason = 'retry_exhausted' | 'non_retryable';
-
 /** details[0] of the non-retryable ApplicationFailure a step throws when the execution ends */
 export interface TerminalDetails {
-  status: 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
+  status: TerminalFailureStatus;
   terminalReason: TerminalReason | null;
   errorCode: string;
   stepIndex: number;

@@ -30,7 +30,7 @@ describe('abandonStep', () => {
     const metrics = new Metrics(database.db, 5);
     const activities = createActivities({ store, effects: new EffectStore(database.db), registry, log: createLog({ level: 'silent' }), metrics });
     await store.create({ tenantId: 't', executionId: 'ab-1', executionKey: null, pipeline: 'p', workflowId: 'w', stepCount: 2, input: { x: 1 }, correlationId: 'c-1', resourceType: null, resourceName: null }, {}, { owner: 'test', ms: 1000 });
-    await store.begin('t', 'ab-1', 'run-1', 'start');
+    await store.begin({ tenantId: 't', executionId: 'ab-1', runId: 'run-1', dispatchId: 'start' });
 
     const first = await activities.abandonStep({ tenantId: 't', executionId: 'ab-1', stepIndex: 0, reason: 'worker lost 11 times' });
     const second = await activities.abandonStep({ tenantId: 't', executionId: 'ab-1', stepIndex: 0, reason: 'worker lost 11 times' });

@@ -1,0 +1,112 @@
+/**
+ * The tables' rows as `pg` and PGlite hand them back: one snake_case interface per table,
+ * column for column with the migrations in `./migrations/` (the dispatch outbox's row
+ * lives beside its store, in dispatch-store.ts). The stores map these to the
+ * camelCase objects the rest of the service uses; nothing outside `src/store/` sees a row.
+ *
+ * Timestamps arrive as `Date` from both drivers; int8 columns (bigserial ids) arrive as
+ * numbers (db.ts installs the parser); jsonb arrives parsed.
+ */
+import type { EffectStatus, ExecutionStatus, TerminalReason } from '../spec-words';
+
+export interface ExecutionRecordRow {
+  tenant_id: string;
+  execution_id: string;
+  execution_key: string | null;
+  pipeline: string;
+  workflow_id: string;
+  status: ExecutionStatus;
+  version: number;
+  step_count: number;
+  current_step_index: number;
+  attempt: number;
+  failed_step_index: number | null;
+  segment_input: unknown;
+  next_due_at: Date | null;
+  run_id: string | null;
+  redrive_count: number;
+  correlation_id: string | null;
+  resource_type: string | null;
+  resource_name: string | null;
+  terminal_reason: TerminalReason | null;
+  last_error_code: string | null;
+  last_error_message: string | null;
+  /** RemoteCall as JSON, while REMOTE_OUTCOME_UNKNOWN */
+  remote_call: unknown;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface CommandEffectRow {
+  tenant_id: string;
+  execution_id: string;
+  step_index: number;
+  step_name: string;
+  status: EffectStatus;
+  attempt: number;
+  transition_key: string;
+  result: unknown;
+  error_code: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ExecutionDlqRow {
+  id: number;
+  tenant_id: string;
+  execution_id: string;
+  transition_key: string;
+  terminal_reason: TerminalReason;
+  error_code: string;
+  record_version: number;
+  envelope: unknown;
+  created_at: Date;
+  published_at: Date | null;
+  publish_attempts: number;
+  publish_lease_until: Date | null;
+  publish_error: string | null;
+}
+
+export interface ItemRejectRow {
+  id: number;
+  tenant_id: string;
+  execution_id: string;
+  transition_key: string;
+  ordinal: number;
+  step: string;
+  item_key: string | null;
+  error_code: string;
+  reason: string;
+  fingerprint: string;
+  created_at: Date;
+}
+
+/** Status of a checkpoint in the outbox: accepted, or admitted as an execution whose run started. */
+export type CheckpointStatus = 'PENDING' | 'ADMITTED';
+
+export interface CheckpointOutboxRow {
+  tenant_id: string;
+  handoff_key: string;
+  pipeline: string;
+  records: unknown[];
+  record_count: number;
+  status: CheckpointStatus;
+  attempts: number;
+  next_attempt_at: Date;
+  lease_owner: string | null;
+  lease_until: Date | null;
+  last_error: string | null;
+  execution_id: string;
+  created_at: Date;
+  admitted_at: Date | null;
+}
+
+/** An ISO-8601 string for a timestamp column (null stays null). */
+export function isoOrNull(value: Date | string | null): string | null {
+  if (value == null) return null;
+  return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
+}
+
+export function iso(value: Date | string): string {
+  return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
+}
