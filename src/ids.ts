@@ -1,6 +1,7 @@
 /**
  * Identity rules: tenant and execution ids, the Temporal workflowId derived from them,
- * and the transition identity `executionId:stepIndex:attempt`.
+ * the transition identity `executionId:stepIndex:attempt`, and its tenant-qualified
+ * wire form `{tenantId}/{executionId}:{stepIndex}:{attempt}` (the idempotency key).
  */
 import { z } from 'zod';
 
@@ -19,4 +20,35 @@ export function workflowIdFor(tenantId: string, executionId: string): string {
 
 export function transitionKey(executionId: string, stepIndex: number, attempt: number): string {
   return `${executionId}:${stepIndex}:${attempt}`;
+}
+
+/**
+ * The idempotency key a transition carries wherever it leaves the service (REST
+ * `Idempotency-Key`, gRPC `idempotency-key`, FUNCTION `invocationId`, LOCAL
+ * `ctx.idempotencyKey`): the transition identity qualified by its tenant, because an
+ * executionId is unique only within a tenant. `/` appears in neither id, so the key
+ * splits back unambiguously. Records, envelopes, events and logs keep `transitionKey`.
+ */
+export function idempotencyKey(tenantId: string, transitionKey: string): string {
+  return `${tenantId}/${transitionKey}`;
+}
+
+const ID_SOURCE = ID_PATTERN.source.slice(1, -1);
+/** `{tenantId}/{executionId}:{stepIndex}:{attempt}` */
+export const IDEMPOTENCY_KEY_PATTERN = new RegExp(`^(${ID_SOURCE})/((${ID_SOURCE}):(\\d{1,9}):(\\d{1,9}))$`);
+
+export interface ParsedIdempotencyKey {
+  tenantId: string;
+  executionId: string;
+  /** the spec's `executionId:stepIndex:attempt` */
+  transitionKey: string;
+  stepIndex: number;
+  attempt: number;
+}
+
+/** Splits a tenant-qualified idempotency key; null when it is not one. */
+export function parseIdempotencyKey(key: string): ParsedIdempotencyKey | null {
+  const match = IDEMPOTENCY_KEY_PATTERN.exec(key);
+  if (!match) return null;
+  return { tenantId: match[1], transitionKey: match[2], executionId: match[3], stepIndex: Number(match[4]), attempt: Number(match[5]) };
 }

@@ -7,7 +7,7 @@
  * the retry intent first and then asks Temporal to retry after the computed delay.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { transitionKey as makeTransitionKey } from '../ids';
+import { idempotencyKey, transitionKey as makeTransitionKey } from '../ids';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
@@ -137,7 +137,7 @@ export function createActivities(deps: EngineDeps) {
         heartbeatEveryMs: activity.info.heartbeatTimeoutMs ? Math.max(100, Math.floor(activity.info.heartbeatTimeoutMs / 3)) : undefined,
         log,
         onDeadlineWarning: (protocol: string) => metrics?.deadlineWarnings.inc({ protocol }),
-        context: { tenantId: req.tenantId, executionId: req.executionId, correlationId: req.correlationId, pipeline: req.pipeline, stepIndex: req.stepIndex, stepName: step.name, attempt, transitionKey, reject: rejects.reject },
+        context: { tenantId: req.tenantId, executionId: req.executionId, correlationId: req.correlationId, pipeline: req.pipeline, stepIndex: req.stepIndex, stepName: step.name, attempt, transitionKey, idempotencyKey: idempotencyKey(req.tenantId, transitionKey), reject: rejects.reject },
       });
       output = toJsonOutput(raw);
     } catch (err) {

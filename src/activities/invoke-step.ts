@@ -61,7 +61,7 @@ async function callOperator(step: StepDefinition, input: unknown, ctx: StepConte
     case 'FUNCTION':
       return step.handler(input, {
         functionName: ctx.stepName,
-        invocationId: ctx.transitionKey,
+        invocationId: ctx.idempotencyKey,
         tenantId: ctx.tenantId,
         executionId: ctx.executionId,
         correlationId: ctx.correlationId,

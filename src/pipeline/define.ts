@@ -13,8 +13,8 @@
  * });
  * ```
  *
- * An operator gets its segment input and a StepContext carrying the transition identity
- * (use it as the idempotency key of anything it calls), the tenant and correlation ids
+ * An operator gets its segment input and a StepContext carrying `idempotencyKey` (the
+ * tenant-qualified transition identity: send it with anything it calls), the tenant and correlation ids
  * and an abort signal. It throws NonRetryableException for failures a retry cannot fix;
  * any other throw is retryable. Its return value, which must be JSON, is the next
  * step's segment input.
@@ -43,8 +43,14 @@ export interface StepContext {
   stepName: string;
   /** the committed attempt of this step, from 1 */
   attempt: number;
-  /** `executionId:stepIndex:attempt`: the idempotency key of this attempt */
+  /** `executionId:stepIndex:attempt`: the spec's transition identity, as in records and logs (unique within the tenant only) */
   transitionKey: string;
+  /**
+   * `{tenantId}/{executionId}:{stepIndex}:{attempt}`: the idempotency key to send to
+   * anything this step calls (a payment provider shared by all tenants must never see
+   * two tenants' transitions under one key). The same on every redelivery of the attempt.
+   */
+  idempotencyKey: string;
   /** aborted when the step's deadline passes or Temporal cancels the activity */
   signal: AbortSignal;
   /**
@@ -59,7 +65,7 @@ export type Operator<I = any, O = any> = (input: I, ctx: StepContext) => O | Pro
 /** Lambda-style context of a FUNCTION step. */
 export interface FunctionContext {
   functionName: string;
-  /** the transition identity */
+  /** the tenant-qualified idempotency key `{tenantId}/{executionId}:{stepIndex}:{attempt}` */
   invocationId: string;
   tenantId: string;
   executionId: string;
@@ -86,9 +92,10 @@ interface StepCommon {
 export interface RestTarget {
   url: string;
   /**
-   * Where the worker answers whether it recorded a transition identity (the worker
-   * kit's lookup route), `{transitionKey}` standing for the key. Shown to operators on
-   * a REMOTE_OUTCOME_UNKNOWN execution; absent = the worker offers none.
+   * Where the worker answers whether it recorded a transition (the worker kit's lookup
+   * route), `{idempotencyKey}` standing for the URL-encoded key the call was sent with
+   * (`{tenantId}/{executionId}:{stepIndex}:{attempt}`; `{transitionKey}` is read the same
+   * way). Shown to operators on a REMOTE_OUTCOME_UNKNOWN execution; absent = none offered.
    */
   dispositionUrl?: string;
 }

@@ -70,7 +70,7 @@ export function createDemoPipeline(workers: DemoWorkerAddresses) {
       localStep('validate', (input, ctx) => demoBehaviour(input, { name: ctx.stepName, attempt: ctx.attempt, signal: ctx.signal })),
       functionStep('enrich', (event, context) => demoBehaviour(event, { name: context.functionName, attempt: context.attempt, signal: context.signal })),
       localStep('charge', (input, ctx) => demoBehaviour(input, { name: ctx.stepName, attempt: ctx.attempt, signal: ctx.signal }), { command: true }),
-      restStep('notify', { url: `${workers.restBase}/transition`, dispositionUrl: `${workers.restBase}/transition/{transitionKey}` }, { command: true }),
+      restStep('notify', { url: `${workers.restBase}/transition`, dispositionUrl: `${workers.restBase}/transition/{idempotencyKey}` }, { command: true }),
       grpcStep('archive', { address: workers.grpcAddress, lookup: true }),
       localStep('publish', (input, ctx) => demoBehaviour(input, { name: ctx.stepName, attempt: ctx.attempt, signal: ctx.signal })),
     ],

@@ -6,6 +6,7 @@
  */
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, RemoteCall } from '../store/execution-store';
+import { idempotencyKey } from '../ids';
 import { lookupGrpc } from '../transports/grpc';
 
 const RECORDED = 'the worker recorded this transition identity: the effect may have happened; do not re-drive as NOT_APPLIED without checking';
@@ -23,10 +24,12 @@ export interface DispositionEvidence extends RemoteCall {
 export async function dispositionEvidence(record: ExecutionRecord, registry: PipelineRegistry, timeoutMs = 2000): Promise<DispositionEvidence | null> {
   const call = record.remoteCall;
   if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
+  // The worker dedupes on the key it was sent: the tenant-qualified one.
+  const key = idempotencyKey(record.tenantId, call.transitionKey);
   const step = registry.has(record.pipeline) && record.failedStepIndex !== null ? registry.get(record.pipeline).steps[record.failedStepIndex] : undefined;
   if (step?.transport === 'GRPC' && step.grpc.lookup) {
     try {
-      const found = await lookupGrpc(step.grpc.address, call.transitionKey, timeoutMs);
+      const found = await lookupGrpc(step.grpc.address, key, timeoutMs);
       return { ...call, lookup: 'ANSWERED', workerRecorded: found.recorded, workerState: found.state || null, detail: found.recorded ? RECORDED : NOT_RECORDED };
     } catch (err) {
       return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's Lookup failed (${(err as { code?: number }).code ?? 'error'})` };
@@ -34,7 +37,7 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   }
   const template = step?.transport === 'REST' ? step.rest.dispositionUrl : undefined;
   if (!template) return { ...call, lookup: 'NOT_OFFERED', workerRecorded: null, workerState: null, detail: 'the worker offers no lookup endpoint; check its logs and the domain side' };
-  const url = template.replace('{transitionKey}', encodeURIComponent(call.transitionKey));
+  const url = template.replace(/\{(idempotencyKey|transitionKey)\}/, encodeURIComponent(key));
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     if (!res.ok) return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup answered ${res.status}` };

@@ -1,6 +1,6 @@
 /**
  * The gRPC transport: TransitionWorker.Invoke with the segment input as JSON and the
- * transition identity in the `idempotency-key` metadata. The deadline is
+ * tenant-qualified transition identity in the `idempotency-key` metadata. The deadline is
  * pipeline.orchestrator.worker.grpc.request-timeout (or the step's own): at 75% one
  * warning is logged, and DEADLINE_EXCEEDED (or our own clock) parks the execution as
  * REMOTE_OUTCOME_UNKNOWN. UNAVAILABLE and RESOURCE_EXHAUSTED are retryable; any other
@@ -28,7 +28,7 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
   return withDeadline('GRPC', address, deadlineMs, ctx, (signal) =>
     new Promise((resolve, reject) => {
       const metadata = new grpc.Metadata();
-      metadata.set('idempotency-key', ctx.transitionKey);
+      metadata.set('idempotency-key', ctx.idempotencyKey);
       metadata.set('x-tenant-id', ctx.tenantId);
       metadata.set('x-execution-id', ctx.executionId);
       if (ctx.correlationId) metadata.set('x-correlation-id', ctx.correlationId);
@@ -64,10 +64,10 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
   );
 }
 
-/** TransitionWorker.Lookup, for disposition evidence. */
-export function lookupGrpc(address: string, transitionKey: string, timeoutMs: number): Promise<{ recorded: boolean; state: string }> {
+/** TransitionWorker.Lookup of the idempotency key the call was sent with, for disposition evidence. */
+export function lookupGrpc(address: string, key: string, timeoutMs: number): Promise<{ recorded: boolean; state: string }> {
   return new Promise((resolve, reject) => {
-    grpcClient(address).Lookup({ transition_key: transitionKey }, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: { recorded: boolean; state: string }) =>
+    grpcClient(address).Lookup({ transition_key: key }, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: { recorded: boolean; state: string }) =>
       err ? reject(err) : resolve(res),
     );
   });

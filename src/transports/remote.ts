@@ -43,6 +43,8 @@ export interface RemoteCallContext {
   correlationId: string | null;
   attempt: number;
   transitionKey: string;
+  /** the tenant-qualified key sent to the worker (`Idempotency-Key`, `idempotency-key`) */
+  idempotencyKey: string;
   signal: AbortSignal;
   log: Log;
   onDeadlineWarning?: (protocol: Protocol) => void;

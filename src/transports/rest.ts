@@ -1,6 +1,6 @@
 /**
  * The REST transport: POST the segment input as JSON to the step's URL, with the
- * transition identity as `Idempotency-Key` and the ids as headers. 2xx → the JSON body
+ * tenant-qualified transition identity as `Idempotency-Key` and the ids as headers. 2xx → the JSON body
  * is the step output. 408, 425, 429, 5xx and unreachable workers are retryable; other
  * 4xx are not. The errorCode carries the status (`HTTP_503`). `Retry-After` is honoured
  * (capped by the retry policy's max-backoff).
@@ -26,7 +26,7 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
         signal,
         headers: {
           'content-type': 'application/json',
-          'idempotency-key': ctx.transitionKey,
+          'idempotency-key': ctx.idempotencyKey,
           'x-tenant-id': ctx.tenantId,
           'x-execution-id': ctx.executionId,
           ...(ctx.correlationId ? { 'x-correlation-id': ctx.correlationId } : {}),

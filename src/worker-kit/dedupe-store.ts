@@ -1,9 +1,17 @@
 /**
- * The worker kit's dedupe table: one row per transition identity. A delivery claims the
- * key (IN_PROGRESS, with a lease); the handler's outcome is stored (DONE) and replayed to
+ * The worker kit's dedupe table: one row per tenant-qualified idempotency key
+ * (`{tenantId}/{executionId}:{stepIndex}:{attempt}`). A delivery claims the key
+ * (IN_PROGRESS, with a lease); the handler's outcome is stored (DONE) and replayed to
  * every later delivery of the same key. A claim whose lease expired (the worker died
  * mid-handler) can be taken over.
+ *
+ * Rows written before keys were tenant-qualified ("legacy" rows: `tenant_id` NULL, key
+ * `executionId:stepIndex:attempt`) cannot say which tenant they belong to. A legacy
+ * row for the same transition identity blocks the handler for every tenant, and is
+ * answered with a fixed rejection that carries nothing of the stored outcome
+ * (docs/decisions.md, "Tenant-qualified idempotency keys").
  */
+import { parseIdempotencyKey } from '../ids';
 import type { Queryable } from '../store/db';
 
 export interface StoredResponse {
@@ -12,6 +20,24 @@ export interface StoredResponse {
 }
 
 export type Claim = { claimed: true } | { claimed: false; state: 'IN_PROGRESS' | 'DONE'; response: StoredResponse | null };
+
+/** What a delivery whose transition has a legacy row gets, whichever tenant asks. */
+export const LEGACY_ROW_RESPONSE: StoredResponse = {
+  status: 409,
+  body: {
+    code: 'LEGACY_TRANSITION_RECORDED',
+    error: 'this transition identity was recorded before idempotency keys were tenant-qualified; the handler is not run again and the stored outcome is withheld',
+  },
+};
+
+interface DedupeRow {
+  idempotency_key: string;
+  tenant_id: string | null;
+  state: 'IN_PROGRESS' | 'DONE';
+  response_status: number | null;
+  response_body: unknown;
+  completed_at: Date | string | null;
+}
 
 export async function ensureDedupeSchema(db: Queryable): Promise<void> {
   await db.query(`CREATE TABLE IF NOT EXISTS transition_worker_dedupe (
@@ -22,26 +48,38 @@ export async function ensureDedupeSchema(db: Queryable): Promise<void> {
     lease_until timestamptz,
     created_at timestamptz NOT NULL DEFAULT now(),
     completed_at timestamptz)`);
+  // NULL on rows written before keys were tenant-qualified.
+  await db.query('ALTER TABLE transition_worker_dedupe ADD COLUMN IF NOT EXISTS tenant_id text');
+}
+
+function split(key: string) {
+  const parsed = parseIdempotencyKey(key);
+  if (!parsed) throw new TypeError('the dedupe store takes tenant-qualified idempotency keys only');
+  return parsed;
 }
 
 export class DedupeStore {
   constructor(private readonly db: Queryable) {}
 
+  /** `key` is tenant-qualified. No claim is made while a legacy row holds the same transition identity. */
   async claim(key: string, leaseMs: number): Promise<Claim> {
-    const result = await this.db.query<Record<string, any>>(
-      `WITH claimed AS (
-         INSERT INTO transition_worker_dedupe (idempotency_key, state, lease_until)
-         VALUES ($1, 'IN_PROGRESS', now() + ($2::integer * interval '1 millisecond'))
+    const { tenantId, transitionKey } = split(key);
+    const result = await this.db.query<Pick<DedupeRow, 'state' | 'response_status' | 'response_body'> & { claimed: boolean; legacy: boolean }>(
+      `WITH legacy AS (SELECT 1 FROM transition_worker_dedupe WHERE idempotency_key = $3),
+       claimed AS (
+         INSERT INTO transition_worker_dedupe (idempotency_key, tenant_id, state, lease_until)
+         SELECT $1, $4, 'IN_PROGRESS', now() + ($2::integer * interval '1 millisecond') WHERE NOT EXISTS (SELECT 1 FROM legacy)
          ON CONFLICT (idempotency_key) DO UPDATE SET lease_until = EXCLUDED.lease_until
            WHERE transition_worker_dedupe.state = 'IN_PROGRESS' AND transition_worker_dedupe.lease_until < now()
          RETURNING 1)
-       SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, d.state, d.response_status, d.response_body
+       SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, EXISTS (SELECT 1 FROM legacy) AS legacy, d.state, d.response_status, d.response_body
        FROM (SELECT 1) AS one LEFT JOIN transition_worker_dedupe d ON d.idempotency_key = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`,
-      [key, leaseMs],
+      [key, leaseMs, transitionKey, tenantId],
     );
     const row = result.rows[0];
     if (row.claimed) return { claimed: true };
-    return { claimed: false, state: row.state, response: row.state === 'DONE' ? { status: row.response_status, body: row.response_body } : null };
+    if (row.legacy) return { claimed: false, state: 'DONE', response: LEGACY_ROW_RESPONSE };
+    return { claimed: false, state: row.state, response: row.state === 'DONE' ? { status: row.response_status!, body: row.response_body } : null };
   }
 
   async complete(key: string, response: StoredResponse): Promise<void> {
@@ -57,10 +95,20 @@ export class DedupeStore {
     await this.db.query(`DELETE FROM transition_worker_dedupe WHERE idempotency_key = $1 AND state = 'IN_PROGRESS'`, [key]);
   }
 
-  async lookup(key: string): Promise<{ state: string; completedAt: string | null } | null> {
-    const result = await this.db.query<Record<string, any>>('SELECT state, completed_at FROM transition_worker_dedupe WHERE idempotency_key = $1', [key]);
-    if (!result.rowCount) return null;
-    const completedAt = result.rows[0].completed_at;
-    return { state: result.rows[0].state, completedAt: completedAt instanceof Date ? completedAt.toISOString() : completedAt };
+  /**
+   * Whether the transition of a tenant-qualified key was recorded. A legacy row of the
+   * same identity counts as recorded (`legacy: true`): it may be this tenant's, and
+   * "recorded" is the answer that keeps an operator from re-running an effect.
+   */
+  async lookup(key: string): Promise<{ state: string; completedAt: string | null; legacy: boolean } | null> {
+    const { transitionKey } = split(key);
+    const result = await this.db.query<DedupeRow>(
+      'SELECT idempotency_key, state, completed_at FROM transition_worker_dedupe WHERE idempotency_key IN ($1, $2) ORDER BY idempotency_key = $1 DESC LIMIT 1',
+      [key, transitionKey],
+    );
+    const row = result.rows[0];
+    if (!row) return null;
+    const completedAt = row.completed_at instanceof Date ? row.completed_at.toISOString() : row.completed_at;
+    return { state: row.state, completedAt, legacy: row.idempotency_key !== key };
   }
 }

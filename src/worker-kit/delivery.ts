@@ -24,8 +24,6 @@ export type DeliveryOutcome =
   /** the handler failed retryably; nothing was stored */
   | { kind: 'retry' };
 
-export const TRANSITION_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}:\d{1,9}:\d{1,9}$/;
-
 export async function deliver(store: DedupeStore, key: string, limits: { leaseMs: number; waitMs: number }, run: () => Promise<unknown>): Promise<DeliveryOutcome> {
   const deadline = Date.now() + limits.waitMs;
   for (;;) {

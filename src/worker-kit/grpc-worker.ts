@@ -1,6 +1,6 @@
 /**
  * The transition-worker kit for gRPC: a TransitionWorker server around a handler, with
- * the same Postgres dedupe by transition identity as the REST kit (one handler run per
+ * the same Postgres dedupe by tenant-qualified idempotency key as the REST kit (one handler run per
  * identity, stored answers replayed, concurrent copies wait). Rejections become
  * FAILED_PRECONDITION (non-retryable), retryable failures UNAVAILABLE.
  */
@@ -9,8 +9,9 @@ import type { Queryable } from '../store/db';
 import { TransitionWorkerService } from '../transports/grpc-proto';
 import { PLATFORM_HEADER } from '../transports/rest';
 import { DedupeStore } from './dedupe-store';
-import { deliver, TRANSITION_KEY } from './delivery';
-import type { TransitionCall } from './rest-worker';
+import { deliver } from './delivery';
+import { parseIdempotencyKey } from '../ids';
+import { transitionCallOf, type TransitionCall } from './rest-worker';
 
 export interface GrpcTransitionWorkerOptions {
   db: Queryable;
@@ -44,17 +45,14 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
       call.sendMetadata(platformMetadata());
       const first = (name: string) => (call.metadata.get(name)[0] as string | undefined) ?? null;
       const key = first('idempotency-key') ?? '';
-      if (!TRANSITION_KEY.test(key)) return callback(fail(grpc.status.INVALID_ARGUMENT, 'idempotency-key must be a transition identity'));
+      const transition = transitionCallOf(key, first('x-correlation-id'));
+      if (!transition) return callback(fail(grpc.status.INVALID_ARGUMENT, 'idempotency-key must be a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}'));
       let input: unknown;
       try {
         input = JSON.parse(call.request.input_json || 'null');
       } catch {
         return callback(fail(grpc.status.INVALID_ARGUMENT, 'input_json is not JSON'));
       }
-      const transition: TransitionCall = {
-        transitionKey: key, tenantId: first('x-tenant-id'), executionId: first('x-execution-id'), correlationId: first('x-correlation-id'),
-        attempt: Number(key.slice(key.lastIndexOf(':') + 1)),
-      };
       try {
         const outcome = await deliver(store, key, limits, () => options.handler(input, transition));
         if (outcome.kind === 'busy') return callback(fail(grpc.status.UNAVAILABLE, 'the same transition is still being handled'));
@@ -66,6 +64,7 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
       }
     },
     async Lookup(call: grpc.ServerUnaryCall<{ transition_key: string }, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      if (!parseIdempotencyKey(call.request.transition_key)) return callback(fail(grpc.status.INVALID_ARGUMENT, 'transition_key must be a tenant-qualified transition identity'));
       try {
         const found = await store.lookup(call.request.transition_key);
         callback(null, { recorded: found !== null, state: found?.state ?? '', completed_at: found?.completedAt ?? '' });

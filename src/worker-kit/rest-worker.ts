@@ -1,28 +1,42 @@
 /**
  * The transition-worker kit for REST: a Hono app a developer gives a handler to, which
- * dedupes deliveries by transition identity (`Idempotency-Key`) in Postgres. A repeated
+ * dedupes deliveries by their tenant-qualified idempotency key (`Idempotency-Key`:
+ * `{tenantId}/{executionId}:{stepIndex}:{attempt}`) in Postgres. A repeated
  * key gets the stored response and never runs the handler twice, even when two copies
  * arrive at once (the second waits for the first). It reports its platform on every
  * response and answers, for operators, whether it recorded a given identity.
  *
  *   POST /transition            the step call (JSON in, JSON out)
- *   GET  /transition/{key}      { recorded, state, completedAt } for disposition checks
+ *   GET  /transition/{key}      { recorded, state, completedAt, legacy } for disposition checks
+ *                               (the key URL-encoded: `acme%2Forder-1%3A3%3A1`)
  */
 import { Hono } from 'hono';
 import { PLATFORM_HEADER } from '../transports/rest';
 import { DedupeStore, type StoredResponse } from './dedupe-store';
-import { deliver, TRANSITION_KEY as KEY } from './delivery';
+import { deliver } from './delivery';
+import { parseIdempotencyKey } from '../ids';
 
 export { TransitionRejected } from './delivery';
 import type { Queryable } from '../store/db';
 
 export interface TransitionCall {
+  /** the key the kit dedupes on: `{tenantId}/{executionId}:{stepIndex}:{attempt}`; send it to anything the handler calls */
+  idempotencyKey: string;
+  /** the spec's transition identity `executionId:stepIndex:attempt` (unique within the tenant only) */
   transitionKey: string;
-  tenantId: string | null;
-  executionId: string | null;
+  /** read from the idempotency key */
+  tenantId: string;
+  executionId: string;
   correlationId: string | null;
   /** the attempt, read from the transition identity */
   attempt: number;
+}
+
+/** The TransitionCall of a tenant-qualified idempotency key; null when `key` is not one. */
+export function transitionCallOf(key: string, correlationId: string | null): TransitionCall | null {
+  const parsed = parseIdempotencyKey(key);
+  if (!parsed) return null;
+  return { idempotencyKey: key, transitionKey: parsed.transitionKey, tenantId: parsed.tenantId, executionId: parsed.executionId, correlationId, attempt: parsed.attempt };
 }
 
 export interface RestTransitionWorkerOptions {
@@ -54,20 +68,14 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
 
   app.post('/transition', async (c) => {
     const key = c.req.header('idempotency-key') ?? '';
-    if (!KEY.test(key)) return c.json({ error: 'Idempotency-Key must be a transition identity executionId:stepIndex:attempt' }, 400);
+    const call = transitionCallOf(key, c.req.header('x-correlation-id') ?? null);
+    if (!call) return c.json({ error: 'Idempotency-Key must be a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}' }, 400);
     let input: unknown;
     try {
       input = await c.req.json();
     } catch {
       return c.json({ error: 'body must be JSON' }, 400);
     }
-    const call: TransitionCall = {
-      transitionKey: key,
-      tenantId: c.req.header('x-tenant-id') ?? null,
-      executionId: c.req.header('x-execution-id') ?? null,
-      correlationId: c.req.header('x-correlation-id') ?? null,
-      attempt: Number(key.slice(key.lastIndexOf(':') + 1)),
-    };
     const outcome = await deliver(store, key, { leaseMs, waitMs }, () => options.handler(input, call));
     if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
     if (outcome.kind === 'busy') return c.json({ error: 'the same transition is still being handled' }, 425);
@@ -76,9 +84,9 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
 
   app.get('/transition/:key', async (c) => {
     const key = c.req.param('key');
-    if (!KEY.test(key)) return c.json({ error: 'not a transition identity' }, 400);
+    if (!parseIdempotencyKey(key)) return c.json({ error: 'not a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}' }, 400);
     const found = await store.lookup(key);
-    return c.json({ transitionKey: key, recorded: found !== null, state: found?.state ?? null, completedAt: found?.completedAt ?? null });
+    return c.json({ idempotencyKey: key, recorded: found !== null, state: found?.state ?? null, completedAt: found?.completedAt ?? null, legacy: found?.legacy ?? false });
   });
 
   return app;

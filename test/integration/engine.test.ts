@@ -147,7 +147,7 @@ describe('execution engine', () => {
   it('fails a NonRetryableException fast with non_retryable, and Temporal shows the run failed', async () => {
     await engine.start('acme', { pipeline: 'rejects-payload', executionId: 'nonretry-1', input: { amount: -1 } });
     const record = await engine.waitFor('acme', 'nonretry-1', ['FAILED', 'SUCCEEDED']);
-    expect(keysOf('nonretry-1/validate')).toEqual(['nonretry-1:0:1']);
+    expect(keysOf('nonretry-1/validate')).toEqual(['acme/nonretry-1:0:1']); // a FUNCTION step's invocationId is the tenant-qualified key
     expect(record).toMatchObject({ terminalReason: 'non_retryable', lastErrorCode: 'INVALID_AMOUNT' });
     const envelope = (await engine.dlq.list('acme', { limit: 10, errorCode: 'INVALID_AMOUNT' })).entries[0]?.envelope;
     expect(envelope).toMatchObject({ transport: 'FUNCTION', terminalReason: 'non_retryable', retryable: false, retriesObserved: 0 });

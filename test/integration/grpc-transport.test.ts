@@ -91,7 +91,7 @@ describe('gRPC transport', () => {
     const client = grpcClient(address);
     const invoke = () => new Promise<any>((resolve, reject) => {
       const md = new grpc.Metadata();
-      md.set('idempotency-key', 'grpc-kit:0:1');
+      md.set('idempotency-key', 'acme/grpc-kit:0:1');
       client.Invoke({ input_json: JSON.stringify({ mode: 'slow', value: 9 }) }, md, (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res)));
     });
     const [a, b] = await Promise.all([invoke(), invoke()]);

@@ -66,7 +66,7 @@ beforeAll(async () => {
   engine = await startTestEngine([
     definePipeline({
       name: 'remote',
-      steps: [restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/kit/transition/{transitionKey}` }, { command: true, timeoutMs: 2000 })],
+      steps: [restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/kit/transition/{idempotencyKey}` }, { command: true, timeoutMs: 2000 })],
     }),
     definePipeline({ name: 'retry-after', retry: { limit: 2, waitMs: 50, maxBackoffMs: 5000 }, steps: [restStep('flaky', { url: `${base}/flaky503` })] }),
     definePipeline({ name: 'bad-request', steps: [restStep('bad', { url: `${base}/bad400` })] }),
@@ -84,7 +84,7 @@ describe('REST transport', () => {
     const record = await engine.waitFor('acme', 'rest-ok', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']);
     expect(record.status).toBe('SUCCEEDED');
     expect(record.segmentInput).toEqual({ handledBy: 'kit', attempt: 1, value: 7 });
-    expect(requests['rest-ok:0:1']).toBe(1);
+    expect(requests['acme/rest-ok:0:1']).toBe(1);
     expect((await engine.effects.get('acme', 'rest-ok', 0))?.status).toBe('SUCCEEDED');
   });
 
@@ -110,10 +110,10 @@ describe('REST transport', () => {
     expect(JSON.stringify([...warnings, ...unknown])).not.toContain(SENTINEL);
     expect(JSON.stringify(engine.logs)).not.toContain(SENTINEL);
 
-    expect(requests['rest-hang:0:1']).toBe(1);
+    expect(requests['acme/rest-hang:0:1']).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 6000)); // 3× the deadline
-    expect(requests['rest-hang:0:1']).toBe(1);
-    expect(Object.keys(requests).filter((key) => key.startsWith('rest-hang:'))).toEqual(['rest-hang:0:1']);
+    expect(requests['acme/rest-hang:0:1']).toBe(1);
+    expect(Object.keys(requests).filter((key) => key.startsWith('acme/rest-hang:'))).toEqual(['acme/rest-hang:0:1']);
     expect((await engine.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-hang')).toEqual([]);
 
     // What an operator sees: the call, and the worker's own word (it finished after the deadline).
@@ -140,7 +140,7 @@ describe('REST transport', () => {
     expect(res.status).toBe(202);
     const done = await engine.waitFor('acme', 'rest-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000);
     expect(done.status).toBe('SUCCEEDED');
-    expect(requests['rest-hang:0:2']).toBe(1);
+    expect(requests['acme/rest-hang:0:2']).toBe(1);
     expect(done.segmentInput).toMatchObject({ handledBy: 'kit', attempt: 2 });
     expect(done.remoteCall).toBeNull();
   });
@@ -159,7 +159,7 @@ describe('REST transport', () => {
     await engine.start('acme', { pipeline: 'bad-request', executionId: 'rest-400' });
     const record = await engine.waitFor('acme', 'rest-400', ['FAILED', 'SUCCEEDED'], 20_000);
     expect(record).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: 'HTTP_400' });
-    expect(requests['rest-400:0:1']).toBe(1);
+    expect(requests['acme/rest-400:0:1']).toBe(1);
     const envelope = (await engine.dlq.list('acme', { limit: 50, errorCode: 'HTTP_400' })).entries[0]?.envelope;
     expect(envelope).toMatchObject({ executionId: 'rest-400', transport: 'REST', platform: 'raw-test/2.0', retryable: false, retriesObserved: 0 });
   });
@@ -170,18 +170,18 @@ describe('transition-worker kit', () => {
     fetch(`${base}/kit/transition`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
 
   it('runs the handler once for two concurrent deliveries of the same transition identity', async () => {
-    const [a, b] = await Promise.all([deliver('kit-1:0:1', { mode: 'slow', value: 1 }), deliver('kit-1:0:1', { mode: 'slow', value: 1 })]);
+    const [a, b] = await Promise.all([deliver('acme/kit-1:0:1', { mode: 'slow', value: 1 }), deliver('acme/kit-1:0:1', { mode: 'slow', value: 1 })]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(await a.json()).toEqual(await b.json());
     expect(handled['kit-1:0:1']).toBe(1);
-    expect(requests['kit-1:0:1']).toBe(2);
+    expect(requests['acme/kit-1:0:1']).toBe(2);
   });
 
   it('answers a redelivery after a crash between its effect and the orchestrator commit with the stored result', async () => {
-    const first = await deliver('kit-2:3:1', { value: 'x' });
+    const first = await deliver('acme/kit-2:3:1', { value: 'x' });
     const firstBody = await first.json();
     // The orchestrator never saw that answer (it crashed); Temporal redelivers the same identity.
-    const again = await deliver('kit-2:3:1', { value: 'x' });
+    const again = await deliver('acme/kit-2:3:1', { value: 'x' });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('x-transition-worker-platform')).toBe('kit-test/1.0');
     expect(await again.json()).toEqual(firstBody);
@@ -189,13 +189,14 @@ describe('transition-worker kit', () => {
   });
 
   it('stores and replays a rejection; rejects a missing key; answers lookups', async () => {
-    const rejected = await deliver('kit-3:0:1', { mode: 'reject' });
+    const rejected = await deliver('acme/kit-3:0:1', { mode: 'reject' });
     expect(rejected.status).toBe(422);
-    expect((await deliver('kit-3:0:1', { mode: 'reject' })).status).toBe(422);
+    expect((await deliver('acme/kit-3:0:1', { mode: 'reject' })).status).toBe(422);
     expect(handled['kit-3:0:1']).toBe(1);
     const missing = await fetch(`${base}/kit/transition`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(missing.status).toBe(400);
-    expect(await (await fetch(`${base}/kit/transition/kit-2:3:1`)).json()).toMatchObject({ recorded: true, state: 'DONE' });
-    expect(await (await fetch(`${base}/kit/transition/never:0:1`)).json()).toMatchObject({ recorded: false, state: null });
+    expect(await (await fetch(`${base}/kit/transition/${encodeURIComponent('acme/kit-2:3:1')}`)).json()).toMatchObject({ recorded: true, state: 'DONE' });
+    expect(await (await fetch(`${base}/kit/transition/${encodeURIComponent('acme/never:0:1')}`)).json()).toMatchObject({ recorded: false, state: null, legacy: false });
+    expect((await fetch(`${base}/kit/transition/never:0:1`)).status).toBe(400);
   });
 });
