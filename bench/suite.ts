@@ -254,7 +254,7 @@ async function measureDlq(bench: Bench) {
       await store.commitFailed({
         tenantId: 'bench', executionId, stepIndex: 0, attempt: 1,
         failure: {
-          terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey,
+          terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey, step: 'noop',
           envelope: { tenantId: 'bench', executionId, transitionKey, transport: 'LOCAL', platform: 'bench', terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', retryable: true, retriesObserved: 5 },
         },
       });

@@ -202,7 +202,7 @@ export function createActivities(deps: EngineDeps) {
     };
     const committed = await store.commitFailed({
       tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
-      failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope },
+      failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope, step: stepAt(req.pipeline, req.stepIndex).name },
       effect: effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
     });
     if (!committed.committed) await settle(req);
@@ -262,7 +262,7 @@ export function createActivities(deps: EngineDeps) {
     };
     const committed = await store.commitFailed({
       tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt: record.attempt,
-      failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope },
+      failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: step.name },
     });
     if (committed.committed) metrics?.failed.inc({ terminal_reason: 'retry_exhausted', error_code: metrics.code(errorCode) });
     log.warn({ event: 'execution_failed', tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: record.correlationId, terminalReason: 'retry_exhausted', errorCode });

@@ -21,6 +21,7 @@ import type { DlqStore } from '../store/dlq-store';
 import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
 import type { RejectStore } from '../store/reject-store';
+import { fleetRoutes, type FleetDeps } from './fleet-routes';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import { mountDocs } from './docs-page';
 import { createOpenApiDocument } from './openapi';
@@ -42,6 +43,8 @@ export interface AppDeps {
   checkpoints: CheckpointPublisher;
   /** absent: no /metrics route */
   metrics?: Metrics;
+  /** failure groups, execution history, bulk re-drive jobs */
+  fleet?: FleetDeps;
 }
 
 const Limit = z.coerce.number().int().min(1).max(500).default(50);
@@ -160,6 +163,8 @@ export function createApp(deps: AppDeps) {
     const last = page.entries.at(-1);
     return c.json({ items: page.entries, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
   });
+
+  if (deps.fleet) admin.route('/', fleetRoutes(deps.fleet));
 
   const document = createOpenApiDocument(config['pipeline.admin.prefix']);
   app.get(`${prefix}/openapi.json`, bearerAuth({ tokens, role: 'submit', log }), (c) => c.json(document));

@@ -25,6 +25,8 @@ import { DlqRelay } from '../dlq/relay';
 import { Metrics } from '../metrics';
 import { migrate } from '../store/migrate';
 import { RejectStore } from '../store/reject-store';
+import { FailureGroupStore } from '../store/failure-group-store';
+import { HistoryStore } from '../store/history-store';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
 import { installSdkLogging } from '../temporal/sdk-logging';
@@ -32,6 +34,7 @@ import { createEngineWorker } from '../temporal/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { CheckpointPublisher } from './checkpoints';
 import { ExecutionService } from './executions';
+import { HistoryService } from './history';
 import { RedriveService } from './redrive';
 
 export interface ServiceOptions {
@@ -151,7 +154,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     slowMs: config['pipeline.checkpoint.slow-admission'],
     intervalMs: config['pipeline.checkpoint.interval'],
   }, metrics);
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), metrics, checkpoints });
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), metrics, checkpoints,
+    fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) } });
 
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;

@@ -6,6 +6,7 @@
  * the DLQ do so in the same statement (one round trip, one transaction).
  */
 import type { EffectStatus, ExecutionStatus, RedriveMode, TerminalReason } from '../spec-words';
+import { failureGroup } from '../dlq/failure-group';
 import type { Db, Queryable } from './db';
 import { iso, isoOrNull, type ExecutionRecordRow } from './rows';
 
@@ -133,6 +134,8 @@ export interface TerminalFailure {
   transitionKey: string;
   /** the envelope's own fields; execution key, correlation and resource fields are added from the record */
   envelope: Record<string, unknown>;
+  /** the failed step's name: part of the envelope's failure group */
+  step: string;
 }
 
 /** Item rejects committed with a step's success (metadata only). */
@@ -223,6 +226,8 @@ export class ExecutionStore {
     dispatchSpec: unknown;
     releaseAmbiguousEffect: boolean;
     lease: DispatchLease;
+    /** the bulk job admitting it: the audit row names it and the job's item turns ADMITTED in this statement */
+    jobId?: string | null;
   }): Promise<ExecutionRecord | null> {
     const a = admission;
     const result = await this.db.query<ExecutionRecordRow>(
@@ -234,8 +239,11 @@ export class ExecutionStore {
          RETURNING *),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
-           from_version, to_version, resume_step_index, attempt, confirmed_disposition)
-         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11 FROM moved),
+           from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id)
+         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16 FROM moved),
+       job_item AS (
+         UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = now()
+         WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
          SELECT tenant_id, execution_id, $6, $12::jsonb, 1, $14, now() + ($15::integer * interval '1 millisecond') FROM moved),
@@ -245,7 +253,7 @@ export class ExecutionStore {
            AND EXISTS (SELECT 1 FROM moved))
        SELECT * FROM moved`,
       [a.tenantId, a.executionId, a.expectedVersion, a.fromStatus, a.resumeStepIndex, a.redriveId, a.principal, a.reason,
-        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect, a.lease.owner, a.lease.ms],
+        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect, a.lease.owner, a.lease.ms, a.jobId ?? null],
     );
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
@@ -342,6 +350,7 @@ export class ExecutionStore {
    * execution/correlation fields come from the record itself.
    */
   async commitFailed({ failure, effect, ...key }: StepKey & { failure: TerminalFailure; effect?: EffectChange }): Promise<CommitResult> {
+    const group = failureGroup({ ...failure, transport: String(failure.envelope.transport) });
     return this.commit(
       key,
       `version = version + 1, status = 'FAILED', failed_step_index = current_step_index, terminal_reason = $5,
@@ -349,10 +358,11 @@ export class ExecutionStore {
       [failure.terminalReason, failure.errorCode, failure.errorMessage],
       effect,
       (p) => `, dlq AS (
-         INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope)
+         INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope, group_id, signature)
          SELECT tenant_id, execution_id, $${p(failure.transitionKey)}, terminal_reason, last_error_code, version,
            $${p(json(failure.envelope))}::jsonb || jsonb_build_object('executionKey', execution_key, 'correlationId', correlation_id,
-             'resourceType', resource_type, 'resourceName', resource_name)
+             'resourceType', resource_type, 'resourceName', resource_name),
+           $${p(group.groupId)}, $${p(json(group.signature))}::jsonb
          FROM moved
          ON CONFLICT DO NOTHING RETURNING id)`,
     );
@@ -370,8 +380,9 @@ export class ExecutionStore {
   }
 
   /**
-   * One conditional UPDATE of the record, plus (same statement) the Command effect
-   * and any extra CTE. Only a RUNNING record at this step and attempt moves.
+   * One conditional UPDATE of the record, plus (same statement) the Command effect,
+   * the attempt log row (the execution's story, derived from the moved row) and any
+   * extra CTE. Only a RUNNING record at this step and attempt moves.
    */
   private async commit(
     key: StepKey,
@@ -385,7 +396,13 @@ export class ExecutionStore {
     let ctes = `WITH moved AS (
         UPDATE execution_record SET ${set}, updated_at = now()
         WHERE tenant_id = $1 AND execution_id = $2 AND current_step_index = $3 AND attempt = $4 AND status = 'RUNNING'
-        RETURNING *)`;
+        RETURNING *),
+      attempt_log AS (
+        INSERT INTO execution_attempt (tenant_id, execution_id, step_index, attempt, outcome, error_code, run_id, version, evidence)
+        SELECT tenant_id, execution_id, $3, $4,
+          CASE WHEN status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') THEN status WHEN current_step_index > $3 THEN 'SUCCEEDED' ELSE 'RETRY_SCHEDULED' END,
+          CASE WHEN current_step_index > $3 THEN NULL ELSE last_error_code END, run_id, version, remote_call
+        FROM moved)`;
     if (effect) {
       ctes += `, effect AS (
         UPDATE command_effect SET status = $${push(effect.status)}, result = $${push(json(effect.result))}::jsonb,

@@ -1,0 +1,84 @@
+/**
+ * An execution's story for engineers and operators: every run (which dispatch started
+ * it, when), every committed attempt of every step with its outcome and error code, every
+ * re-drive with principal, reason, mode and the bulk job that made it, its DLQ envelopes,
+ * and, while parked as REMOTE_OUTCOME_UNKNOWN, the disposition evidence. Read from the
+ * store: no Temporal call, so it answers while Temporal is down.
+ */
+import { NotFoundError } from '../errors';
+import { transitionKey } from '../ids';
+import type { PipelineRegistry } from '../pipeline/registry';
+import type { ExecutionStore } from '../store/execution-store';
+import type { HistoryStore } from '../store/history-store';
+import { dispositionEvidence } from './disposition';
+
+const iso = (value: string | null) => (value == null ? null : new Date(value).toISOString());
+
+export class HistoryService {
+  constructor(
+    private readonly store: ExecutionStore,
+    private readonly history: HistoryStore,
+    private readonly registry: PipelineRegistry,
+  ) {}
+
+  async story(tenantId: string, executionId: string) {
+    const record = await this.store.get(tenantId, executionId);
+    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    const rows = await this.history.history(tenantId, executionId);
+    const steps = this.registry.has(record.pipeline) ? this.registry.get(record.pipeline).steps : [];
+    return {
+      tenantId,
+      executionId,
+      pipeline: record.pipeline,
+      status: record.status,
+      version: record.version,
+      workflowId: record.workflowId,
+      runs: rows.runs.map((run) => ({
+        runId: run.run_id,
+        dispatchId: run.dispatch_id,
+        dispatch: run.dispatch_id === 'start' ? ('start' as const) : ('redrive' as const),
+        status: run.status,
+        requestedAt: iso(run.created_at)!,
+        startedAt: iso(run.started_at),
+        startAttempts: run.attempts,
+        lastError: run.last_error,
+      })),
+      attempts: rows.attempts.map((row) => ({
+        stepIndex: row.step_index,
+        step: steps[row.step_index]?.name ?? null,
+        attempt: row.attempt,
+        transitionKey: transitionKey(executionId, row.step_index, row.attempt),
+        outcome: row.outcome,
+        errorCode: row.error_code,
+        runId: row.run_id,
+        version: row.version,
+        committedAt: iso(row.committed_at)!,
+        ...(row.evidence ? { evidence: row.evidence } : {}),
+      })),
+      redrives: rows.redrives.map((row) => ({
+        redriveId: row.redrive_id,
+        principal: row.principal,
+        reason: row.reason,
+        mode: row.mode,
+        jobId: row.job_id,
+        fromStatus: row.from_status,
+        fromVersion: row.from_version,
+        toVersion: row.to_version,
+        resumeStepIndex: row.resume_step_index,
+        attempt: row.attempt,
+        confirmedDisposition: row.confirmed_disposition,
+        at: iso(row.created_at)!,
+      })),
+      dlq: rows.envelopes.map((row) => ({
+        id: row.id,
+        transitionKey: row.transition_key,
+        terminalReason: row.terminal_reason,
+        errorCode: row.error_code,
+        groupId: row.group_id,
+        recordVersion: row.record_version,
+        at: iso(row.created_at)!,
+      })),
+      disposition: await dispositionEvidence(record, this.registry),
+    };
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Read side of failure groups: the tenant's unredriven DLQ envelopes (the record still
+ * stands at the version the envelope was written at) grouped by the group id stored with
+ * each envelope, and the same selection for a bulk re-drive. Read-only.
+ */
+import type { FailureSignature } from '../dlq/failure-group';
+import type { Db } from './db';
+
+/** Which unredriven envelopes: every given field must match. */
+export interface EnvelopeFilter {
+  groupId?: string;
+  terminalReason?: string;
+  errorCode?: string;
+  step?: string;
+  /** ISO timestamps bounding the envelope's created_at: from inclusive, to exclusive */
+  from?: string;
+  to?: string;
+}
+
+export interface FailureGroupRow {
+  group_id: string;
+  signature: FailureSignature;
+  count: number;
+  first_seen: Date;
+  last_seen: Date;
+  /** envelopes per 10-minute bucket over the last hour, oldest first */
+  buckets: number[];
+}
+
+const BUCKETS = 6;
+const BUCKET_MINUTES = 10;
+
+/**
+ * The WHERE clause (over `d` = execution_dlq joined to `r` = execution_record) that
+ * selects unredriven envelopes of a tenant; pushes its parameters onto `params`, whose
+ * first must be the tenant id.
+ */
+export function unredrivenWhere(filter: EnvelopeFilter, params: unknown[]): string {
+  const push = (value: unknown) => `$${params.push(value)}`;
+  let where = 'd.tenant_id = $1 AND r.version = d.record_version';
+  if (filter.groupId !== undefined) where += ` AND d.group_id = ${push(filter.groupId)}`;
+  if (filter.terminalReason !== undefined) where += ` AND d.terminal_reason = ${push(filter.terminalReason)}`;
+  if (filter.errorCode !== undefined) where += ` AND d.error_code = ${push(filter.errorCode)}`;
+  if (filter.step !== undefined) where += ` AND d.signature->>'step' = ${push(filter.step)}`;
+  if (filter.from !== undefined) where += ` AND d.created_at >= ${push(filter.from)}::timestamptz`;
+  if (filter.to !== undefined) where += ` AND d.created_at < ${push(filter.to)}::timestamptz`;
+  return where;
+}
+
+export const UNREDRIVEN_FROM = `execution_dlq d JOIN execution_record r ON r.tenant_id = d.tenant_id AND r.execution_id = d.execution_id`;
+
+export class FailureGroupStore {
+  constructor(private readonly db: Db) {}
+
+  /** Groups, largest first, with count, first/last seen and the last hour in 10-minute buckets. */
+  async groups(tenantId: string, filter: EnvelopeFilter, limit: number): Promise<FailureGroupRow[]> {
+    const params: unknown[] = [tenantId];
+    const where = unredrivenWhere(filter, params);
+    const buckets = Array.from({ length: BUCKETS }, (_, i) => {
+      const older = (BUCKETS - i) * BUCKET_MINUTES;
+      const newer = older - BUCKET_MINUTES;
+      return `count(*) FILTER (WHERE d.created_at > now() - interval '${older} minutes' AND d.created_at <= now() - interval '${newer} minutes')::int`;
+    });
+    const result = await this.db.query<FailureGroupRow>(
+      `SELECT d.group_id, (array_agg(d.signature ORDER BY d.id DESC))[1] AS signature, count(*)::int AS count,
+         min(d.created_at) AS first_seen, max(d.created_at) AS last_seen, ARRAY[${buckets.join(', ')}] AS buckets
+       FROM ${UNREDRIVEN_FROM} WHERE ${where}
+       GROUP BY d.group_id ORDER BY count(*) DESC, d.group_id LIMIT $${params.push(limit)}`,
+      params,
+    );
+    return result.rows;
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * An execution's story from the store, in one round trip: the runs its dispatch rows
+ * started, every committed step outcome from the attempt log, every re-drive from the
+ * audit, and its DLQ envelopes. Read-only.
+ */
+import type { Db } from './db';
+
+export interface RunRow {
+  dispatch_id: string;
+  status: 'PENDING' | 'STARTED';
+  run_id: string | null;
+  attempts: number;
+  last_error: string | null;
+  created_at: string;
+  started_at: string | null;
+}
+
+export interface AttemptRow {
+  step_index: number;
+  attempt: number;
+  outcome: 'SUCCEEDED' | 'RETRY_SCHEDULED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
+  error_code: string | null;
+  run_id: string | null;
+  version: number;
+  evidence: Record<string, unknown> | null;
+  committed_at: string;
+}
+
+export interface RedriveRow {
+  redrive_id: string;
+  principal: string;
+  reason: string;
+  mode: string;
+  from_status: string;
+  from_version: number;
+  to_version: number;
+  resume_step_index: number;
+  attempt: number;
+  confirmed_disposition: string | null;
+  job_id: string | null;
+  created_at: string;
+}
+
+export interface EnvelopeRow {
+  id: number;
+  transition_key: string;
+  terminal_reason: string;
+  error_code: string;
+  group_id: string | null;
+  record_version: number;
+  created_at: string;
+}
+
+export interface HistoryRows {
+  runs: RunRow[];
+  attempts: AttemptRow[];
+  redrives: RedriveRow[];
+  envelopes: EnvelopeRow[];
+}
+
+const list = (sql: string, order: string) => `(SELECT coalesce(json_agg(x ORDER BY ${order}), '[]'::json) FROM (${sql}) x)`;
+
+export class HistoryStore {
+  constructor(private readonly db: Db) {}
+
+  async history(tenantId: string, executionId: string): Promise<HistoryRows> {
+    const where = 'WHERE tenant_id = $1 AND execution_id = $2';
+    const result = await this.db.query<HistoryRows>(
+      `SELECT
+         ${list(`SELECT dispatch_id, status, run_id, attempts, last_error, created_at, started_at FROM execution_dispatch ${where}`, 'x.created_at, x.dispatch_id')} AS runs,
+         ${list(`SELECT step_index, attempt, outcome, error_code, run_id, version, evidence, committed_at FROM execution_attempt ${where}`, 'x.version')} AS attempts,
+         ${list(`SELECT redrive_id, principal, reason, mode, from_status, from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, created_at FROM redrive_audit ${where}`, 'x.created_at, x.from_version')} AS redrives,
+         ${list(`SELECT id, transition_key, terminal_reason, error_code, group_id, record_version, created_at FROM execution_dlq ${where}`, 'x.id')} AS envelopes`,
+      [tenantId, executionId],
+    );
+    return result.rows[0];
+  }
+}
