@@ -57,3 +57,10 @@ export class UnknownPipelineError extends PipelineError {
     super(`pipeline "${pipeline}" is not registered`, 'UNKNOWN_PIPELINE', 422);
   }
 }
+
+/** Temporal did not answer a call made while answering a request (deadline, unreachable). Retry later. */
+export class TemporalUnavailableError extends PipelineError {
+  constructor(message: string) {
+    super(message, 'TEMPORAL_UNAVAILABLE', 503);
+  }
+}

@@ -12,10 +12,15 @@ const TITLES: Record<number, string> = {
   413: 'Content Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Content', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
+/** Retry-After of a 503: long enough for a restart of Temporal or Postgres to be noticed. */
+export const RETRY_AFTER_SECONDS = 5;
+
 export function problem(c: Context, status: number, code: string, detail: string, extra: Record<string, unknown> = {}) {
   const body = { type: `urn:pipeline:problem:${code.toLowerCase().replace(/_/g, '-')}`, title: TITLES[status] ?? 'Error', status, detail, code, ...extra };
   const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
+  // A 503 is a dependency that is down for now (Temporal, Postgres): say when to try again.
+  if (status === 503) headers['retry-after'] = String(RETRY_AFTER_SECONDS);
   return c.body(JSON.stringify(body), status as 400, headers);
 }
 

@@ -83,6 +83,8 @@ export const ConfigSchema = z.object({
   'pipeline.temporal.address': z.string().optional(),
   'pipeline.temporal.namespace': z.string().default('default'),
   'pipeline.temporal.task-queue': z.string().default('pipeline'),
+  /** Deadline of every Temporal call made while answering a request (start, describe). Default 5s. */
+  'pipeline.temporal.call-timeout': duration('pipeline.temporal.call-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
   /** Frontend port of the embedded Temporal dev server. Default 7233. */
   'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(1).max(65535)).default(7233),
   /** Web UI port of the embedded Temporal dev server. Default 8233. */

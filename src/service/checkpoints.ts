@@ -117,6 +117,13 @@ export class CheckpointPublisher {
     const started = Date.now();
     const fields = { event: 'checkpoint_publication_delivery_failure', tenantId: row.tenant_id, handoffKey: row.handoff_key, executionId: row.execution_id, attempt: row.attempts };
     let reason: string;
+    // Counted and logged the moment it becomes slow, not when (if ever) it returns.
+    let slow = false;
+    const slowTimer = setTimeout(() => {
+      slow = true;
+      this.metrics?.checkpointDeliveryFailures.inc();
+      this.log.warn({ ...fields, reason: 'SLOW_ADMISSION', elapsedMs: Date.now() - started });
+    }, this.options.slowMs);
     try {
       const outcome = await this.executions.start(row.tenant_id, { pipeline: row.pipeline, executionId: row.execution_id, executionKey: row.handoff_key, input: { handoffKey: row.handoff_key, records: row.records } });
       // Admitted = its run has started. A retry finds the execution from the earlier attempt: started
@@ -125,9 +132,7 @@ export class CheckpointPublisher {
         outcome.dispatch === 'started' ||
         (outcome.dispatch === 'existing' &&
           (outcome.record.status !== 'QUEUED' || (await this.dispatcher.dispatch(row.tenant_id, row.execution_id, 'start')).dispatch === 'started'));
-      const elapsed = Date.now() - started;
       if (running) {
-        if (elapsed > this.options.slowMs) this.log.warn({ ...fields, reason: 'SLOW_ADMISSION', elapsedMs: elapsed });
         await this.db.query(
           `UPDATE checkpoint_outbox SET status = 'ADMITTED', admitted_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL WHERE tenant_id = $1 AND handoff_key = $2`,
           [row.tenant_id, row.handoff_key],
@@ -138,9 +143,11 @@ export class CheckpointPublisher {
       reason = 'ORCHESTRATION_START_FAILED';
     } catch (err) {
       reason = err instanceof Error ? err.name : 'ADMISSION_FAILED';
+    } finally {
+      clearTimeout(slowTimer);
     }
     const jittered = retryDelayMs(REDELIVERY_BACKOFF, row.attempts);
-    this.metrics?.checkpointDeliveryFailures.inc();
+    if (!slow) this.metrics?.checkpointDeliveryFailures.inc(); // a slow attempt was counted already
     this.log.warn({ ...fields, reason, elapsedMs: Date.now() - started, retryInMs: jittered });
     await this.db
       .query(

@@ -9,14 +9,15 @@
  * The DLQ is never read destructively, deleted from or replayed.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import { ConflictError, NotFoundError, PipelineError } from '../errors';
+import { ConflictError, NotFoundError, PipelineError, TemporalUnavailableError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { CommandEffect, EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
+import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import type { RedriveMode } from '../spec-words';
 
@@ -42,7 +43,7 @@ export type RedriveRequest = z.infer<typeof RedriveRequest>;
 export type { RedriveMode };
 
 class AdmissionError extends PipelineError {}
-const refuse = (status: 409 | 422, code: string, detail: string) => new AdmissionError(detail, code, status);
+const refuse = (status: 409 | 422, code: string, detail: string, extra: Record<string, unknown> = {}) => new AdmissionError(detail, code, status, extra);
 
 export interface RedrivePlan {
   mode: RedriveMode;
@@ -115,6 +116,13 @@ export class RedriveService {
       if (record.status !== 'FAILED') throw refuse(422, 'EXECUTION_NOT_FAILED', `execution ${executionId} is ${record.status}, not FAILED; RETRY_FAILED_COMMAND applies only to a FAILED execution`);
       if (record.failedStepIndex === null) throw refuse(422, 'FAILED_STEP_NOT_RETAINED', `execution ${executionId} does not retain the failed step index`);
       if (!(await this.store.supportsDurableRetryIntent())) throw refuse(422, 'RETRY_INTENT_UNSUPPORTED', 'the execution store lacks durable retry intent support (fsync or synchronous_commit is off, or the store is in memory)');
+      // An IN_FLIGHT effect whose call was abandoned is released only by the operator's attestation, as for REMOTE_OUTCOME_UNKNOWN.
+      const attested = effect?.status === 'IN_FLIGHT' && body.confirmedDisposition === 'NOT_APPLIED';
+      if (effect && effect.status !== 'FAILED_RETRYABLE' && !attested) {
+        // The run would stop at this effect with non_retryable and a new DLQ envelope: refuse now instead.
+        const inFlight = effect.status === 'IN_FLIGHT' ? '; if you confirmed its call made no effect, send "confirmedDisposition": "NOT_APPLIED" (runbook: "A Command effect stuck IN_FLIGHT")' : '';
+        throw refuse(409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE', `the Command effect of step ${effect.stepIndex} is ${effect.status}; only a FAILED_RETRYABLE effect is redispatched${inFlight}`, { effectStatus: effect.status });
+      }
       return 'RETRY_FAILED_COMMAND';
     }
     if (record.status === 'REMOTE_OUTCOME_UNKNOWN') {
@@ -127,14 +135,20 @@ export class RedriveService {
     return record.status === 'FAILED' ? 'FAILED' : 'ORDINARY';
   }
 
-  /** A QUEUED/RUNNING record is active while a dispatch is pending or its workflow runs. */
+  /**
+   * A QUEUED/RUNNING record is active while a dispatch is pending or its workflow runs.
+   * Only Temporal's "not found" means no run; when Temporal cannot answer within
+   * `pipeline.temporal.call-timeout` the re-drive is refused with 503 and nothing changes.
+   */
   private async runIsActive(record: ExecutionRecord): Promise<boolean> {
     if (await this.store.hasPendingDispatch(record.tenantId, record.executionId)) return true;
     try {
-      const description = await this.client.workflow.getHandle(record.workflowId).describe();
+      const description = await withCallDeadline(this.client, this.dispatcher.callTimeoutMs, () => this.client.workflow.getHandle(record.workflowId).describe());
       return description.status.name === 'RUNNING';
-    } catch {
-      return false;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      this.log.warn({ event: 'temporal_unavailable', tenantId: record.tenantId, executionId: record.executionId, check: 'run_active', error: err instanceof Error ? err.name : 'unknown' });
+      throw new TemporalUnavailableError(`Temporal could not say whether execution ${record.executionId} has an active run; nothing was changed, retry later`);
     }
   }
 
@@ -155,7 +169,7 @@ export class RedriveService {
       mode: plan.mode,
       confirmedDisposition: body.confirmedDisposition ?? null,
       dispatchSpec: spec,
-      releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN',
+      releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
       lease: this.dispatcher.lease(),
     });
     if (!moved) {
@@ -184,7 +198,8 @@ export class RedriveService {
         resumeStepIndex: plan.resumeStepIndex, attempt: plan.attempt, mode: plan.mode, fromStatus: plan.fromStatus, effectStatus: plan.effectStatus,
       };
     } catch (err) {
-      if (!(err instanceof PipelineError)) throw err;
+      // 5xx (Temporal cannot answer) is not an admission verdict: the dry run answers it as the real one would.
+      if (!(err instanceof PipelineError) || err.status >= 500) throw err;
       return { admitted: false as const, status: err.status, code: err.code, detail: err.message, ...err.extra };
     }
   }

@@ -208,7 +208,8 @@ export class ExecutionStore {
    * Admission of a re-drive, one statement: bump the version if it is still the expected
    * one and the status is the one the checks saw, re-queue at the resume step with a new
    * attempt, write the audit row and the dispatch row, and (for a confirmed
-   * REMOTE_OUTCOME_UNKNOWN) turn the step's AMBIGUOUS effect into FAILED_RETRYABLE.
+   * REMOTE_OUTCOME_UNKNOWN, or an attested IN_FLIGHT Command effect) turn the step's
+   * AMBIGUOUS / IN_FLIGHT effect into FAILED_RETRYABLE.
    * Returns null when another writer got there first.
    */
   async admitRedrive(admission: {
@@ -249,7 +250,7 @@ export class ExecutionStore {
          SELECT tenant_id, execution_id, $6, $12::jsonb, 1, $14, now() + ($15::integer * interval '1 millisecond') FROM moved),
        effect AS (
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
-         WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_index = $5 AND status = 'AMBIGUOUS'
+         WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_index = $5 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
            AND EXISTS (SELECT 1 FROM moved))
        SELECT * FROM moved`,
       [a.tenantId, a.executionId, a.expectedVersion, a.fromStatus, a.resumeStepIndex, a.redriveId, a.principal, a.reason,

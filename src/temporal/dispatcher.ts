@@ -11,6 +11,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Log } from '../log';
 import { PeriodicTask } from '../periodic-task';
+import { withCallDeadline } from './call-deadline';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
 import { DispatchStore } from '../store/dispatch-store';
@@ -44,6 +45,8 @@ export class Dispatcher {
     private readonly registry: PipelineRegistry,
     private readonly taskQueue: string,
     private readonly log: Log,
+    /** deadline of the Temporal calls of one start (`pipeline.temporal.call-timeout`) */
+    readonly callTimeoutMs = 5000,
   ) {
     this.rows = new DispatchStore(db);
   }
@@ -88,7 +91,8 @@ export class Dispatcher {
         redrive: spec.redrive,
       };
       await this.beforeStart?.(tenantId, executionId, dispatchId);
-      const runId = await this.startRun(record.workflowId, dispatchId, run, spec);
+      // A start that cannot finish within the deadline stays pending: the sweeper starts it later.
+      const runId = await withCallDeadline(this.client, this.callTimeoutMs, () => this.startRun(record.workflowId, dispatchId, run, spec));
       return { dispatch: 'started', runId };
     } catch (err) {
       const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';

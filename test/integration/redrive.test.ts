@@ -147,6 +147,19 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     await expectRejected('checks-cmd', { expectedVersion: cmd.version, reason: 'r', allowFailed: true }, 409, 'RETRY_FAILED_COMMAND_INTENT_REQUIRED');
   });
 
+  it('5. answers 409 COMMAND_EFFECT_NOT_REDISPATCHABLE (and says so in the dry run) when the retained effect is not FAILED_RETRYABLE', async () => {
+    const cmd = await failedExecution('command', 'checks-effect');
+    const body = { expectedVersion: cmd.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
+    for (const status of ['FAILED_TERMINAL', 'IN_FLIGHT', 'SUCCEEDED']) {
+      await engine.service.db.query("UPDATE command_effect SET status = $1 WHERE execution_id = 'checks-effect'", [status]);
+      const problem = await expectRejected('checks-effect', body, 409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE');
+      expect(problem.effectStatus).toBe(status);
+      const preview = await (await redrive('checks-effect', body, { query: '?dryRun=true' })).json();
+      expect(preview).toMatchObject({ admitted: false, status: 409, code: 'COMMAND_EFFECT_NOT_REDISPATCHABLE', effectStatus: status });
+    }
+    expect(calls['checks-effect/charge']).toHaveLength(2); // the first attempt and its one retry; never the re-drive
+  });
+
   it('5. answers 422 FAILED_STEP_NOT_RETAINED when the failed step index is gone', async () => {
     const gone = await failedExecution('plain', 'checks-noindex');
     await engine.service.db.query("UPDATE execution_record SET failed_step_index = NULL WHERE execution_id = 'checks-noindex'");
@@ -241,6 +254,23 @@ describe('accepted re-drives', () => {
     const listed = EffectList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions/cmd-1/effects')).json());
     expect(listed.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', transitionKey: 'cmd-1:1:3', hasResult: true }]);
     await expectRejected('cmd-1', { ...body, expectedVersion: done.version }, 409, 'EXECUTION_SUCCEEDED');
+  });
+
+  it('releases a Command effect stuck IN_FLIGHT only on an attested RETRY_FAILED_COMMAND, and runs the step once more', async () => {
+    const failed = await failedExecution('command', 'inflight-1');
+    failing.delete('inflight-1');
+    // What a call abandoned after a worker's death leaves behind.
+    await engine.service.db.query("UPDATE command_effect SET status = 'IN_FLIGHT' WHERE execution_id = 'inflight-1'");
+    const body = { expectedVersion: failed.version, reason: 'worker died mid-call; checked downstream: no charge', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
+    const refused = await expectRejected('inflight-1', body, 409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE');
+    expect(refused.detail).toContain('confirmedDisposition');
+    const res = await redrive('inflight-1', { ...body, confirmedDisposition: 'NOT_APPLIED' });
+    expect(res.status).toBe(202);
+    expect((await engine.waitFor('tenant-a', 'inflight-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+    expect(calls['inflight-1/charge']).toHaveLength(3);
+    expect((await engine.effects.get('tenant-a', 'inflight-1', 1))?.status).toBe('SUCCEEDED');
+    const audit = await engine.service.db.query("SELECT confirmed_disposition FROM redrive_audit WHERE execution_id = 'inflight-1'");
+    expect(audit.rows).toEqual([{ confirmed_disposition: 'NOT_APPLIED' }]);
   });
 
   it('fails a RETRY_FAILED_COMMAND re-drive of a non-Command step before its operator is invoked', async () => {

@@ -1,0 +1,124 @@
+/**
+ * Temporal paused under a running service (a real SIGSTOP of this file's own dev server,
+ * never the shared one): starts answer 202 `dispatch: "pending"` and re-drives of a live
+ * execution answer 503 TEMPORAL_UNAVAILABLE, each within `pipeline.temporal.call-timeout`
+ * plus one second; a slow checkpoint admission is counted while it is slow; and after
+ * SIGCONT every admitted run starts exactly once and the live run is never doubled.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { checkpointExecutionId } from '../../src/service/checkpoints';
+import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
+import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
+
+const CALL_TIMEOUT_MS = 2000;
+let engine: TestEngine;
+let server: DevServer;
+let paused = false;
+const released = new Set<string>();
+/** Step runs per execution: a run started twice would count twice. */
+const runs: Record<string, number> = {};
+
+const pipelines = [
+  definePipeline({
+    name: 'held',
+    steps: [localStep('hold', async (_input: unknown, ctx) => {
+      runs[ctx.executionId] = (runs[ctx.executionId] ?? 0) + 1;
+      while (!released.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
+      return {};
+    })],
+  }),
+];
+
+const pause = () => {
+  process.kill(server.pid!, 'SIGSTOP');
+  paused = true;
+};
+const resume = () => {
+  if (paused) process.kill(server.pid!, 'SIGCONT');
+  paused = false;
+};
+/** A request and how long its answer took. */
+async function timed(send: () => Promise<Response>) {
+  const begun = Date.now();
+  const res = await send();
+  const body = await res.json();
+  return { res, body, elapsedMs: Date.now() - begun };
+}
+const redrive = (executionId: string, body: unknown, query = '') =>
+  engine.request('POST', `/admin/tenants/acme/executions/${executionId}/redrive${query}`, { body });
+
+beforeAll(async () => {
+  server = await startDevServer();
+  engine = await startTestEngine(pipelines, {
+    'pipeline.temporal.address': server.address,
+    'pipeline.temporal.call-timeout': CALL_TIMEOUT_MS,
+    'pipeline.checkpoint.interval': '200ms',
+    'pipeline.checkpoint.slow-admission': '300ms',
+    // The pause must not look like a dead worker: its step is not redelivered meanwhile.
+    'pipeline.orchestrator.worker.heartbeat-timeout': '120s',
+  });
+}, 120_000);
+afterAll(async () => {
+  resume();
+  for (const id of Object.keys(runs)) released.add(id);
+  await engine?.stop();
+  await server?.stop();
+});
+
+describe('with the Temporal dev server paused (SIGSTOP)', () => {
+  it('answers starts, re-drives and checkpoints in time, and starts every admitted run exactly once after SIGCONT', async () => {
+    await engine.start('acme', { pipeline: 'held', executionId: 'live-1' });
+    const live = await engine.waitFor('acme', 'live-1', ['RUNNING']);
+    await until(() => runs['live-1'] === 1, 20_000, 'the live run to be inside its step');
+
+    pause();
+    try {
+      // Starts: admitted, answered 202 pending within the deadline.
+      for (const executionId of ['paused-1', 'paused-2', 'paused-3']) {
+        const { res, body, elapsedMs } = await timed(() => engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'held', executionId } }));
+        expect(res.status).toBe(202);
+        expect(body).toMatchObject({ executionId, status: 'QUEUED', dispatch: 'pending', runId: null });
+        expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
+      }
+
+      // Re-drive of a live execution: Temporal cannot say whether its run is alive → 503, nothing changed.
+      const before = await engine.service.store.get('acme', 'live-1');
+      for (const query of ['', '?dryRun=true']) {
+        const { res, body, elapsedMs } = await timed(() => redrive('live-1', { expectedVersion: live.version, reason: 'looks stuck', allowFailed: false }, query));
+        expect({ status: res.status, code: body.code }).toEqual({ status: 503, code: 'TEMPORAL_UNAVAILABLE' });
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+        expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
+      }
+      expect(await engine.service.store.get('acme', 'live-1')).toEqual(before);
+      const audit = await engine.service.db.query(`SELECT count(*)::int AS n FROM redrive_audit WHERE execution_id = 'live-1'`);
+      expect(audit.rows[0].n).toBe(0);
+
+      // A checkpoint admission stuck on Temporal is counted while it is stuck, before its start gives up.
+      const published = await engine.request('POST', '/api/tenants/acme/checkpoints', { body: { handoffKey: 'h-1', pipeline: 'held', records: [] } });
+      expect(published.status).toBe(202);
+      const failures = (reason: string) => engine.logs.filter((l) => l.event === 'checkpoint_publication_delivery_failure' && l.handoffKey === 'h-1' && l.reason === reason);
+      await until(() => failures('SLOW_ADMISSION').length > 0, 20_000, 'the slow admission to be logged');
+      expect(failures('ORCHESTRATION_START_FAILED')).toHaveLength(0);
+      const metrics = await (await engine.service.app.request('/metrics')).text();
+      expect(Number(/^pipeline_checkpoint_delivery_failures_total (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+    } finally {
+      resume();
+    }
+
+    // Temporal is back: the sweeper starts each admitted run, once.
+    const admitted = ['paused-1', 'paused-2', 'paused-3', checkpointExecutionId('h-1')];
+    for (const executionId of admitted) {
+      await until(() => runs[executionId] === 1, 60_000, `${executionId} to start`);
+      released.add(executionId);
+      await engine.waitFor('acme', executionId, ['SUCCEEDED'], 60_000);
+    }
+    released.add('live-1');
+    await engine.waitFor('acme', 'live-1', ['SUCCEEDED'], 60_000);
+    for (const executionId of [...admitted, 'live-1']) {
+      expect(await engine.runsOf('acme', executionId)).toHaveLength(1);
+      expect(runs[executionId]).toBe(1);
+    }
+  }, 180_000);
+});
