@@ -1,11 +1,12 @@
 /**
  * Prometheus metrics (prom-client), served at GET /metrics. Events are counted where
  * they happen (in this process); backlogs, concentration and saturation are read from
- * Postgres at scrape time, so every process reports the same truth. Labels stay
+ * Postgres at scrape time (SignalsStore: each read costs what its window or backlog holds,
+ * not what history holds), so every process reports the same truth. Labels stay
  * bounded: no execution ids, and at most MAX_CODES distinct error codes (then OTHER).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Db } from './store/db';
+import type { SignalsStore } from './store/signals-store';
 
 const MAX_CODES = 50;
 
@@ -29,7 +30,7 @@ export class Metrics {
    * `retryLimit`: pipeline.defaults.retry-limit, for retry saturation. `dlqBacklog`: the
    * broker provider's message count (read-only), when the DLQ is not the postgres table.
    */
-  constructor(private readonly db: Db, retryLimit: number, dlqBacklog?: () => Promise<number>) {
+  constructor(signals: SignalsStore, retryLimit: number, dlqBacklog?: () => Promise<number>) {
     const gauge = (name: string, help: string, read: () => Promise<number>) =>
       new Gauge({
         name, help, registers: [this.registry],
@@ -37,20 +38,15 @@ export class Metrics {
           this.set(await read());
         },
       });
-    const one = async (sql: string) => Number((await this.db.query<{ n: number }>(sql)).rows[0]?.n ?? 0);
-    gauge('pipeline_execution_dlq_backlog', 'Envelopes in the Execution DLQ (the provider\'s message count, read without consuming)', () => (dlqBacklog ? dlqBacklog() : one('SELECT count(*)::int AS n FROM execution_dlq')));
-    gauge('pipeline_execution_dlq_unpublished', 'Envelopes a broker DLQ provider has not confirmed yet (0 for postgres)', () =>
-      dlqBacklog ? one('SELECT count(*)::int AS n FROM execution_dlq WHERE published_at IS NULL') : Promise.resolve(0));
-    gauge('pipeline_executions_failed_unredriven', 'FAILED executions not re-driven since', () => one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'FAILED'`));
-    gauge('pipeline_executions_remote_outcome_unknown', 'Executions parked as REMOTE_OUTCOME_UNKNOWN', () => one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'REMOTE_OUTCOME_UNKNOWN'`));
-    gauge('pipeline_item_reject_backlog', 'Item reject envelopes in the sink', () => one('SELECT count(*)::int AS n FROM item_reject'));
-    gauge('pipeline_item_reject_top_fingerprint_share', 'Share of the most frequent reject fingerprint in the last hour (0–1)', () =>
-      one(`SELECT coalesce(max(c)::float / nullif(sum(c), 0), 0) AS n FROM (SELECT count(*) AS c FROM item_reject WHERE created_at > now() - interval '1 hour' GROUP BY fingerprint) f`));
-    gauge('pipeline_checkpoint_backlog', 'Checkpoints accepted and not yet admitted', () => one(`SELECT count(*)::int AS n FROM checkpoint_outbox WHERE status = 'PENDING'`));
-    gauge('pipeline_checkpoint_lag_seconds', 'Age of the oldest checkpoint not yet admitted', () =>
-      one(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM checkpoint_outbox WHERE status = 'PENDING'`));
-    gauge('pipeline_retry_saturation', 'Executions waiting on a retry with at most one retry left under the default retry limit', () =>
-      one(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'RUNNING' AND next_due_at IS NOT NULL AND attempt >= ${Math.max(1, retryLimit)}`));
+    gauge('pipeline_execution_dlq_backlog', 'Envelopes in the Execution DLQ (the provider\'s message count, read without consuming)', () => (dlqBacklog ? dlqBacklog() : signals.total('dlq')));
+    gauge('pipeline_execution_dlq_unpublished', 'Envelopes a broker DLQ provider has not confirmed yet (0 for postgres)', () => (dlqBacklog ? signals.dlqUnpublished() : Promise.resolve(0)));
+    gauge('pipeline_executions_failed_unredriven', 'FAILED executions not re-driven since', () => signals.total('FAILED'));
+    gauge('pipeline_executions_remote_outcome_unknown', 'Executions parked as REMOTE_OUTCOME_UNKNOWN', () => signals.total('REMOTE_OUTCOME_UNKNOWN'));
+    gauge('pipeline_item_reject_backlog', 'Item reject envelopes in the sink', () => signals.total('reject'));
+    gauge('pipeline_item_reject_top_fingerprint_share', 'Share of the most frequent reject fingerprint in the last hour (0–1)', () => signals.topFingerprintShare());
+    gauge('pipeline_checkpoint_backlog', 'Checkpoints accepted and not yet admitted', () => signals.checkpointsPending());
+    gauge('pipeline_checkpoint_lag_seconds', 'Age of the oldest checkpoint not yet admitted', () => signals.checkpointLagSeconds());
+    gauge('pipeline_retry_saturation', 'Executions waiting on a retry with at most one retry left under the default retry limit', () => signals.waitingOnRetry(Math.max(1, retryLimit)));
   }
 
   /** Error codes as label values: the first MAX_CODES seen, then OTHER. */

@@ -22,6 +22,7 @@ import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
 import type { RejectStore } from '../store/reject-store';
 import { fleetRoutes, type FleetDeps } from './fleet-routes';
+import type { SignalsStore } from '../store/signals-store';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import { mountDocs } from './docs-page';
 import { createOpenApiDocument } from './openapi';
@@ -40,6 +41,7 @@ export interface AppDeps {
   redrive: RedriveService;
   registry: PipelineRegistry;
   rejects: RejectStore;
+  signals: SignalsStore;
   checkpoints: CheckpointPublisher;
   /** absent: no /metrics route */
   metrics?: Metrics;
@@ -152,7 +154,7 @@ export function createApp(deps: AppDeps) {
   admin.get('/tenants/:tenantId/triage', async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, TriageQuery);
-    return c.json(await triage(deps.store.db, query.window, tenantId));
+    return c.json(await triage(deps.signals, query.window, tenantId));
   });
 
   admin.get('/tenants/:tenantId/dlq', async (c) => {
@@ -174,7 +176,7 @@ export function createApp(deps: AppDeps) {
   app.get(`${prefix}/admin/triage`, bearerAuth({ tokens, role: 'admin', log }), async (c) => {
     if (c.get('principal').tenants) throw new ForbiddenError('cross-tenant triage needs a token without a tenant allow-list; use /admin/tenants/{tenantId}/triage');
     const query = readQuery(c, TriageQuery);
-    return c.json(await triage(deps.store.db, query.window));
+    return c.json(await triage(deps.signals, query.window));
   });
 
   app.route(`${prefix}/api`, api);

@@ -27,6 +27,7 @@ import { migrate } from '../store/migrate';
 import { RejectStore } from '../store/reject-store';
 import { FailureGroupStore } from '../store/failure-group-store';
 import { HistoryStore } from '../store/history-store';
+import { SignalsStore } from '../store/signals-store';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
 import { installSdkLogging } from '../temporal/sdk-logging';
@@ -146,7 +147,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const dlqProvider = createDlqProvider(config, log);
   const relay = dlqProvider ? new DlqRelay(db, dlqProvider, log) : undefined;
   if (dlqProvider) stack.push(() => dlqProvider.close());
-  const metrics = new Metrics(db, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);
+  const signals = new SignalsStore(db);
+  const metrics = new Metrics(signals, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);
   const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
   const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
   const checkpoints = new CheckpointPublisher(db, registry, executions, dispatcher, log, {
@@ -154,7 +156,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     slowMs: config['pipeline.checkpoint.slow-admission'],
     intervalMs: config['pipeline.checkpoint.interval'],
   }, metrics);
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), metrics, checkpoints,
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints,
     fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) } });
 
   let worker: Worker | undefined;

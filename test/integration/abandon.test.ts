@@ -13,6 +13,7 @@ import { PipelineRegistry } from '../../src/pipeline/registry';
 import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import { ExecutionStore } from '../../src/store/execution-store';
+import { SignalsStore } from '../../src/store/signals-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
 let database: TestDatabase;
@@ -27,7 +28,7 @@ describe('abandonStep', () => {
   it('commits FAILED with a STEP_ABANDONED envelope exactly once', async () => {
     const store = new ExecutionStore(database.db);
     const registry = new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), [definePipeline({ name: 'p', steps: [localStep('a', () => null), localStep('b', () => null)] })]);
-    const metrics = new Metrics(database.db, 5);
+    const metrics = new Metrics(new SignalsStore(database.db), 5);
     const activities = createActivities({ store, effects: new EffectStore(database.db), registry, log: createLog({ level: 'silent' }), metrics });
     await store.create({ tenantId: 't', executionId: 'ab-1', executionKey: null, pipeline: 'p', workflowId: 'w', stepCount: 2, input: { x: 1 }, correlationId: 'c-1', resourceType: null, resourceName: null }, {}, { owner: 'test', ms: 1000 });
     await store.begin({ tenantId: 't', executionId: 'ab-1', runId: 'run-1', dispatchId: 'start' });

@@ -1,0 +1,167 @@
+/**
+ * The signals triage and the metrics gauges read, each costing what its window (or the
+ * present backlog) holds, never what history holds:
+ *   - per-minute event counts (`signal_minute`) and present totals (`signal_total`), kept
+ *     by triggers in the same statement as the rows they count (migration
+ *     20261122130000_signals.sql);
+ *   - "now" backlogs (pending checkpoints, runs waiting on a retry, unpublished envelopes)
+ *     read through partial indexes that hold only those rows.
+ * Windows are counted in whole minutes: the current window is the last ⌈window⌉ minutes
+ * including the minute in progress, the previous one the same number of minutes before it.
+ */
+import type { TerminalFailureStatus, TerminalReason } from '../spec-words';
+import type { Db } from './db';
+
+/** How long per-minute counts are kept: the longest triage window (24h) and the one before it, plus a minute. */
+export const SIGNAL_MINUTES_KEPT_MS = 49 * 3_600_000;
+
+export type TotalSignal = 'dlq' | 'reject' | TerminalFailureStatus;
+
+export interface WindowCounts {
+  current: number;
+  previous: number;
+}
+
+export interface TriageSignals {
+  executionDlq: WindowCounts;
+  itemRejects: WindowCounts;
+  executionsSucceeded: WindowCounts;
+  /** pending checkpoints now, and at the start of the current window */
+  checkpointBacklog: WindowCounts;
+  /** the most frequent (errorCode, terminalReason) of the current window's DLQ envelopes */
+  dominantDlq: { errorCode: string; terminalReason: TerminalReason; envelopes: number } | null;
+  /** the most frequent reject fingerprint of the current window, and all rejects of the window */
+  topFingerprint: { fingerprint: string; n: number; total: number } | null;
+}
+
+interface WindowRow {
+  signal: 'succeeded' | 'dlq' | 'reject';
+  cur: number;
+  prev: number;
+}
+interface TopRow {
+  key: string;
+  detail: string;
+  n: number;
+  total: number;
+}
+interface BacklogRow {
+  now: number;
+  start: number;
+}
+interface NumberRow {
+  n: number | null;
+}
+
+export class SignalsStore {
+  constructor(readonly db: Db) {}
+
+  /** Everything triage classifies, for one tenant or all, over `windowMs` against the window before it. */
+  async triage(windowMs: number, tenantId?: string): Promise<TriageSignals> {
+    const minutes = Math.max(1, Math.ceil(windowMs / 60_000));
+    const tenant = tenantId === undefined ? '' : 'AND tenant_id = $2';
+    const params = tenantId === undefined ? [minutes] : [minutes, tenantId];
+    const currentStart = `date_trunc('minute', now()) - make_interval(mins => $1 - 1)`;
+    const top = (signal: 'dlq' | 'reject') =>
+      this.db.query<TopRow>(
+        `SELECT key, detail, sum(n)::bigint AS n, sum(sum(n)) OVER ()::bigint AS total FROM signal_minute
+         WHERE signal = '${signal}' AND minute >= ${currentStart} ${tenant}
+         GROUP BY key, detail ORDER BY n DESC, key, detail LIMIT 1`,
+        params,
+      );
+    const [windows, dlq, reject, backlog] = await Promise.all([
+      this.db.query<WindowRow>(
+        `SELECT signal, coalesce(sum(n) FILTER (WHERE minute >= ${currentStart}), 0)::bigint AS cur,
+                coalesce(sum(n) FILTER (WHERE minute < ${currentStart}), 0)::bigint AS prev
+         FROM signal_minute WHERE signal IN ('succeeded', 'dlq', 'reject') AND minute >= ${currentStart} - make_interval(mins => $1) ${tenant}
+         GROUP BY signal`,
+        params,
+      ),
+      top('dlq'),
+      top('reject'),
+      this.checkpointBacklog(windowMs / 1000, tenantId),
+    ]);
+    const counts = (signal: WindowRow['signal']): WindowCounts => {
+      const row = windows.rows.find((r) => r.signal === signal);
+      return { current: Number(row?.cur ?? 0), previous: Number(row?.prev ?? 0) };
+    };
+    const dominant = dlq.rows[0];
+    const fingerprint = reject.rows[0];
+    return {
+      executionDlq: counts('dlq'),
+      itemRejects: counts('reject'),
+      executionsSucceeded: counts('succeeded'),
+      checkpointBacklog: backlog,
+      dominantDlq: dominant ? { errorCode: dominant.key, terminalReason: dominant.detail as TerminalReason, envelopes: Number(dominant.n) } : null,
+      topFingerprint: fingerprint ? { fingerprint: fingerprint.key, n: Number(fingerprint.n), total: Number(fingerprint.total) } : null,
+    };
+  }
+
+  /**
+   * Checkpoints pending now, and pending at the start of the window (accepted before it and
+   * admitted within it or not yet): the pending partial index plus the admitted-at index.
+   */
+  private async checkpointBacklog(seconds: number, tenantId?: string): Promise<WindowCounts> {
+    const tenant = tenantId === undefined ? '' : 'AND tenant_id = $2';
+    const params = tenantId === undefined ? [seconds] : [seconds, tenantId];
+    const result = await this.db.query<BacklogRow>(
+      `SELECT (SELECT count(*) FROM checkpoint_outbox WHERE status = 'PENDING' ${tenant})::int AS now,
+              ((SELECT count(*) FROM checkpoint_outbox WHERE status = 'PENDING' AND created_at <= now() - make_interval(secs => $1) ${tenant})
+             + (SELECT count(*) FROM checkpoint_outbox WHERE status = 'ADMITTED' AND admitted_at > now() - make_interval(secs => $1)
+                  AND created_at <= now() - make_interval(secs => $1) ${tenant}))::int AS start`,
+      params,
+    );
+    return { current: result.rows[0].now, previous: result.rows[0].start };
+  }
+
+  /** What a table holds now (DLQ envelopes, item rejects) or how many records are in a status, over all tenants. */
+  async total(signal: TotalSignal): Promise<number> {
+    return this.number(`SELECT sum(n)::bigint AS n FROM signal_total WHERE signal = $1`, [signal]);
+  }
+
+  /** Envelopes a broker DLQ provider has not confirmed yet (the relay's backlog). */
+  dlqUnpublished(): Promise<number> {
+    return this.number('SELECT count(*)::bigint AS n FROM execution_dlq WHERE published_at IS NULL');
+  }
+
+  /** Share (0–1) of the most frequent reject fingerprint over the last hour, all tenants. */
+  topFingerprintShare(): Promise<number> {
+    return this.number(
+      `SELECT coalesce(max(c)::float / nullif(sum(c), 0), 0) AS n FROM (
+         SELECT sum(n) AS c FROM signal_minute WHERE signal = 'reject' AND minute >= date_trunc('minute', now()) - interval '59 minutes' GROUP BY key) f`,
+    );
+  }
+
+  checkpointsPending(): Promise<number> {
+    return this.number(`SELECT count(*)::bigint AS n FROM checkpoint_outbox WHERE status = 'PENDING'`);
+  }
+
+  checkpointLagSeconds(): Promise<number> {
+    return this.number(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM checkpoint_outbox WHERE status = 'PENDING'`);
+  }
+
+  /** Runs waiting on a retry whose committed attempt is at least `attempt`. */
+  waitingOnRetry(attempt: number): Promise<number> {
+    return this.number(`SELECT count(*)::bigint AS n FROM execution_record WHERE status = 'RUNNING' AND next_due_at IS NOT NULL AND attempt >= $1`, [attempt]);
+  }
+
+  /** Drops per-minute counts older than any triage window reads; returns how many rows went. */
+  async pruneMinutes(limit: number): Promise<number> {
+    const result = await this.db.query(
+      `DELETE FROM signal_minute WHERE ctid IN (
+         SELECT ctid FROM signal_minute WHERE signal IN ('succeeded', 'dlq', 'reject')
+           AND minute < now() - ($1::bigint * interval '1 millisecond') LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [SIGNAL_MINUTES_KEPT_MS, limit],
+    );
+    return result.rowCount;
+  }
+
+  /** Recounts both signal tables from the rows: after a bulk load with triggers off. Reads whole tables. */
+  async rebuild(): Promise<void> {
+    await this.db.query('SELECT signal_rebuild()');
+  }
+
+  private async number(sql: string, params?: unknown[]): Promise<number> {
+    return Number((await this.db.query<NumberRow>(sql, params)).rows[0]?.n ?? 0);
+  }
+}

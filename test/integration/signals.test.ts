@@ -1,0 +1,121 @@
+/**
+ * The signal counters follow every writer: triggers keep `signal_total` equal to what the
+ * tables hold and `signal_minute` equal to the events of each minute, on Postgres and on
+ * PGlite, through inserts, status changes, deletes and concurrent commits; a rebuild from
+ * the rows gives the same counts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgliteDb, type Db } from '../../src/store/db';
+import { migrate } from '../../src/store/migrate';
+import { SignalsStore } from '../../src/store/signals-store';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+
+let database: TestDatabase;
+let lite: Db;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  lite = await createPgliteDb('memory://signals');
+  await migrate(lite);
+});
+afterAll(async () => {
+  await lite?.close();
+  await database?.drop();
+});
+
+const record = (db: Db, tenant: string, id: string, status = 'QUEUED') =>
+  db.query(
+    `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt)
+     VALUES ($1, $2, 'p', $2, $3, 1, 1, 0, 1)`,
+    [tenant, id, status],
+  );
+const setStatus = (db: Db, tenant: string, id: string, status: string) =>
+  db.query('UPDATE execution_record SET status = $3, version = version + 1 WHERE tenant_id = $1 AND execution_id = $2', [tenant, id, status]);
+const envelope = (db: Db, tenant: string, id: string, errorCode: string, terminalReason = 'retry_exhausted') =>
+  db.query(
+    `INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope)
+     VALUES ($1, $2, $2 || ':0:1', $3, $4, 2, '{}')`,
+    [tenant, id, terminalReason, errorCode],
+  );
+const rejects = (db: Db, tenant: string, id: string, fingerprints: string[]) =>
+  db.query(
+    `INSERT INTO item_reject (tenant_id, execution_id, transition_key, ordinal, step, error_code, reason, fingerprint)
+     SELECT $1, $2, $2 || ':0:1', ordinality, 's', 'BAD', 'r', f FROM unnest($3::text[]) WITH ORDINALITY AS f`,
+    [tenant, id, fingerprints],
+  );
+
+async function totals(signals: SignalsStore) {
+  return {
+    dlq: await signals.total('dlq'),
+    reject: await signals.total('reject'),
+    failed: await signals.total('FAILED'),
+    unknown: await signals.total('REMOTE_OUTCOME_UNKNOWN'),
+  };
+}
+
+describe.each([
+  ['postgres', () => database.db],
+  ['pglite', () => lite],
+])('signal counters on %s', (_kind, dbOf) => {
+  it('count what the tables hold and what each window saw, through inserts, status changes and deletes', async () => {
+    const db = dbOf();
+    const signals = new SignalsStore(db);
+    for (const id of ['e1', 'e2', 'e3', 'e4']) await record(db, 't1', id);
+    await record(db, 't2', 'x1');
+    await setStatus(db, 't1', 'e1', 'RUNNING');
+    await setStatus(db, 't1', 'e1', 'FAILED');
+    await envelope(db, 't1', 'e1', 'TIMEOUT');
+    await setStatus(db, 't1', 'e2', 'FAILED');
+    await envelope(db, 't1', 'e2', 'CONTRACT', 'non_retryable');
+    await setStatus(db, 't2', 'x1', 'FAILED');
+    await envelope(db, 't2', 'x1', 'CONTRACT', 'non_retryable');
+    await setStatus(db, 't1', 'e3', 'REMOTE_OUTCOME_UNKNOWN');
+    await setStatus(db, 't1', 'e4', 'SUCCEEDED');
+    await rejects(db, 't1', 'e4', ['fa', 'fa', 'fb']);
+    expect(await totals(signals)).toEqual({ dlq: 3, reject: 3, failed: 3, unknown: 1 });
+
+    const t1 = await signals.triage(15 * 60_000, 't1');
+    expect(t1).toMatchObject({
+      executionDlq: { current: 2, previous: 0 },
+      itemRejects: { current: 3, previous: 0 },
+      executionsSucceeded: { current: 1, previous: 0 },
+      topFingerprint: { fingerprint: 'fa', n: 2, total: 3 },
+    });
+    expect(t1.dominantDlq).toEqual({ errorCode: 'CONTRACT', terminalReason: 'non_retryable', envelopes: 1 });
+    expect((await signals.triage(15 * 60_000)).dominantDlq).toEqual({ errorCode: 'CONTRACT', terminalReason: 'non_retryable', envelopes: 2 });
+    expect(await signals.topFingerprintShare()).toBeCloseTo(2 / 3);
+
+    // A re-drive moves e1 out of FAILED and e3 out of REMOTE_OUTCOME_UNKNOWN; retention deletes
+    // an envelope, a reject and a FAILED record of another tenant.
+    await setStatus(db, 't1', 'e1', 'QUEUED');
+    await setStatus(db, 't1', 'e3', 'QUEUED');
+    await db.query(`DELETE FROM execution_dlq WHERE execution_id = 'e2'`);
+    await db.query(`DELETE FROM item_reject WHERE fingerprint = 'fb'`);
+    await db.query(`DELETE FROM execution_record WHERE execution_id = 'x1'`);
+    expect(await totals(signals)).toEqual({ dlq: 2, reject: 2, failed: 1, unknown: 0 });
+    // The per-minute events stay: the window still saw 2 envelopes of t1.
+    expect((await signals.triage(15 * 60_000, 't1')).executionDlq).toEqual({ current: 2, previous: 0 });
+
+    const before = await db.query('SELECT tenant_id, signal, sum(n)::int AS n FROM signal_total GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2');
+    const minutes = await db.query('SELECT tenant_id, signal, key, detail, sum(n)::int AS n FROM signal_minute GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4');
+    await signals.rebuild();
+    expect((await db.query('SELECT tenant_id, signal, sum(n)::int AS n FROM signal_total GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2')).rows).toEqual(before.rows);
+    // A rebuild counts the envelopes and rejects still held (retention removed one of each).
+    const rebuilt = await db.query('SELECT tenant_id, signal, key, detail, sum(n)::int AS n FROM signal_minute GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4');
+    expect(rebuilt.rows).toEqual(minutes.rows.filter((r: any) => !(r.key === 'CONTRACT' && r.tenant_id === 't1') && r.key !== 'fb'));
+  });
+});
+
+describe('signal counters under concurrent commits', () => {
+  it('add up exactly when 40 statements of one tenant write rejects and envelopes at once', async () => {
+    const db = database.db;
+    const signals = new SignalsStore(db);
+    const before = await totals(signals);
+    await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+      await rejects(db, 'busy', `c${i}`, ['same', 'same', `other-${i % 3}`]);
+      await envelope(db, 'busy', `c${i}`, 'TIMEOUT');
+    }));
+    expect(await totals(signals)).toEqual({ ...before, dlq: before.dlq + 40, reject: before.reject + 120 });
+    expect((await signals.triage(60_000, 'busy')).topFingerprint).toEqual({ fingerprint: 'same', n: 80, total: 120 });
+  });
+});
