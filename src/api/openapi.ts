@@ -83,7 +83,7 @@ export function createOpenApiDocument(prefix: string) {
       [`${p}/admin/tenants/{tenantId}/executions/{executionId}/redrive`]: {
         post: {
           summary: 'Re-drive an execution',
-          description: 'Re-queues the same execution id as a new Temporal run resuming from the persisted input of the step to resume. Checks, in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED). The DLQ is never touched.',
+          description: 'Re-queues the same execution id as a new Temporal run resuming from the persisted input of the step to resume. Checks, in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED; 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the worker lookup cannot be reached). `overrideEvidence: true` (audited) passes the two disposition checks. The DLQ is never touched.',
           requestParams: { path: ExecutionPath, query: z.object({ dryRun: z.enum(['true', 'false']).optional().meta({ description: 'run every check, change nothing' }) }) },
           requestBody: json(RedriveRequest),
           responses: {
@@ -91,7 +91,8 @@ export function createOpenApiDocument(prefix: string) {
             '200': { description: 'dryRun=true: what would happen', ...json(RedrivePreviewSchema) },
             ...common,
             '404': problem('EXECUTION_NOT_FOUND'),
-            '409': problem('VERSION_MISMATCH, EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED'),
+            '409': problem('VERSION_MISMATCH, EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED (with evidence)'),
+            '503': problem('DISPOSITION_EVIDENCE_UNAVAILABLE (with evidence)'),
             ...bodyErrors,
             '422': problem('EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED'),
           },

@@ -17,6 +17,13 @@ const RemoteCallSchema = z.object({
   elapsedMs: z.number().int(),
 });
 
+const DispositionEvidenceSchema = RemoteCallSchema.extend({
+  lookup: z.enum(['ANSWERED', 'NOT_OFFERED', 'UNAVAILABLE']),
+  workerRecorded: z.boolean().nullable(),
+  workerState: z.string().nullable(),
+  detail: z.string(),
+}).meta({ id: 'DispositionEvidence' });
+
 export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES).meta({ id: 'ExecutionStatus' });
 export const EffectStatusSchema = z.enum(EFFECT_STATUSES).meta({ id: 'EffectStatus' });
 export const TerminalReasonSchema = z.enum(TERMINAL_REASONS).meta({ id: 'TerminalReason' });
@@ -48,12 +55,7 @@ export const ExecutionRecordView = z
     updatedAt: Timestamp,
     segmentInputBytes: z.number().int().meta({ description: 'size of the persisted segment input, which is never returned' }),
     remoteCall: RemoteCallSchema.nullable().meta({ description: 'the remote call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN' }),
-    disposition: RemoteCallSchema.extend({
-      lookup: z.enum(['ANSWERED', 'NOT_OFFERED', 'UNAVAILABLE']),
-      workerRecorded: z.boolean().nullable(),
-      workerState: z.string().nullable(),
-      detail: z.string(),
-    }).optional().meta({ description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker' }),
+    disposition: DispositionEvidenceSchema.optional().meta({ description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker' }),
   })
   .meta({ id: 'ExecutionRecord' });
 
@@ -143,7 +145,10 @@ export const RedrivePreviewSchema = z
       fromStatus: ExecutionStatusSchema,
       effectStatus: z.string().nullable(),
     }),
-    z.object({ admitted: z.literal(false), status: z.number().int(), code: z.string(), detail: z.string(), currentVersion: z.number().int().optional() }),
+    z.object({
+      admitted: z.literal(false), status: z.number().int(), code: z.string(), detail: z.string(), currentVersion: z.number().int().optional(),
+      evidence: DispositionEvidenceSchema.optional().meta({ description: 'DISPOSITION_CONTRADICTED / DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker said' }),
+    }),
   ])
   .meta({ id: 'RedrivePreview' });
 

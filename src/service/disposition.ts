@@ -6,6 +6,7 @@
  */
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, RemoteCall } from '../store/execution-store';
+import { ConflictError, PipelineError } from '../errors';
 import { idempotencyKey } from '../ids';
 import { lookupGrpc } from '../transports/grpc';
 
@@ -50,4 +51,32 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   } catch (err) {
     return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup failed (${err instanceof Error ? err.name : 'error'})` };
   }
+}
+
+/**
+ * DESIGN.md's `DISPOSITION_CONTRADICTED`: an operator's `NOT_APPLIED` attestation is
+ * checked against the worker's own record before a REMOTE_OUTCOME_UNKNOWN re-drive is
+ * admitted. Recorded → 409 with the evidence; lookup offered but unreachable → 503 with
+ * what failed (no guess either way); no lookup offered → the attestation stands.
+ * `override` (the request's audited `overrideEvidence: true`) passes both.
+ */
+export async function checkDispositionAttestation(record: ExecutionRecord, registry: PipelineRegistry, override: boolean): Promise<DispositionEvidence | null> {
+  const evidence = await dispositionEvidence(record, registry);
+  if (!evidence || override) return evidence;
+  if (evidence.workerRecorded === true) {
+    throw new ConflictError(
+      `the worker recorded transition ${evidence.transitionKey} (state ${evidence.workerState ?? 'unknown'}): the original invocation may have made its effect, which contradicts "confirmedDisposition": "NOT_APPLIED". Check the domain side; to re-drive anyway send "overrideEvidence": true (audited)`,
+      'DISPOSITION_CONTRADICTED',
+      { evidence },
+    );
+  }
+  if (evidence.lookup === 'UNAVAILABLE') {
+    throw new PipelineError(
+      `the worker's lookup could not confirm or contradict "NOT_APPLIED" (${evidence.detail}); try again, or send "overrideEvidence": true (audited) to re-drive on your attestation alone`,
+      'DISPOSITION_EVIDENCE_UNAVAILABLE',
+      503,
+      { evidence },
+    );
+  }
+  return evidence;
 }

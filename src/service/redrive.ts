@@ -20,6 +20,7 @@ import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import type { RedriveMode } from '../spec-words';
+import { checkDispositionAttestation } from './disposition';
 
 export const RedriveRequest = z
   .object({
@@ -33,10 +34,13 @@ export const RedriveRequest = z
     intent: z.literal('RETRY_FAILED_COMMAND').optional(),
     /** the operator attests the ambiguous remote call made no effect */
     confirmedDisposition: z.literal('NOT_APPLIED').optional(),
+    /** re-drive although the worker's lookup contradicts (or cannot check) confirmedDisposition; kept in the audit row */
+    overrideEvidence: z.literal(true).optional(),
   })
   .strict()
   .superRefine((body, ctx) => {
     if (body.intent && body.allowFailed !== true) ctx.addIssue({ code: 'custom', path: ['intent'], message: 'intent RETRY_FAILED_COMMAND requires allowFailed=true' });
+    if (body.overrideEvidence && body.confirmedDisposition !== 'NOT_APPLIED') ctx.addIssue({ code: 'custom', path: ['overrideEvidence'], message: 'overrideEvidence applies only with confirmedDisposition NOT_APPLIED' });
   });
 export type RedriveRequest = z.infer<typeof RedriveRequest>;
 
@@ -130,6 +134,7 @@ export class RedriveService {
       if (body.confirmedDisposition !== 'NOT_APPLIED') {
         throw refuse(409, 'DISPOSITION_UNCONFIRMED', `confirm the original invocation cannot make effects first, then send "confirmedDisposition": "NOT_APPLIED"`);
       }
+      await checkDispositionAttestation(record, this.registry, body.overrideEvidence === true); // 409 DISPOSITION_CONTRADICTED, 503 when unknown
       return 'REMOTE_OUTCOME_UNKNOWN';
     }
     return record.status === 'FAILED' ? 'FAILED' : 'ORDINARY';

@@ -79,9 +79,11 @@ describe('gRPC transport', () => {
     const view = await (await engine.request('GET', '/admin/tenants/acme/executions/grpc-hang')).json();
     expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, protocol: 'GRPC' });
 
-    const res = await engine.request('POST', '/admin/tenants/acme/executions/grpc-hang/redrive', {
-      body: { expectedVersion: record.version, reason: 'worker checked', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' },
-    });
+    const body = { expectedVersion: record.version, reason: 'worker checked', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' };
+    const contradicted = await engine.request('POST', '/admin/tenants/acme/executions/grpc-hang/redrive', { body });
+    expect(contradicted.status).toBe(409);
+    expect(await contradicted.json()).toMatchObject({ code: 'DISPOSITION_CONTRADICTED', evidence: { lookup: 'ANSWERED', workerRecorded: true, protocol: 'GRPC' } });
+    const res = await engine.request('POST', '/admin/tenants/acme/executions/grpc-hang/redrive', { body: { ...body, overrideEvidence: true } });
     expect(res.status).toBe(202);
     expect((await engine.waitFor('acme', 'grpc-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000)).status).toBe('SUCCEEDED');
     expect(handled['grpc-hang:0:2']).toBe(1);

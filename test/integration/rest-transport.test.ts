@@ -68,6 +68,10 @@ beforeAll(async () => {
       name: 'remote',
       steps: [restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/kit/transition/{idempotencyKey}` }, { command: true, timeoutMs: 2000 })],
     }),
+    definePipeline({
+      name: 'remote-lookup-down',
+      steps: [restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/no-lookup-here/{idempotencyKey}` }, { command: true, timeoutMs: 2000 })],
+    }),
     definePipeline({ name: 'retry-after', retry: { limit: 2, waitMs: 50, maxBackoffMs: 5000 }, steps: [restStep('flaky', { url: `${base}/flaky503` })] }),
     definePipeline({ name: 'bad-request', steps: [restStep('bad', { url: `${base}/bad400` })] }),
   ]);
@@ -132,12 +136,42 @@ describe('REST transport', () => {
     expect((await engine.service.store.get('acme', 'rest-hang'))?.version).toBe(record.version);
   });
 
-  it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN with a new attempt and a new Idempotency-Key, to completion', async () => {
+  it('refuses NOT_APPLIED when the worker recorded the transition: 409 DISPOSITION_CONTRADICTED with the evidence, dry run too, nothing changes', async () => {
+    const record = (await engine.service.store.get('acme', 'rest-hang'))!;
+    const body = { expectedVersion: record.version, reason: 'README said so', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' };
+    const res = await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', { body });
+    const problem = await res.json();
+    expect([res.status, problem.code]).toEqual([409, 'DISPOSITION_CONTRADICTED']);
+    expect(problem.evidence).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
+    const dry = await (await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive?dryRun=true', { body })).json();
+    expect(dry).toMatchObject({ admitted: false, status: 409, code: 'DISPOSITION_CONTRADICTED', evidence: { workerRecorded: true } });
+    const misplaced = await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', { body: { ...body, confirmedDisposition: undefined, overrideEvidence: true } });
+    expect(misplaced.status).toBe(400);
+    expect((await engine.service.store.get('acme', 'rest-hang'))?.version).toBe(record.version);
+    expect(requests['acme/rest-hang:0:2']).toBeUndefined();
+  });
+
+  it('answers 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the lookup cannot be reached, rather than guessing', async () => {
+    await engine.start('acme', { pipeline: 'remote-lookup-down', executionId: 'rest-nolookup', input: { mode: 'hang', hangMs: 3000 } });
+    const record = await engine.waitFor('acme', 'rest-nolookup', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 20_000);
+    expect(record.status).toBe('REMOTE_OUTCOME_UNKNOWN');
+    const body = { expectedVersion: record.version, reason: 'checked', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' };
+    const res = await engine.request('POST', '/admin/tenants/acme/executions/rest-nolookup/redrive', { body });
+    const problem = await res.json();
+    expect([res.status, problem.code]).toEqual([503, 'DISPOSITION_EVIDENCE_UNAVAILABLE']);
+    expect(problem.evidence).toMatchObject({ lookup: 'UNAVAILABLE', workerRecorded: null });
+    expect(problem.detail).toContain('404');
+    expect((await engine.service.store.get('acme', 'rest-nolookup'))?.version).toBe(record.version);
+  }, 30_000);
+
+  it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN with an audited evidence override, a new attempt and a new Idempotency-Key, to completion', async () => {
     const record = (await engine.service.store.get('acme', 'rest-hang'))!;
     const res = await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', {
-      body: { expectedVersion: record.version, reason: 'operator confirmed', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' },
+      body: { expectedVersion: record.version, reason: 'domain side checked: the notification was never sent', allowFailed: true, confirmedDisposition: 'NOT_APPLIED', overrideEvidence: true },
     });
     expect(res.status).toBe(202);
+    const audit = await engine.service.db.query<{ reason: string; request: Record<string, unknown> }>("SELECT reason, request FROM redrive_audit WHERE execution_id = 'rest-hang'");
+    expect(audit.rows).toEqual([{ reason: 'domain side checked: the notification was never sent', request: expect.objectContaining({ overrideEvidence: true, confirmedDisposition: 'NOT_APPLIED' }) }]);
     const done = await engine.waitFor('acme', 'rest-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000);
     expect(done.status).toBe('SUCCEEDED');
     expect(requests['acme/rest-hang:0:2']).toBe(1);
