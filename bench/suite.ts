@@ -23,6 +23,7 @@ import { CheckpointPublisher } from '../src/service/checkpoints';
 import { ExecutionService } from '../src/service/executions';
 import { RedriveService } from '../src/service/redrive';
 import { DlqStore } from '../src/store/dlq-store';
+import { CheckpointStore } from '../src/store/checkpoint-store';
 import { RejectStore } from '../src/store/reject-store';
 import { SignalsStore } from '../src/store/signals-store';
 import { EffectStore } from '../src/store/effect-store';
@@ -277,7 +278,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   const config = loadConfig({}, { 'pipeline.auth.tokens': [{ sha256: sha256Hex(token), role: 'admin' }] });
   const redrive = new RedriveService(ctx.store, ctx.effects, ctx.registry, ctx.dispatcher, ctx.client, ctx.log);
   const executions = new ExecutionService(ctx.store, ctx.registry, ctx.dispatcher, ctx.log);
-  const checkpoints = new CheckpointPublisher(ctx.database.db, ctx.registry, executions, ctx.dispatcher, ctx.log, { concurrency: 8, slowMs: 5000, intervalMs: 1000 });
+  const checkpoints = new CheckpointPublisher(new CheckpointStore(ctx.database.db), ctx.registry, executions, ctx.dispatcher, ctx.log, { concurrency: 8, slowMs: 5000, intervalMs: 1000 });
   const app = createApp({ config, log: ctx.log, store: ctx.store, effects: ctx.effects, dlq: new DlqStore(ctx.database.db), executions, redrive, registry: ctx.registry, rejects: new RejectStore(ctx.database.db), signals: new SignalsStore(ctx.database.db), checkpoints });
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));

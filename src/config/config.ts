@@ -10,8 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors';
-import { parseAmqpUrl } from '../dlq/rabbitmq';
-import { parseSqsUrl } from '../dlq/sqs';
+import { parseAmqpUrl, parseSqsUrl } from '../dlq/urls';
 import { parseDuration } from './duration';
 
 const duration = (key: string) =>

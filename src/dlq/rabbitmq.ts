@@ -5,26 +5,12 @@
  * relay retries it) and is reopened on the next one.
  */
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { ConfigError } from '../errors';
 import type { DlqEnvelope } from '../store/dlq-store';
 import { redactUrl, type DlqProvider } from './provider';
+import { parseAmqpUrl } from './urls';
 
 /** A publish (until the broker confirms) or a queue check may take at most this long. */
 const OPERATION_TIMEOUT_MS = 5_000;
-
-export function parseAmqpUrl(raw: string): { connectUrl: string; queue: string } {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`pipeline.orchestrator.dlq-url: "${raw}" is not a URL; provider rabbitmq expects amqp://user:pass@host:5672/vhost?queue=pipeline.execution-dlq`);
-  }
-  if (!['amqp:', 'amqps:'].includes(url.protocol)) throw new ConfigError(`pipeline.orchestrator.dlq-url: provider rabbitmq needs an amqp:// or amqps:// URL, got ${url.protocol}//…`);
-  const queue = url.searchParams.get('queue') ?? 'pipeline.execution-dlq';
-  if (!/^[A-Za-z0-9._:-]{1,255}$/.test(queue)) throw new ConfigError(`pipeline.orchestrator.dlq-url: queue "${queue}" must be 1–255 characters of [A-Za-z0-9._:-]`);
-  url.searchParams.delete('queue');
-  return { connectUrl: url.toString(), queue };
-}
 
 export class RabbitMqDlq implements DlqProvider {
   readonly name = 'rabbitmq' as const;

@@ -10,11 +10,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Log } from '../log';
 import { PeriodicTask } from '../periodic-task';
-import type { Db } from '../store/db';
-import type { DlqEnvelope } from '../store/dlq-store';
+import type { DlqEnvelope, DlqStore } from '../store/dlq-store';
 import { envelopeDedupeId, type DlqProvider } from './provider';
 
 const LEASE_MS = 30_000;
+/** A failed publish is tried again after this long. */
+const REPUBLISH_AFTER_MS = 1000;
 
 export class DlqRelay {
   private readonly owner = `relay-${randomUUID()}`;
@@ -23,7 +24,7 @@ export class DlqRelay {
   beforePublish?: (envelope: DlqEnvelope) => void | Promise<void>;
 
   constructor(
-    private readonly db: Db,
+    private readonly dlq: DlqStore,
     readonly provider: DlqProvider,
     private readonly log: Log,
     intervalMs = 1000,
@@ -33,33 +34,25 @@ export class DlqRelay {
 
   /** One pass: publishes what is due. Returns how many envelopes the broker confirmed. */
   async publishPending(batch = 100): Promise<number> {
-    const due = await this.db.query<{ id: number; tenant_id: string; transition_key: string; envelope: DlqEnvelope }>(
-      `UPDATE execution_dlq SET publish_lease_until = now() + ($2::integer * interval '1 millisecond'), publish_attempts = publish_attempts + 1
-       WHERE id IN (SELECT id FROM execution_dlq WHERE published_at IS NULL AND (publish_lease_until IS NULL OR publish_lease_until < now())
-                    ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-       RETURNING id, tenant_id, transition_key, envelope`,
-      [batch, LEASE_MS],
-    );
+    const due = await this.dlq.leaseUnpublished({ batch, leaseMs: LEASE_MS });
     let published = 0;
-    for (const row of due.rows.sort((a, b) => Number(a.id) - Number(b.id))) {
+    for (const row of due) {
       try {
         await this.beforePublish?.(row.envelope);
-        await this.provider.publish(row.envelope, envelopeDedupeId(row.tenant_id, row.transition_key));
-        await this.db.query(`UPDATE execution_dlq SET published_at = now(), publish_lease_until = NULL, publish_error = NULL WHERE id = $1 AND published_at IS NULL`, [row.id]);
+        await this.provider.publish(row.envelope, envelopeDedupeId(row.tenantId, row.transitionKey));
+        await this.dlq.markPublished(row.id);
         published++;
       } catch (err) {
         const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'publish failed';
-        this.log.warn({ event: 'execution_dlq_publish_failed', provider: this.provider.name, tenantId: row.tenant_id, transitionKey: row.transition_key, error: message });
-        await this.db
-          .query(`UPDATE execution_dlq SET publish_lease_until = now() + interval '1 second', publish_error = $2 WHERE id = $1`, [row.id, message])
-          .catch(() => undefined);
+        this.log.warn({ event: 'execution_dlq_publish_failed', provider: this.provider.name, tenantId: row.tenantId, transitionKey: row.transitionKey, error: message });
+        await this.dlq.deferPublish(row.id, message, REPUBLISH_AFTER_MS).catch(() => undefined);
       }
     }
     return published;
   }
 
-  async unpublished(): Promise<number> {
-    return (await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_dlq WHERE published_at IS NULL')).rows[0].n;
+  unpublished(): Promise<number> {
+    return this.dlq.countUnpublished();
   }
 
   start(): void {

@@ -6,23 +6,9 @@
  * from the AWS default chain (environment, profile, role).
  */
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { ConfigError } from '../errors';
 import type { DlqEnvelope } from '../store/dlq-store';
 import type { DlqProvider } from './provider';
-
-export function parseSqsUrl(raw: string): { endpoint: string; queueUrl: string; region: string } {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`pipeline.orchestrator.dlq-url: "${raw}" is not a URL; provider sqs expects the queue URL, e.g. https://sqs.eu-west-1.amazonaws.com/123456789012/pipeline-dlq.fifo`);
-  }
-  if (!['http:', 'https:'].includes(url.protocol) || !/^\/[^/]+\/[^/]+\.fifo$/.test(url.pathname)) {
-    throw new ConfigError('pipeline.orchestrator.dlq-url: provider sqs expects a FIFO queue URL http(s)://host/<account>/<queue>.fifo (FIFO for broker-side deduplication)');
-  }
-  const region = /^sqs\.([a-z0-9-]+)\.amazonaws\.com$/.exec(url.hostname)?.[1] ?? process.env.AWS_REGION ?? 'us-east-1';
-  return { endpoint: url.origin, queueUrl: url.toString(), region };
-}
+import { parseSqsUrl } from './urls';
 
 export class SqsDlq implements DlqProvider {
   readonly name = 'sqs' as const;

@@ -16,8 +16,7 @@ import type { Metrics } from '../metrics';
 import { PeriodicTask } from '../periodic-task';
 import { retryDelayMs, type Backoff } from '../retry';
 import type { PipelineRegistry } from '../pipeline/registry';
-import type { Db } from '../store/db';
-import { json } from '../store/execution-store';
+import type { CheckpointStatus, CheckpointStore, DueCheckpoint } from '../store/checkpoint-store';
 import type { Dispatcher } from '../temporal/dispatcher';
 import type { ExecutionService } from './executions';
 
@@ -34,7 +33,7 @@ export interface PublishOutcome {
   handoffKey: string;
   executionId: string;
   duplicate: boolean;
-  status: 'PENDING' | 'ADMITTED';
+  status: CheckpointStatus;
 }
 
 export interface CheckpointOptions {
@@ -60,7 +59,7 @@ export class CheckpointPublisher {
   private readonly loop: PeriodicTask;
 
   constructor(
-    private readonly db: Db,
+    private readonly outbox: CheckpointStore,
     private readonly registry: PipelineRegistry,
     private readonly executions: ExecutionService,
     private readonly dispatcher: Dispatcher,
@@ -75,16 +74,12 @@ export class CheckpointPublisher {
   async publish(tenantId: string, request: PublishCheckpointRequest): Promise<PublishOutcome> {
     this.registry.get(request.pipeline);
     const executionId = checkpointExecutionId(request.handoffKey);
-    const inserted = await this.db.query(
-      `INSERT INTO checkpoint_outbox (tenant_id, handoff_key, pipeline, records, record_count, execution_id)
-       VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT DO NOTHING RETURNING status`,
-      [tenantId, request.handoffKey, request.pipeline, json(request.records), request.records.length, executionId],
-    );
-    if (inserted.rowCount === 0) {
+    const inserted = await this.outbox.insert({ tenantId, handoffKey: request.handoffKey, pipeline: request.pipeline, records: request.records, executionId });
+    if (!inserted) {
       this.metrics?.checkpointDuplicates.inc();
-      const existing = await this.db.query<{ status: 'PENDING' | 'ADMITTED' }>('SELECT status FROM checkpoint_outbox WHERE tenant_id = $1 AND handoff_key = $2', [tenantId, request.handoffKey]);
+      const existing = await this.outbox.status({ tenantId, handoffKey: request.handoffKey });
       this.log.info({ event: 'checkpoint_duplicate_suppressed', tenantId, handoffKey: request.handoffKey });
-      return { handoffKey: request.handoffKey, executionId, duplicate: true, status: existing.rows[0]?.status ?? 'PENDING' };
+      return { handoffKey: request.handoffKey, executionId, duplicate: true, status: existing ?? 'PENDING' };
     }
     this.loop.kick();
     return { handoffKey: request.handoffKey, executionId, duplicate: false, status: 'PENDING' };
@@ -92,20 +87,12 @@ export class CheckpointPublisher {
 
   /** One pass over the due checkpoints. Returns how many were admitted. */
   async drainOnce(batch = 100): Promise<number> {
-    const due = await this.db.query<{ tenant_id: string; handoff_key: string; pipeline: string; records: unknown[]; execution_id: string; attempts: number; created_at: Date }>(
-      `UPDATE checkpoint_outbox SET lease_owner = $1, lease_until = now() + ($2::integer * interval '1 millisecond'), attempts = attempts + 1
-       WHERE (tenant_id, handoff_key) IN (
-         SELECT tenant_id, handoff_key FROM checkpoint_outbox
-         WHERE status = 'PENDING' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-         ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING tenant_id, handoff_key, pipeline, records, execution_id, attempts, created_at`,
-      [this.owner, LEASE_MS, batch],
-    );
+    const due = await this.outbox.leaseDue({ owner: this.owner, leaseMs: LEASE_MS, batch });
     let admitted = 0;
     let next = 0;
-    const lanes = Array.from({ length: Math.min(this.options.concurrency, due.rowCount) }, async () => {
-      while (next < due.rows.length) {
-        const row = due.rows[next++];
+    const lanes = Array.from({ length: Math.min(this.options.concurrency, due.length) }, async () => {
+      while (next < due.length) {
+        const row = due[next++];
         if (await this.admit(row)) admitted++;
       }
     });
@@ -113,7 +100,7 @@ export class CheckpointPublisher {
     return admitted;
   }
 
-  private async admit(row: { tenant_id: string; handoff_key: string; pipeline: string; records: unknown[]; execution_id: string; attempts: number; created_at: Date }): Promise<boolean> {
+  private async admit(row: DueCheckpoint): Promise<boolean> {
     const started = Date.now();
     const fields = { event: 'checkpoint_publication_delivery_failure', tenantId: row.tenant_id, handoffKey: row.handoff_key, executionId: row.execution_id, attempt: row.attempts };
     let reason: string;
@@ -133,10 +120,7 @@ export class CheckpointPublisher {
         (outcome.dispatch === 'existing' &&
           (outcome.record.status !== 'QUEUED' || (await this.dispatcher.dispatch(row.tenant_id, row.execution_id, 'start')).dispatch === 'started'));
       if (running) {
-        await this.db.query(
-          `UPDATE checkpoint_outbox SET status = 'ADMITTED', admitted_at = now(), lease_owner = NULL, lease_until = NULL, last_error = NULL WHERE tenant_id = $1 AND handoff_key = $2`,
-          [row.tenant_id, row.handoff_key],
-        );
+        await this.outbox.markAdmitted({ tenantId: row.tenant_id, handoffKey: row.handoff_key });
         this.metrics?.handoffLatency.observe((Date.now() - new Date(row.created_at).getTime()) / 1000);
         return true;
       }
@@ -149,13 +133,7 @@ export class CheckpointPublisher {
     const jittered = retryDelayMs(REDELIVERY_BACKOFF, row.attempts);
     if (!slow) this.metrics?.checkpointDeliveryFailures.inc(); // a slow attempt was counted already
     this.log.warn({ ...fields, reason, elapsedMs: Date.now() - started, retryInMs: jittered });
-    await this.db
-      .query(
-        `UPDATE checkpoint_outbox SET next_attempt_at = now() + ($3::integer * interval '1 millisecond'), lease_owner = NULL, lease_until = NULL, last_error = $4
-         WHERE tenant_id = $1 AND handoff_key = $2`,
-        [row.tenant_id, row.handoff_key, jittered, reason],
-      )
-      .catch(() => undefined);
+    await this.outbox.defer({ tenantId: row.tenant_id, handoffKey: row.handoff_key, retryInMs: jittered, error: reason }).catch(() => undefined);
     return false;
   }
 

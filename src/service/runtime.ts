@@ -17,6 +17,7 @@ import type { Log } from '../log';
 import type { PipelineDefinition } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
 import { createPgDb, createPgliteDb, type Db } from '../store/db';
+import { CheckpointStore } from '../store/checkpoint-store';
 import { DlqStore } from '../store/dlq-store';
 import { EffectStore } from '../store/effect-store';
 import { ExecutionStore } from '../store/execution-store';
@@ -145,13 +146,13 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const taskQueue = config['pipeline.temporal.task-queue'];
   const dispatcher = new Dispatcher(db, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout']);
   const dlqProvider = createDlqProvider(config, log);
-  const relay = dlqProvider ? new DlqRelay(db, dlqProvider, log) : undefined;
+  const relay = dlqProvider ? new DlqRelay(dlq, dlqProvider, log) : undefined;
   if (dlqProvider) stack.push(() => dlqProvider.close());
   const signals = new SignalsStore(db);
   const metrics = new Metrics(signals, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);
   const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
   const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
-  const checkpoints = new CheckpointPublisher(db, registry, executions, dispatcher, log, {
+  const checkpoints = new CheckpointPublisher(new CheckpointStore(db), registry, executions, dispatcher, log, {
     concurrency: config['pipeline.checkpoint.concurrency'],
     slowMs: config['pipeline.checkpoint.slow-admission'],
     intervalMs: config['pipeline.checkpoint.interval'],

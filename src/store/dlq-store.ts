@@ -26,6 +26,14 @@ export interface DlqEnvelope {
   retriesObserved: number;
 }
 
+/** An envelope leased for publication to the broker. */
+export interface UnpublishedEnvelope {
+  id: number;
+  tenantId: string;
+  transitionKey: string;
+  envelope: DlqEnvelope;
+}
+
 export interface DlqEntry {
   id: number;
   recordVersion: number;
@@ -64,5 +72,38 @@ export class DlqStore {
       envelope: row.envelope as DlqEnvelope,
     }));
     return { entries: entries.slice(0, options.limit), more: entries.length > options.limit };
+  }
+
+  /**
+   * The relay's side (broker providers): leases up to `batch` envelopes the broker has not
+   * confirmed yet, oldest first, and counts the attempt. A lease that runs out frees the
+   * envelope for the next pass (or another relay).
+   */
+  async leaseUnpublished(options: { batch: number; leaseMs: number }): Promise<UnpublishedEnvelope[]> {
+    const due = await this.db.query<Pick<ExecutionDlqRow, 'id' | 'tenant_id' | 'transition_key' | 'envelope'>>(
+      `UPDATE execution_dlq SET publish_lease_until = now() + ($2::integer * interval '1 millisecond'), publish_attempts = publish_attempts + 1
+       WHERE id IN (SELECT id FROM execution_dlq WHERE published_at IS NULL AND (publish_lease_until IS NULL OR publish_lease_until < now())
+                    ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING id, tenant_id, transition_key, envelope`,
+      [options.batch, options.leaseMs],
+    );
+    return due.rows
+      .map((row) => ({ id: Number(row.id), tenantId: row.tenant_id, transitionKey: row.transition_key, envelope: row.envelope as DlqEnvelope }))
+      .sort((a, b) => a.id - b.id);
+  }
+
+  /** The broker confirmed the envelope: it is never published again. */
+  async markPublished(id: number): Promise<void> {
+    await this.db.query(`UPDATE execution_dlq SET published_at = now(), publish_lease_until = NULL, publish_error = NULL WHERE id = $1 AND published_at IS NULL`, [id]);
+  }
+
+  /** A publish failed: keep why, and let the envelope be leased again after `retryInMs`. */
+  async deferPublish(id: number, error: string, retryInMs: number): Promise<void> {
+    await this.db.query(`UPDATE execution_dlq SET publish_lease_until = now() + ($3::integer * interval '1 millisecond'), publish_error = $2 WHERE id = $1`, [id, error, retryInMs]);
+  }
+
+  /** Envelopes the broker has not confirmed yet. */
+  async countUnpublished(): Promise<number> {
+    return (await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_dlq WHERE published_at IS NULL')).rows[0].n;
   }
 }
