@@ -19,7 +19,6 @@ import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails }
 import { invokeStep } from './invoke-step';
 import { RejectBuffer } from './rejects';
 import { classifyFailure, toJsonOutput, type StepFailure } from './step-failure';
-import { NonRetryableException } from '../pipeline/define';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
 
 export interface EngineDeps {
@@ -41,9 +40,27 @@ export interface AbandonRequest {
 
 export type EngineActivities = ReturnType<typeof createActivities>;
 
-function terminalFailure(details: TerminalDetails, message: string): ApplicationFailure {
+/**
+ * The one way an activity ends a run: a non-retryable failure of the type the workflow's
+ * retry policy lists as non-retryable, always carrying the TerminalDetails the workflow
+ * reads. Without the details the workflow would take the step for abandoned; with another
+ * type Temporal would retry it.
+ */
+export function terminalFailure(details: TerminalDetails, message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message, details: [details] });
 }
+
+/** The execution's record is gone (deleted under a running workflow): nothing to commit, the run ends. */
+function recordMissing(req: { executionId: string; stepIndex: number; attempt?: number }): TerminalDetails {
+  return {
+    status: 'FAILED',
+    terminalReason: 'non_retryable',
+    errorCode: 'EXECUTION_RECORD_MISSING',
+    stepIndex: req.stepIndex,
+    transitionKey: makeTransitionKey(req.executionId, req.stepIndex, req.attempt ?? 1),
+  };
+}
+const recordMissingFailure = (req: StepRequest) => terminalFailure(recordMissing(req), `execution ${req.executionId} has no record`);
 
 /** The terminal outcome already committed for this step, if any. */
 function committedTerminal(record: ExecutionRecord, stepIndex: number): TerminalDetails | undefined {
@@ -72,7 +89,7 @@ export function createActivities(deps: EngineDeps) {
   /** A commit matched no row: find out whether this step's outcome is already settled. */
   async function settle(req: StepRequest): Promise<StepResult> {
     const record = await store.get(req.tenantId, req.executionId);
-    if (!record) throw new NonRetryableException(`execution ${req.executionId} has no record`, 'EXECUTION_RECORD_MISSING');
+    if (!record) throw recordMissingFailure(req);
     if (record.currentStepIndex === req.stepIndex + 1) return { output: record.segmentInput };
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
@@ -89,7 +106,7 @@ export function createActivities(deps: EngineDeps) {
     if (req.firstOfRun || activity.info.attempt > 1) {
       const runId = activity.info.workflowExecution?.runId ?? 'unknown';
       const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
-      if (!record) throw ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message: `execution ${req.executionId} has no record` });
+      if (!record) throw recordMissingFailure(req);
       if (req.firstOfRun && record.runId !== runId) {
         // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.
         log.warn({ event: 'execution_duplicate_run_ignored', tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId });
@@ -169,7 +186,7 @@ export function createActivities(deps: EngineDeps) {
     failure: StepFailure,
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
-  ): Promise<never> {
+  ): Promise<StepResult> {
     // This run's retry budget counts from the attempt the run started the step with.
     const observed = attempt - req.attempt;
     if (failure.retryable && observed < req.retry.limit) {
@@ -179,7 +196,7 @@ export function createActivities(deps: EngineDeps) {
         delayMs, errorCode: failure.errorCode, errorMessage: failure.errorMessage,
         effect: effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode },
       });
-      if (!committed.committed) await settle(req);
+      if (!committed.committed) return settle(req);
       log.info({ event: 'execution_step_retry_scheduled', ...logFields, errorCode: failure.errorCode, attempt, nextAttempt: attempt + 1, delayMs });
       metrics?.retries.inc({ error_code: metrics.code(failure.errorCode) });
       throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `${failure.errorCode}: ${failure.errorMessage}`, nextRetryDelay: delayMs });
@@ -205,7 +222,7 @@ export function createActivities(deps: EngineDeps) {
       failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope, step: stepAt(req.pipeline, req.stepIndex).name },
       effect: effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
     });
-    if (!committed.committed) await settle(req);
+    if (!committed.committed) return settle(req);
     log.warn({ event: 'execution_failed', ...logFields, terminalReason, errorCode: failure.errorCode, retriesObserved: observed, version: committed.version });
     metrics?.failed.inc({ terminal_reason: terminalReason, error_code: metrics.code(failure.errorCode) });
     throw terminalFailure(
@@ -226,14 +243,14 @@ export function createActivities(deps: EngineDeps) {
     err: RemoteOutcomeUnknownError,
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
-  ): Promise<never> {
+  ): Promise<StepResult> {
     const remoteCall = { transitionKey, protocol: err.protocol, target: err.target, startedAt: err.startedAt.toISOString(), deadlineMs: err.deadlineMs, elapsedMs: err.elapsedMs };
     const committed = await store.commitOutcomeUnknown({
       tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
       errorCode: 'REMOTE_OUTCOME_UNKNOWN', errorMessage: err.message, remoteCall,
       effect: effect && { ...effect, status: 'AMBIGUOUS' },
     });
-    if (!committed.committed) await settle(req);
+    if (!committed.committed) return settle(req);
     const { step: _step, ...ids } = logFields;
     metrics?.outcomeUnknown.inc({ protocol: err.protocol });
     log.error({ event: 'remote_transition_outcome_unknown', ...ids, attempt, protocol: err.protocol, target: err.target, elapsedMs: err.elapsedMs, deadlineMs: err.deadlineMs, decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY' });
@@ -249,7 +266,7 @@ export function createActivities(deps: EngineDeps) {
    */
   async function abandonStep(req: AbandonRequest): Promise<TerminalDetails> {
     const record = await store.get(req.tenantId, req.executionId);
-    if (!record) throw new NonRetryableException(`execution ${req.executionId} has no record`, 'EXECUTION_RECORD_MISSING');
+    if (!record) return recordMissing(req);
     const already = committedTerminal(record, req.stepIndex);
     if (already) return already;
     const step = stepAt(record.pipeline, req.stepIndex);
@@ -264,7 +281,14 @@ export function createActivities(deps: EngineDeps) {
       tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt: record.attempt,
       failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: step.name },
     });
-    if (committed.committed) metrics?.failed.inc({ terminal_reason: 'retry_exhausted', error_code: metrics.code(errorCode) });
+    if (!committed.committed) {
+      // The record moved since it was read: report what is committed, or read again on Temporal's retry.
+      const now = await store.get(req.tenantId, req.executionId);
+      const settled = now ? committedTerminal(now, req.stepIndex) : recordMissing(req);
+      if (settled) return settled;
+      throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `execution ${req.executionId} moved while step ${req.stepIndex} was abandoned` });
+    }
+    metrics?.failed.inc({ terminal_reason: 'retry_exhausted', error_code: metrics.code(errorCode) });
     log.warn({ event: 'execution_failed', tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: record.correlationId, terminalReason: 'retry_exhausted', errorCode });
     return { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode, stepIndex: req.stepIndex, transitionKey };
   }
