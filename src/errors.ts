@@ -64,3 +64,11 @@ export class TemporalUnavailableError extends PipelineError {
     super(message, 'TEMPORAL_UNAVAILABLE', 503);
   }
 }
+
+/** The store (Postgres) cannot be reached or is restarting, and retrying a few times did not help. Retry later. */
+export class StoreUnavailableError extends PipelineError {
+  constructor(cause: unknown) {
+    super('the store (Postgres) is unavailable; retry later', 'STORE_UNAVAILABLE', 503);
+    this.cause = cause;
+  }
+}

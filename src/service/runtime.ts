@@ -116,7 +116,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
   const effective: Config = { ...config, 'pipeline.auth.tokens': tokens };
 
-  const db = config['pipeline.store.url'] ? createPgDb(config['pipeline.store.url']) : await createPgliteDb(join(dataDir, 'pglite'));
+  const db = config['pipeline.store.url'] ? createPgDb(config['pipeline.store.url'], { log }) : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
   await migrate(db);
 

@@ -5,6 +5,8 @@
  * benchmarks can report round trips per step.
  */
 import pg from 'pg';
+import { StoreUnavailableError } from '../errors';
+import type { Log } from '../log';
 import { retryDelayMs, type Backoff } from '../retry';
 
 export interface QueryResult<T> {
@@ -31,10 +33,27 @@ export interface Db extends Queryable {
 // int8 and numeric arrive as strings from pg; counts and epochs here fit in a double.
 pg.types.setTypeParser(20, (value) => Number(value));
 
-/** Serialisation failures and lost connections are safe to retry; nothing else is. */
-function isTransient(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
-  return code === '40001' || code === '40P01' || code === '57P01' || code === 'ECONNRESET' || code === 'ECONNREFUSED';
+/**
+ * SQLSTATEs and socket errors that say "try again": serialisation failure, deadlock,
+ * the server shutting down / crashed / still starting (57P03), connection exceptions (08…).
+ */
+const TRANSIENT_CODES = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+/** pg reports a dropped connection with a message and no code. */
+const TRANSIENT_MESSAGE = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i;
+
+/**
+ * Serialisation failures and lost connections are safe to retry; nothing else is. Looks
+ * through the cause chain (and an AggregateError's errors, as Node reports a refused
+ * connection to every address of a host), so a wrapped connection loss is still one.
+ */
+export function isTransient(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 8) return false;
+  if (err instanceof StoreUnavailableError) return true;
+  const { code, message, cause } = err as { code?: unknown; message?: unknown; cause?: unknown };
+  if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return true;
+  if (typeof message === 'string' && TRANSIENT_MESSAGE.test(message)) return true;
+  if (err instanceof AggregateError && err.errors.some((inner) => isTransient(inner, depth + 1))) return true;
+  return isTransient(cause, depth + 1);
 }
 
 /** 50 ms, 100 ms, 200 ms … capped at 1 s, equal jitter. */
@@ -45,16 +64,20 @@ async function withRetry<T>(fn: () => Promise<T>, attempts = 4): Promise<T> {
     try {
       return await fn();
     } catch (err) {
-      if (attempt >= attempts || !isTransient(err)) throw err;
+      if (!isTransient(err)) throw err;
+      // Still down after a few tries: say so (503 with Retry-After on the API), never a 500.
+      if (attempt >= attempts) throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(err);
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs(TRANSIENT_BACKOFF, attempt)));
     }
   }
 }
 
-export function createPgDb(connectionString: string, options: { max?: number } = {}): Db {
+export function createPgDb(connectionString: string, options: { max?: number; log?: Log } = {}): Db {
   const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on('error', () => undefined);
+  // An idle client losing its connection must not crash the process (the pool replaces it), but it is news.
+  pool.on('error', (err: Error & { code?: string }) => {
+    options.log?.warn({ event: 'store_connection_lost', error: err.name, code: err.code ?? null, message: err.message.slice(0, 200) });
+  });
   const stats = { queries: 0 };
   return {
     kind: 'postgres',

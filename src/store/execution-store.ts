@@ -7,6 +7,7 @@
  */
 import type { EffectStatus, ExecutionStatus, RedriveMode, TerminalReason } from '../spec-words';
 import { failureGroup } from '../dlq/failure-group';
+import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from './db';
 import { iso, isoOrNull, type ExecutionRecordRow } from './rows';
 
@@ -171,11 +172,13 @@ export class ExecutionStore {
    * or the executionKey is taken.
    */
   async create(execution: NewExecution, dispatchSpec: unknown, lease: DispatchLease): Promise<ExecutionRecord | null> {
+    // Replay-safe: a statement retried after its answer was lost finds its own row by this id.
+    const admissionId = randomUUID();
     const inserted = await this.db.query<ExecutionRecordRow>(
       `WITH record AS (
          INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
-           step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name)
-         VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10)
+           step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name, admission_id)
+         VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10, $14)
          ON CONFLICT DO NOTHING RETURNING *),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
@@ -183,9 +186,15 @@ export class ExecutionStore {
        SELECT * FROM record`,
       [execution.tenantId, execution.executionId, execution.executionKey, execution.pipeline, execution.workflowId,
         execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName, json(dispatchSpec),
-        lease.owner, lease.ms],
+        lease.owner, lease.ms, admissionId],
     );
-    return inserted.rowCount ? toRecord(inserted.rows[0]) : null;
+    if (inserted.rowCount) return toRecord(inserted.rows[0]);
+    // Taken: by someone else (null), or by this very admission whose first answer was lost.
+    const own = await this.db.query<ExecutionRecordRow>(
+      'SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND admission_id = $3',
+      [execution.tenantId, execution.executionId, admissionId],
+    );
+    return own.rowCount ? toRecord(own.rows[0]) : null;
   }
 
   /**
@@ -256,7 +265,17 @@ export class ExecutionStore {
       [a.tenantId, a.executionId, a.expectedVersion, a.fromStatus, a.resumeStepIndex, a.redriveId, a.principal, a.reason,
         json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect, a.lease.owner, a.lease.ms, a.jobId ?? null],
     );
-    return result.rowCount ? toRecord(result.rows[0]) : null;
+    if (result.rowCount) return toRecord(result.rows[0]);
+    // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
+    const own = await this.db.query<ExecutionRecordRow & { admitted_version: number; admitted_attempt: number }>(
+      `SELECT r.*, a.to_version AS admitted_version, a.attempt AS admitted_attempt FROM redrive_audit a
+       JOIN execution_record r ON r.tenant_id = a.tenant_id AND r.execution_id = a.execution_id
+       WHERE a.tenant_id = $1 AND a.execution_id = $2 AND a.redrive_id = $3`,
+      [a.tenantId, a.executionId, a.redriveId],
+    );
+    if (!own.rowCount) return null;
+    const row = own.rows[0];
+    return { ...toRecord(row), version: row.admitted_version, attempt: row.admitted_attempt, currentStepIndex: a.resumeStepIndex };
   }
 
   async hasPendingDispatch(tenantId: string, executionId: string): Promise<boolean> {

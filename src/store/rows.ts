@@ -35,6 +35,8 @@ export interface ExecutionRecordRow {
   remote_call: unknown;
   created_at: Date;
   updated_at: Date;
+  /** the admission that created the row (replay-safe create) */
+  admission_id: string | null;
 }
 
 export interface CommandEffectRow {

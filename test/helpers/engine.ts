@@ -52,7 +52,7 @@ export const FAST_RETRY: ConfigInput = {
 export async function startTestEngine(
   pipelines: PipelineDefinition[],
   overrides: ConfigInput = {},
-  options: { worker?: boolean; databaseSettings?: Record<string, string> } = {},
+  options: { worker?: boolean; databaseSettings?: Record<string, string>; /** the URL the service uses for the fresh database (e.g. through a proxy) */ storeUrl?: (databaseUrl: string) => string } = {},
 ): Promise<TestEngine> {
   const database = await createTestDatabase(options.databaseSettings);
   const taskQueue = `test-${randomBytes(5).toString('hex')}`;
@@ -65,7 +65,7 @@ export async function startTestEngine(
   });
   const log = createLog({ level: 'debug', destination: sink });
   const config = loadConfig({}, {
-    'pipeline.store.url': database.url,
+    'pipeline.store.url': options.storeUrl ? options.storeUrl(database.url) : database.url,
     'pipeline.temporal.address': inject('temporalAddress'),
     'pipeline.temporal.task-queue': taskQueue,
     'pipeline.auth.tokens': TEST_TOKENS,
