@@ -1,0 +1,245 @@
+/**
+ * Captures real Temporal histories of the pipeline workflow into test/fixtures/histories/,
+ * one JSON file per run, for the replay suite (test/replay/replay.test.ts). Each scenario
+ * runs on the real engine (dev server, Postgres, the service's own worker): success,
+ * retries, both terminal reasons, an outcome unknown, and a run of every re-drive mode.
+ *
+ *   npm run capture:histories                   # every scenario
+ *   npm run capture:histories -- success        # only the named ones
+ *
+ * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
+ * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
+ * workflow gains a path; never re-capture to make a failing replay pass (see
+ * docs/replay.md: a workflow change that breaks replay needs `patched()`).
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { loadConfig } from '../src/config/config';
+import { workflowIdFor } from '../src/ids';
+import { createLog } from '../src/log';
+import { definePipeline, localStep, NonRetryableException, restStep } from '../src/pipeline/define';
+import { startService, type Service } from '../src/service/runtime';
+import { resolveTemporalCli } from '../src/temporal/cli';
+import { startDevServer } from '../src/temporal/dev-server';
+import { createTestDatabase } from '../test/helpers/postgres';
+
+const OUT = join(import.meta.dirname, '..', 'test', 'fixtures', 'histories');
+const TOKEN = 'capture-admin-token';
+const TENANT = 'replay';
+
+/** Steps that block until released, by execution id (the stalled run of an ORDINARY re-drive). */
+const released = new Set<string>();
+
+function pipelines(restBase: string) {
+  return [
+    definePipeline({
+      name: 'replay-steps',
+      steps: [localStep('first', (input: object) => ({ ...input, first: true })), localStep('second', (input: object) => ({ ...input, second: true }))],
+    }),
+    definePipeline({
+      name: 'replay-flaky',
+      steps: [
+        localStep(
+          'flaky',
+          (input: object, ctx) => {
+            if (ctx.attempt < 3) throw new Error(`transient failure on attempt ${ctx.attempt}`);
+            return input;
+          },
+          { retry: { limit: 3 } },
+        ),
+      ],
+    }),
+    definePipeline({
+      name: 'replay-validate',
+      steps: [
+        localStep('prepare', (input: object) => input),
+        localStep('validate', (input: object, ctx) => {
+          if (ctx.attempt === 1) throw new NonRetryableException('amount must be positive', 'INVALID_AMOUNT');
+          return input;
+        }),
+      ],
+    }),
+    definePipeline({
+      name: 'replay-exhausted',
+      steps: [localStep('always', () => { throw new Error('dependency down'); }, { retry: { limit: 1 } })],
+    }),
+    definePipeline({
+      name: 'replay-charge',
+      steps: [
+        localStep(
+          'charge',
+          (input: object, ctx) => {
+            if (ctx.attempt === 1) throw new Error('card network busy');
+            return { ...input, charged: true };
+          },
+          { command: true, retry: { limit: 0 } },
+        ),
+      ],
+    }),
+    definePipeline({
+      name: 'replay-remote',
+      steps: [restStep('remote', { url: `${restBase}/transition` }, { command: true, timeoutMs: 800 })],
+    }),
+    definePipeline({
+      name: 'replay-stall',
+      steps: [
+        localStep('wait', async (input: object, ctx) => {
+          while (!released.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
+          return input;
+        }),
+        localStep('after', (input: object) => input),
+      ],
+    }),
+  ];
+}
+
+/** A REST transition worker that hangs past the deadline on attempt 1 and answers after. */
+async function startRestWorker() {
+  const app = new Hono();
+  app.post('/transition', async (c) => {
+    const attempt = Number((c.req.header('idempotency-key') ?? ':1').split(':').pop());
+    if (attempt === 1) await new Promise((resolve) => setTimeout(resolve, 3000));
+    return c.json({ ok: true, attempt });
+  });
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  return { base: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+}
+
+interface Capture {
+  service: Service;
+  request(method: string, path: string, body?: unknown): Promise<Record<string, any>>;
+  waitFor(executionId: string, statuses: string[]): Promise<Record<string, any>>;
+  /** Saves the history of one run once it has closed. */
+  save(name: string, executionId: string, runId: string): Promise<void>;
+}
+
+const scenarios: Record<string, (c: Capture) => Promise<void>> = {
+  async success(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-steps', executionId: 'success', input: { n: 1 } });
+    await c.waitFor('success', ['SUCCEEDED']);
+    await c.save('success', 'success', started.runId);
+  },
+  async retries(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-flaky', executionId: 'retries', input: {} });
+    await c.waitFor('retries', ['SUCCEEDED']);
+    await c.save('retries', 'retries', started.runId);
+  },
+  async 'non-retryable-then-redrive-failed'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: 'validate', input: {} });
+    const failed = await c.waitFor('validate', ['FAILED']);
+    await c.save('terminal-non-retryable', 'validate', started.runId);
+    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/validate/redrive`, { expectedVersion: failed.version, reason: 'payload corrected', allowFailed: true });
+    await c.waitFor('validate', ['SUCCEEDED']);
+    await c.save('redrive-failed', 'validate', redriven.runId);
+  },
+  async 'retry-exhausted'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-exhausted', executionId: 'exhausted', input: {} });
+    await c.waitFor('exhausted', ['FAILED']);
+    await c.save('terminal-retry-exhausted', 'exhausted', started.runId);
+  },
+  async 'redrive-retry-failed-command'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-charge', executionId: 'charge', input: {} });
+    const failed = await c.waitFor('charge', ['FAILED']);
+    await c.save('terminal-command-retryable', 'charge', started.runId);
+    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/charge/redrive`, {
+      expectedVersion: failed.version, reason: 'network back', allowFailed: true, intent: 'RETRY_FAILED_COMMAND',
+    });
+    await c.waitFor('charge', ['SUCCEEDED']);
+    await c.save('redrive-retry-failed-command', 'charge', redriven.runId);
+  },
+  async 'outcome-unknown-then-redrive'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-remote', executionId: 'remote', input: {} });
+    const parked = await c.waitFor('remote', ['REMOTE_OUTCOME_UNKNOWN']);
+    await c.save('outcome-unknown', 'remote', started.runId);
+    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/remote/redrive`, {
+      expectedVersion: parked.version, reason: 'worker log shows no effect', allowFailed: true, confirmedDisposition: 'NOT_APPLIED',
+    });
+    await c.waitFor('remote', ['SUCCEEDED']);
+    await c.save('redrive-remote-outcome-unknown', 'remote', redriven.runId);
+  },
+  async 'redrive-ordinary'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-stall', executionId: 'stall', input: {} });
+    await c.waitFor('stall', ['RUNNING']);
+    const workflowId = started.workflowId as string;
+    await c.service.client.workflow.getHandle(workflowId, started.runId).terminate('capture: the run is lost');
+    released.add('stall');
+    // The orphaned activity still commits step 0; the execution then stands RUNNING at step 1 with no run.
+    let stalled = await c.waitFor('stall', ['RUNNING']);
+    while (stalled.currentStepIndex !== 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stalled = await c.waitFor('stall', ['RUNNING']);
+    }
+    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/stall/redrive`, { expectedVersion: stalled.version, reason: 'run lost', allowFailed: false });
+    await c.waitFor('stall', ['SUCCEEDED']);
+    await c.save('redrive-ordinary', 'stall', redriven.runId);
+  },
+};
+
+async function main() {
+  const wanted = process.argv.slice(2);
+  for (const name of wanted) if (!(name in scenarios)) throw new Error(`unknown scenario ${name}; known: ${Object.keys(scenarios).join(', ')}`);
+  const dev = await startDevServer();
+  const cli = resolveTemporalCli();
+  if (cli.type !== 'existing-path') throw new Error('the capture needs the Temporal CLI binary (scripts/install-temporal.sh)');
+  const database = await createTestDatabase();
+  const rest = await startRestWorker();
+  const config = loadConfig({}, {
+    'pipeline.store.url': database.url,
+    'pipeline.temporal.address': dev.address,
+    'pipeline.temporal.task-queue': `capture-${randomBytes(4).toString('hex')}`,
+    'pipeline.auth.tokens': [{ sha256: createHash('sha256').update(TOKEN).digest('hex'), role: 'admin' }],
+    'pipeline.defaults.retry-wait-ms': 50,
+    'pipeline.defaults.max-backoff': 200,
+    'pipeline.sweeper.interval': '500ms',
+  });
+  const service = await startService({ config, log: createLog({ level: 'warn' }), pipelines: pipelines(rest.base), http: false });
+  const prefix = `/${config['pipeline.admin.prefix']}`;
+  const capture: Capture = {
+    service,
+    async request(method, path, body) {
+      const res = await service.app.request(`${prefix}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const json = (await res.json()) as Record<string, any>;
+      if (res.status >= 300) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
+      return json;
+    },
+    async waitFor(executionId, statuses) {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const record = await service.store.get(TENANT, executionId);
+        if (record && statuses.includes(record.status)) return record as unknown as Record<string, any>;
+        if (Date.now() > deadline) throw new Error(`execution ${executionId} is ${record?.status ?? 'missing'}, not ${statuses.join('|')}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async save(name, executionId, runId) {
+      if (!runId) throw new Error(`${name}: no runId (the start went to the sweeper); run the capture again`);
+      const handle = service.client.workflow.getHandle(workflowIdFor(TENANT, executionId), runId);
+      await handle.result().catch(() => undefined);
+      // The CLI's JSON is the format Temporal documents for replay (historyFromJSON reads it).
+      const json = execFileSync(cli.path, ['workflow', 'show', '--address', dev.address, '--namespace', 'default', '--workflow-id', handle.workflowId, '--run-id', runId, '--output', 'json'], { encoding: 'utf8' });
+      const history = JSON.parse(json) as { events: unknown[] };
+      writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(history, null, 1)}\n`);
+      console.log(`captured ${name} (${history.events.length} events)`);
+    },
+  };
+  mkdirSync(OUT, { recursive: true });
+  try {
+    for (const [name, run] of Object.entries(scenarios)) if (wanted.length === 0 || wanted.includes(name)) await run(capture);
+  } finally {
+    await service.stop();
+    await rest.close();
+    await database.drop();
+    await dev.stop();
+  }
+}
+
+await main();

@@ -1,0 +1,54 @@
+/**
+ * Replay: every recorded history in test/fixtures/histories/ must replay on today's
+ * workflow code without a non-determinism error, so a change that would break executions
+ * in flight fails CI. Histories are captured from the real engine with
+ * scripts/capture-histories.ts; docs/replay.md says when to capture and how to change the
+ * workflow with `patched()` instead of re-capturing.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { WORKFLOWS_PATH } from '../../src/temporal/worker';
+import { readHistory } from '../helpers/history';
+
+const HISTORIES = join(import.meta.dirname, '..', 'fixtures', 'histories');
+const files = readdirSync(HISTORIES).filter((file) => file.endsWith('.json')).sort();
+const histories = files.map((file) => ({ workflowId: file.replace(/\.json$/, ''), history: readHistory(join(HISTORIES, file)) }));
+
+/** Every path of the workflow a history must cover (scripts/capture-histories.ts makes them). */
+const REQUIRED = [
+  'success', 'retries', 'terminal-non-retryable', 'terminal-retry-exhausted', 'terminal-command-retryable', 'outcome-unknown',
+  'redrive-ordinary', 'redrive-failed', 'redrive-retry-failed-command', 'redrive-remote-outcome-unknown',
+];
+
+async function replayAll(workflowBundle: WorkflowBundleWithSourceMap) {
+  const failures: string[] = [];
+  for await (const result of Worker.runReplayHistories({ workflowBundle, replayName: 'replay-suite' }, histories)) {
+    if (result.error) failures.push(`${result.workflowId}: ${result.error.name}: ${result.error.message.split('\n')[0]}`);
+  }
+  return failures;
+}
+
+describe('recorded histories replay on the current workflow', () => {
+  beforeAll(() => {
+    // The drifted replay makes core warn once per history; the assertions say what failed.
+    Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  });
+
+  it('covers success, retries, each terminal outcome and each re-drive mode', () => {
+    expect(histories.map((h) => h.workflowId)).toEqual(expect.arrayContaining(REQUIRED));
+  });
+
+  it('replays every history without a non-determinism error', async () => {
+    const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
+    expect(await replayAll(bundle)).toEqual([]);
+  }, 120_000);
+
+  it('fails a workflow change made without patched() (a timer before the first step)', async () => {
+    const drifted = await bundleWorkflowCode({ workflowsPath: join(import.meta.dirname, '..', 'fixtures', 'replay', 'drifted-workflow.ts'), logger: new DefaultLogger('WARN') });
+    const failures = await replayAll(drifted);
+    expect(failures).toHaveLength(histories.length);
+    expect(failures[0]).toMatch(/DeterminismViolationError|Nondeterminism/i);
+  }, 120_000);
+});
