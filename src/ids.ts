@@ -9,6 +9,14 @@ import { z } from 'zod';
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const Id = z.string().regex(ID_PATTERN, 'must be 1–128 characters of [A-Za-z0-9._-], starting with a letter or digit');
 
+/**
+ * A correlationId travels in HTTP headers (`X-Correlation-Id`) and gRPC metadata, which
+ * carry printable ASCII only: 1–256 of U+0020–U+007E, no leading or trailing space.
+ */
+export const CorrelationId = z
+  .string()
+  .regex(/^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/, 'must be 1–256 printable ASCII characters without leading or trailing spaces (it is sent in HTTP headers and gRPC metadata)');
+
 export function isValidId(value: string): boolean {
   return ID_PATTERN.test(value);
 }

@@ -27,7 +27,8 @@ import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import { mountDocs } from './docs-page';
 import { createOpenApiDocument } from './openapi';
 import { problem, problemHandler } from './problem';
-import { decodeCursor, encodeCursor, pathId, readJson, readQuery } from './request';
+import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, pathId, readJson, readQuery } from './request';
+import { isValidId } from '../ids';
 import { ExecutionStatusSchema, TerminalReasonSchema } from './schemas';
 import { effectView, recordView } from './views';
 
@@ -110,7 +111,7 @@ export function createApp(deps: AppDeps) {
   admin.get('/tenants/:tenantId/executions', async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListExecutionsQuery);
-    const after = decodeCursor(query.cursor, (v): v is { createdAt: string; executionId: string } => typeof v?.createdAt === 'string' && !Number.isNaN(Date.parse(v.createdAt)) && typeof v?.executionId === 'string');
+    const after = decodeCursor(query.cursor, (v): v is { createdAt: string; executionId: string } => isIsoTimestamp(v?.createdAt) && typeof v?.executionId === 'string' && isValidId(v.executionId));
     const page = await deps.store.list(tenantId, { status: query.status, limit: query.limit, after });
     const last = page.records.at(-1);
     return c.json({ items: page.records.map(recordView), nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, executionId: last.executionId }) : null });
@@ -145,7 +146,7 @@ export function createApp(deps: AppDeps) {
   admin.get('/tenants/:tenantId/rejects', async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListRejectsQuery);
-    const before = decodeCursor(query.cursor, (v): v is { before: number } => Number.isSafeInteger(v?.before));
+    const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
     const page = await deps.rejects.list(tenantId, { limit: query.limit, before: before?.before });
     const last = page.items.at(-1);
     return c.json({ items: page.items, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
@@ -160,7 +161,7 @@ export function createApp(deps: AppDeps) {
   admin.get('/tenants/:tenantId/dlq', async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListDlqQuery);
-    const before = decodeCursor(query.cursor, (v): v is { before: number } => Number.isSafeInteger(v?.before));
+    const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
     const page = await deps.dlq.list(tenantId, { terminalReason: query.terminalReason, errorCode: query.errorCode, limit: query.limit, before: before?.before });
     const last = page.entries.at(-1);
     return c.json({ items: page.entries, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });

@@ -24,6 +24,12 @@ export function problem(c: Context, status: number, code: string, detail: string
   return c.body(JSON.stringify(body), status as 400, headers);
 }
 
+/** The SQLSTATE of a Postgres error (pg and PGlite both carry it as `code`), else undefined. */
+export function sqlStateOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
 export function problemHandler(log?: Log): ErrorHandler {
   return (err, c) => {
     if (err instanceof PipelineError) return problem(c, err.status, err.code, err.message, err.extra);
@@ -32,7 +38,11 @@ export function problemHandler(log?: Log): ErrorHandler {
       const code = status === 413 ? 'BODY_TOO_LARGE' : status === 404 ? 'NOT_FOUND' : `HTTP_${status}`;
       return problem(c, status, code, err.message || TITLES[status] || 'error');
     }
-    log?.error({ event: 'http_unhandled_error', path: c.req.path, method: c.req.method, error: err instanceof Error ? err.name : 'unknown' });
+    // A database error says what kind it was (SQLSTATE), never its SQL text or values.
+    const sqlState = sqlStateOf(err);
+    log?.error({ event: 'http_unhandled_error', path: c.req.path, method: c.req.method, error: err instanceof Error ? err.name : 'unknown', ...(sqlState ? { sqlState } : {}) });
+    // Class 22 (data exception): a value Postgres cannot hold slipped past validation; the statement changed nothing.
+    if (sqlState?.startsWith('22')) return problem(c, 400, 'UNSTORABLE_VALUE', 'a value in the request cannot be stored; see the service log');
     return problem(c, 500, 'INTERNAL', 'the request could not be completed; see the service log');
   };
 }

@@ -48,6 +48,16 @@ export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.output<
   return parsed.data;
 }
 
+/** A timestamp as this API writes it (`toISOString()`, years 0001–9999: Postgres has no year 0), so Postgres reads it back. */
+export function isIsoTimestamp(value: unknown): value is string {
+  return typeof value === 'string' && /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) && !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value;
+}
+
+/** A row id as this API writes it in a cursor: a positive safe integer. */
+export function isRowId(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) > 0;
+}
+
 export function encodeCursor(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 }

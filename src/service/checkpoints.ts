@@ -11,6 +11,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { StorableJson, storableText } from '../storable';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import { PeriodicTask } from '../periodic-task';
@@ -22,9 +23,9 @@ import type { ExecutionService } from './executions';
 
 export const PublishCheckpointRequest = z
   .object({
-    handoffKey: z.string().min(1).max(256),
-    pipeline: z.string().min(1).max(64),
-    records: z.array(z.unknown()).max(10_000),
+    handoffKey: storableText(z.string().min(1).max(256)),
+    pipeline: storableText(z.string().min(1).max(64)),
+    records: z.array(StorableJson).max(10_000),
   })
   .strict();
 export type PublishCheckpointRequest = z.infer<typeof PublishCheckpointRequest>;

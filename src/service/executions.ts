@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ConflictError } from '../errors';
-import { Id, workflowIdFor } from '../ids';
+import { CorrelationId, Id, workflowIdFor } from '../ids';
+import { StorableJson, storableText } from '../storable';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
@@ -15,12 +16,12 @@ import type { Dispatcher, DispatchOutcome } from '../temporal/dispatcher';
 
 export const StartExecutionRequest = z
   .object({
-    pipeline: z.string().min(1).max(64),
+    pipeline: storableText(z.string().min(1).max(64)),
     executionId: Id.optional(),
-    executionKey: z.string().min(1).max(256).optional(),
-    input: z.unknown().optional(),
-    correlationId: z.string().min(1).max(256).optional(),
-    resource: z.object({ type: z.string().min(1).max(128), name: z.string().min(1).max(256) }).strict().optional(),
+    executionKey: storableText(z.string().min(1).max(256)).optional(),
+    input: StorableJson.optional(),
+    correlationId: CorrelationId.optional(),
+    resource: z.object({ type: storableText(z.string().min(1).max(128)), name: storableText(z.string().min(1).max(256)) }).strict().optional(),
   })
   .strict();
 export type StartExecutionRequest = z.infer<typeof StartExecutionRequest>;

@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
+import { storableText } from '../storable';
 import { ConflictError, NotFoundError, PipelineError, TemporalUnavailableError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
@@ -27,7 +28,7 @@ export const RedriveRequest = z
     /** the ExecutionRecord version the caller read */
     expectedVersion: z.number().int().min(0),
     /** why; kept in the audit row */
-    reason: z.string().trim().min(1).max(1000),
+    reason: storableText(z.string().trim().min(1).max(1000)),
     /** false = ordinary replay; true permits re-drive of a FAILED (or REMOTE_OUTCOME_UNKNOWN) execution */
     allowFailed: z.boolean(),
     /** deliberately retry the retained failed Command step */

@@ -1,8 +1,11 @@
 /**
- * Property: whatever arrives at the re-drive endpoint (bodies, headers, ids, query),
+ * Properties: whatever arrives at the re-drive endpoint (bodies, headers, ids, query),
  * the answer is never a 5xx, and nothing changes unless a re-drive is admitted, which
  * the generated requests never qualify for (their expectedVersion is never the
- * current one). Runs against the real app, Postgres and dev server.
+ * current one). Across the body routes, values Postgres cannot store (NUL, unpaired
+ * surrogates) and header-bound fields that no header can carry are generated into
+ * otherwise valid requests: each is a 400 naming the field, and changes no row. Forged
+ * list cursors are a 400, never a 500. Runs against the real app, Postgres and dev server.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +23,7 @@ async function state() {
     dlq: await q('SELECT id FROM execution_dlq ORDER BY id'),
     audit: await q('SELECT redrive_id FROM redrive_audit'),
     dispatch: await q('SELECT dispatch_id, status FROM execution_dispatch ORDER BY dispatch_id'),
+    checkpoints: await q('SELECT tenant_id, handoff_key FROM checkpoint_outbox ORDER BY handoff_key'),
   });
 }
 
@@ -76,5 +80,104 @@ describe('re-drive endpoint under random input', () => {
       { numRuns: 400 },
     );
     expect(await state()).toBe(before);
+  });
+});
+
+// A string Postgres cannot store: a NUL or an unpaired surrogate somewhere in it.
+const unstorable = fc
+  .tuple(fc.string({ maxLength: 8 }), fc.constantFrom('\u0000', '\ud800', '\udbff', '\udc00', '\udfff'), fc.string({ maxLength: 8 }))
+  .map(([a, bad, b]) => a + bad + b);
+// ...hidden anywhere in a JSON value: as a value or as a key, nested.
+const unstorableJson = fc
+  .tuple(fc.jsonValue({ maxDepth: 2 }), unstorable, fc.constantFrom('value', 'key', 'nested-key', 'array'))
+  .map(([json, bad, where]) =>
+    where === 'value' ? { ok: json, bad } : where === 'key' ? { [bad]: json } : where === 'nested-key' ? { a: [1, { [bad]: 1 }] } : [json, [bad]],
+  );
+// A correlationId no HTTP header or gRPC metadata value can carry.
+const headerUnsafe = fc.oneof(unstorable, fc.constantFrom('注文-1', 'a\nb', 'x\r\nX-Evil: 1', ' leading', 'trailing ', 'é', '\t'));
+
+let serial = 0;
+const poisoned = fc.oneof(
+  fc.record({ field: fc.constantFrom('executionKey', 'resource.name', 'resource.type', 'pipeline'), bad: unstorable }),
+  fc.record({ field: fc.constant('correlationId'), bad: headerUnsafe }),
+  fc.record({ field: fc.constant('input'), bad: unstorableJson }),
+  fc.record({ field: fc.constantFrom('handoffKey', 'records'), bad: fc.oneof(unstorable, unstorableJson) }),
+  fc.record({ field: fc.constant('reason'), bad: unstorable }),
+);
+
+function requestFor(field: string, bad: unknown): { path: string; body: Record<string, unknown> } {
+  const n = ++serial;
+  if (field === 'handoffKey' || field === 'records') {
+    const body: Record<string, unknown> = { handoffKey: `h-${n}`, pipeline: 'fails', records: [{ id: 1 }] };
+    if (field === 'handoffKey') body.handoffKey = typeof bad === 'string' ? bad : `h\u0000${n}`;
+    else body.records = [{ id: 1 }, bad];
+    return { path: '/api/tenants/tenant-a/checkpoints', body };
+  }
+  if (field === 'reason') {
+    return { path: '/admin/tenants/tenant-a/executions/fuzz-1/redrive', body: { expectedVersion: version, reason: bad, allowFailed: true, intent: 'RETRY_FAILED_COMMAND' } };
+  }
+  const body: Record<string, unknown> = { pipeline: 'fails', executionId: `poison-${n}`, executionKey: `key-${n}`, correlationId: `corr-${n}`, resource: { type: 'order', name: `o-${n}` }, input: { n } };
+  if (field.startsWith('resource.')) body.resource = { ...(body.resource as object), [field.slice('resource.'.length)]: bad };
+  else body[field] = bad;
+  return { path: '/api/tenants/tenant-a/executions', body };
+}
+
+describe('values Postgres cannot store, across routes', () => {
+  it('answers 400 naming the field and changes no row', async () => {
+    await fc.assert(
+      fc.asyncProperty(poisoned, async ({ field, bad }) => {
+        const before = await state();
+        const { path, body } = requestFor(field, bad);
+        const res = await engine.request('POST', path, { body });
+        const problem = await res.json();
+        expect(res.status, JSON.stringify(problem)).toBe(400);
+        expect(res.headers.get('content-type')).toBe('application/problem+json');
+        expect(problem.code).toBe('VALIDATION_FAILED');
+        expect(problem.issues.map((i: { path: string }) => i.path.split('.')[0])).toContain(field.split('.')[0]);
+        expect(await state()).toBe(before);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+const forgedTimestamp = fc.oneof(
+  fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  fc.constantFrom('2026-02-30', '2026-02-30T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '-000001-01-01T00:00:00.000Z', '0000-01-01T00:00:00.000Z', '2026-13-01T00:00:00.000Z', '2026-01-01T24:00:00.000Z', '2026-01-01 00:00:00', '2026-01-01T00:00:00Z'),
+  fc.tuple(fc.integer({ min: 0, max: 99999 }), fc.integer({ min: 0, max: 13 }), fc.integer({ min: 0, max: 32 })).map(([y, m, d]) => `${y}-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}T00:00:00.000Z`),
+  fc.string({ maxLength: 30 }),
+);
+const forgedCursorValue = fc.oneof(
+  fc.record({ createdAt: forgedTimestamp, executionId: fc.oneof(fc.constant('fuzz-1'), unstorable, fc.string({ maxLength: 20 })) }),
+  fc.record({ before: fc.oneof(fc.integer(), fc.double(), fc.constant(2 ** 63), fc.constant(-1), fc.string({ maxLength: 5 })) }),
+  fc.jsonValue({ maxDepth: 2 }),
+);
+const forgedCursor = fc.oneof(
+  forgedCursorValue.map((v) => Buffer.from(JSON.stringify(v) ?? 'null', 'utf8').toString('base64url')),
+  fc.string({ maxLength: 40 }),
+);
+
+describe('forged list cursors', () => {
+  it('answer 200 or 400 INVALID_CURSOR, never a 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('executions', 'dlq', 'rejects'), forgedCursor, async (list, cursor) => {
+        const res = await engine.request('GET', `/admin/tenants/tenant-a/${list}?cursor=${encodeURIComponent(cursor)}`);
+        expect([200, 400]).toContain(res.status);
+        if (res.status === 400) expect(['INVALID_CURSOR', 'VALIDATION_FAILED']).toContain((await res.json()).code);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses the cursors the issue found', async () => {
+    const cursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    for (const forged of [
+      { createdAt: '2026-02-30', executionId: 'a' },
+      { createdAt: '+275760-09-13T00:00:00.000Z', executionId: 'a' },
+      { createdAt: '2026-01-01T00:00:00.000Z', executionId: 'a\u0000b' },
+    ]) {
+      const res = await engine.request('GET', `/admin/tenants/tenant-a/executions?cursor=${cursor(forged)}`);
+      expect([res.status, (await res.json()).code]).toEqual([400, 'INVALID_CURSOR']);
+    }
   });
 });

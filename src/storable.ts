@@ -1,0 +1,49 @@
+/**
+ * "Storable" text and JSON: what Postgres `text` and `jsonb` accept. JavaScript strings may
+ * hold NUL (`\u0000`, refused by both) and unpaired surrogates (`\ud800`: refused by
+ * `jsonb`, silently replaced in `text`), so every string and JSON value a request asks us to
+ * store is checked here, once, and refused with a 400 naming the field instead of failing
+ * in the database as a 500.
+ *
+ *   z.object({ reason: storableText(z.string().min(1)), input: StorableJson })
+ */
+import { z } from 'zod';
+
+export const UNSTORABLE_MESSAGE = 'must not contain NUL (\\u0000) or unpaired UTF-16 surrogates';
+
+// A NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** No NUL, no unpaired surrogate. */
+export function isStorableString(value: string): boolean {
+  return !UNSTORABLE.test(value);
+}
+
+/**
+ * The path of the first string (value or object key) that cannot be stored, or null.
+ * Inside a JSON value the path is positional (array index, or the member's position in
+ * its object), so an answer never echoes a caller's key names.
+ */
+export function findUnstorable(value: unknown, path: number[] = []): number[] | null {
+  if (typeof value === 'string') return isStorableString(value) ? null : path;
+  if (value === null || typeof value !== 'object') return null;
+  const entries: [string, unknown][] = Array.isArray(value) ? value.map((item, i) => [String(i), item]) : Object.entries(value);
+  for (let i = 0; i < entries.length; i++) {
+    const [key, item] = entries[i];
+    if (!isStorableString(key)) return [...path, i];
+    const found = findUnstorable(item, [...path, i]);
+    if (found) return found;
+  }
+  return null;
+}
+
+/** A string schema whose value can be stored in a `text` column. */
+export function storableText<S extends z.ZodType<string>>(schema: S): S {
+  return schema.refine(isStorableString, { message: UNSTORABLE_MESSAGE }) as S;
+}
+
+/** Any JSON value that can be stored in a `jsonb` column; the issue's path gives the bad string's position. */
+export const StorableJson = z.unknown().superRefine((value, ctx) => {
+  const path = findUnstorable(value);
+  if (path) ctx.addIssue({ code: 'custom', path, message: `${UNSTORABLE_MESSAGE} (path: positions of array items and object members)` });
+});
