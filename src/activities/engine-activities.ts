@@ -10,7 +10,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { idempotencyKey, transitionKey as makeTransitionKey } from '../ids';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
-import type { PipelineRegistry } from '../pipeline/registry';
+import type { PipelineRegistry, StepResolution } from '../pipeline/registry';
 import { retryDelayMs } from '../retry';
 import type { EffectStore } from '../store/effect-store';
 import type { EffectChange, ExecutionRecord, ExecutionStore } from '../store/execution-store';
@@ -35,6 +35,8 @@ export interface AbandonRequest {
   tenantId: string;
   executionId: string;
   stepIndex: number;
+  /** the step's transport from the run's plan; absent in runs from before versions */
+  transport?: string;
   reason: string;
 }
 
@@ -80,10 +82,15 @@ export function createActivities(deps: EngineDeps) {
   const { store, effects, registry, log, metrics } = deps;
   const platform = deps.platform ?? `node-${process.versions.node}`;
 
-  function stepAt(pipeline: string, index: number) {
-    const step = registry.get(pipeline).steps[index];
-    if (!step) throw new RangeError(`pipeline "${pipeline}" has no step ${index}`);
-    return step;
+  /**
+   * The operator of (pipeline, pinned version, step name). A request from before versions
+   * names no step: it ran the only definition there was, version 1, by position.
+   */
+  function resolveStep(req: StepRequest): StepResolution {
+    const version = req.pipelineVersion ?? 1;
+    const stepName = req.stepName ?? registry.find(req.pipeline, version)?.steps[req.stepIndex]?.name;
+    if (stepName === undefined) return registry.resolve(req.pipeline, version, `#${req.stepIndex}`);
+    return registry.resolve(req.pipeline, version, stepName);
   }
 
   /** A commit matched no row: find out whether this step's outcome is already settled. */
@@ -99,7 +106,9 @@ export function createActivities(deps: EngineDeps) {
 
   async function runStep(req: StepRequest): Promise<StepResult> {
     const activity = Context.current();
-    const step = stepAt(req.pipeline, req.stepIndex);
+    const resolved = resolveStep(req);
+    // A worker behind a rollout (the pinned version is newer than any it has) leaves the step to one that has it, committing nothing.
+    if (!resolved.found && !resolved.gone) throw ApplicationFailure.create({ type: FailureTypes.retryable, message: resolved.reason });
     let attempt = req.attempt;
 
     // Only a run's first step or a Temporal retry can see a committed attempt the workflow does not know.
@@ -119,8 +128,15 @@ export function createActivities(deps: EngineDeps) {
     }
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, attempt);
     const stepKey = { tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt };
-    const logFields = { tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: req.correlationId, step: step.name };
-    const fail = (failure: StepFailure, effect?: EffectChange) => failStep(req, attempt, transitionKey, step.transport, failure, logFields, effect);
+    const stepName = resolved.found ? resolved.step.name : (req.stepName ?? `#${req.stepIndex}`);
+    const logFields = { tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: req.correlationId, step: stepName, pipelineVersion: req.pipelineVersion ?? 1 };
+    const fail = (failure: StepFailure, effect?: EffectChange) => failStep(req, attempt, transitionKey, resolved.found ? resolved.step.transport : (req.transport ?? 'LOCAL'), failure, logFields, effect);
+
+    if (!resolved.found) {
+      // The pinned definition was dropped from this deploy: end the execution clearly rather than run another step.
+      return fail({ retryable: false, errorCode: 'PIPELINE_STEP_GONE', errorMessage: `step ${req.stepIndex} (${stepName}) cannot run: ${resolved.reason}`, terminalEffectStatus: 'FAILED_TERMINAL' });
+    }
+    const step = resolved.step;
 
     if (req.redriveIntent === 'RETRY_FAILED_COMMAND' && !step.command) {
       return fail({ retryable: false, errorCode: 'RETRY_INTENT_NOT_A_COMMAND', errorMessage: `step ${req.stepIndex} (${step.name}) is not a Command step; RETRY_FAILED_COMMAND cannot retry it`, terminalEffectStatus: 'FAILED_TERMINAL' });
@@ -269,11 +285,11 @@ export function createActivities(deps: EngineDeps) {
     if (!record) return recordMissing(req);
     const already = committedTerminal(record, req.stepIndex);
     if (already) return already;
-    const step = stepAt(record.pipeline, req.stepIndex);
+    const transport = req.transport ?? registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex]?.transport ?? 'LOCAL';
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
     const errorCode = 'STEP_ABANDONED';
     const envelope = {
-      tenantId: req.tenantId, executionId: req.executionId, transitionKey, transport: step.transport, platform,
+      tenantId: req.tenantId, executionId: req.executionId, transitionKey, transport, platform,
       terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode,
       errorMessage: req.reason, retryable: true, retriesObserved: record.attempt - 1,
     };

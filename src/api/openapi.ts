@@ -91,7 +91,7 @@ export function createOpenApiDocument(prefix: string) {
             '200': { description: 'dryRun=true: what would happen', ...json(RedrivePreviewSchema) },
             ...common,
             '404': problem('EXECUTION_NOT_FOUND'),
-            '409': problem('VERSION_MISMATCH, EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED (with evidence)'),
+            '409': problem('VERSION_MISMATCH, EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED (with evidence), PIPELINE_DEFINITION_CHANGED (with pinnedVersion, currentVersion, resumeStep, diff)'),
             '503': problem('DISPOSITION_EVIDENCE_UNAVAILABLE (with evidence)'),
             ...bodyErrors,
             '422': problem('EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED'),

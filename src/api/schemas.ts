@@ -35,6 +35,8 @@ export const ExecutionRecordView = z
     executionId: z.string(),
     executionKey: z.string().nullable(),
     pipeline: z.string(),
+    pipelineVersion: z.number().int().meta({ description: 'the pipeline definition version the execution is pinned to: every step runs as that version defines it' }),
+    definitionFingerprint: z.string().nullable().meta({ description: "fingerprint of the pinned definition's shape (step names, transports, Command flags, order); null on executions from before versions" }),
     workflowId: z.string().meta({ description: 'Temporal workflowId: pipeline/{tenantId}/{executionId}' }),
     status: ExecutionStatusSchema,
     version: z.number().int().meta({ description: 'bumped exactly once per committed state transition; send it back as expectedVersion' }),
@@ -93,6 +95,8 @@ export const DlqEnvelopeSchema = z
     correlationId: z.string().nullable(),
     resourceType: z.string().nullable(),
     resourceName: z.string().nullable(),
+    pipeline: z.string().optional().meta({ description: 'absent on envelopes written before definition versions' }),
+    pipelineVersion: z.number().int().optional().meta({ description: 'the definition version the execution failed under' }),
     transport: z.string(),
     platform: z.string(),
     terminalStatus: z.string(),
@@ -123,6 +127,7 @@ export const RedriveAcceptedSchema = z
     executionId: z.string(),
     version: z.number().int(),
     status: z.literal('QUEUED'),
+    pipelineVersion: z.number().int().meta({ description: 'the definition version the resumed run follows' }),
     resumeStepIndex: z.number().int(),
     attempt: z.number().int(),
     redriveId: z.string(),
@@ -130,6 +135,21 @@ export const RedriveAcceptedSchema = z
     dispatch: z.enum(['started', 'pending']),
   })
   .meta({ id: 'RedriveAccepted' });
+
+const StepList = z.object({ version: z.number().int(), steps: z.array(z.string()) });
+/** PIPELINE_DEFINITION_CHANGED: how the pinned version and the current one differ. */
+const DefinitionChangedFields = {
+  pinnedVersion: z.number().int().optional().meta({ description: 'PIPELINE_DEFINITION_CHANGED: the version the execution is pinned to' }),
+  currentVersion: z.number().int().nullable().optional().meta({ description: 'VERSION_MISMATCH: the stored record version; PIPELINE_DEFINITION_CHANGED: the pipeline version new executions use' }),
+  resumeStep: z.string().nullable().optional().meta({ description: 'PIPELINE_DEFINITION_CHANGED: the name of the step the execution would resume' }),
+  diff: z.object({
+    from: StepList,
+    to: StepList,
+    appeared: z.array(z.string()),
+    vanished: z.array(z.string()),
+    moved: z.array(z.object({ step: z.string(), fromIndex: z.number().int(), toIndex: z.number().int() })),
+  }).nullable().optional().meta({ description: 'PIPELINE_DEFINITION_CHANGED: steps that appeared, vanished or moved between the pinned and the current version (null when the pinned shape is unknown)' }),
+};
 
 export const RedrivePreviewSchema = z
   .union([
@@ -144,23 +164,26 @@ export const RedrivePreviewSchema = z
       mode: RedriveModeSchema,
       fromStatus: ExecutionStatusSchema,
       effectStatus: z.string().nullable(),
+      pipelineVersion: z.number().int().meta({ description: 'the definition version the resumed run would follow' }),
+      fromPipelineVersion: z.number().int().meta({ description: 'the definition version the execution is pinned to now' }),
     }),
     z.object({
-      admitted: z.literal(false), status: z.number().int(), code: z.string(), detail: z.string(), currentVersion: z.number().int().optional(),
+      admitted: z.literal(false), status: z.number().int(), code: z.string(), detail: z.string(),
       evidence: DispositionEvidenceSchema.optional().meta({ description: 'DISPOSITION_CONTRADICTED / DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker said' }),
+      ...DefinitionChangedFields,
     }),
   ])
   .meta({ id: 'RedrivePreview' });
 
 export const ProblemSchema = z
   .object({
+    ...DefinitionChangedFields,
     type: z.string(),
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
     code: z.string().meta({ description: 'stable machine code, e.g. VERSION_MISMATCH' }),
     issues: z.array(z.object({ path: z.string(), code: z.string(), message: z.string() })).optional(),
-    currentVersion: z.number().int().nullable().optional(),
   })
   .meta({ id: 'Problem' });
 

@@ -27,7 +27,7 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
   // The worker dedupes on the key it was sent: the tenant-qualified one.
   const key = idempotencyKey(record.tenantId, call.transitionKey);
-  const step = registry.has(record.pipeline) && record.failedStepIndex !== null ? registry.get(record.pipeline).steps[record.failedStepIndex] : undefined;
+  const step = record.failedStepIndex !== null ? registry.find(record.pipeline, record.pipelineVersion)?.steps[record.failedStepIndex] : undefined;
   if (step?.transport === 'GRPC' && step.grpc.lookup) {
     try {
       const found = await lookupGrpc(step.grpc.address, key, timeoutMs);

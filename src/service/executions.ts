@@ -11,6 +11,7 @@ import { StorableJson, storableText } from '../storable';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
+import { DefinitionStore } from '../store/definition-store';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import type { Dispatcher, DispatchOutcome } from '../temporal/dispatcher';
 
@@ -34,16 +35,22 @@ export interface StartOutcome {
 }
 
 export class ExecutionService {
+  private readonly definitions: DefinitionStore;
+
   constructor(
     private readonly store: ExecutionStore,
     private readonly registry: PipelineRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly log: Log,
     private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    this.definitions = new DefinitionStore(store.db);
+  }
 
   async start(tenantId: string, request: StartExecutionRequest): Promise<StartOutcome> {
+    // The execution is pinned to the version new executions use now (the highest registered).
     const pipeline = this.registry.get(request.pipeline);
+    await this.definitions.remember({ pipeline: pipeline.name, version: pipeline.version, fingerprint: pipeline.fingerprint, steps: pipeline.steps.map((step) => step.name) });
     // No read first: a taken executionKey makes the insert a no-op, and only then is it looked up.
     const executionId = request.executionId ?? randomUUID();
     const record = await this.store.create(
@@ -52,6 +59,8 @@ export class ExecutionService {
         executionId,
         executionKey: request.executionKey ?? null,
         pipeline: pipeline.name,
+        pipelineVersion: pipeline.version,
+        definitionFingerprint: pipeline.fingerprint,
         workflowId: workflowIdFor(tenantId, executionId),
         stepCount: pipeline.steps.length,
         input: request.input ?? null,
@@ -70,7 +79,7 @@ export class ExecutionService {
     }
     const outcome = await this.dispatcher.launch(record, 'start', {});
     this.metrics?.started.inc();
-    this.log.info({ event: 'execution_admitted', tenantId, executionId, correlationId: record.correlationId, pipeline: pipeline.name, dispatch: outcome.dispatch });
+    this.log.info({ event: 'execution_admitted', tenantId, executionId, correlationId: record.correlationId, pipeline: pipeline.name, pipelineVersion: pipeline.version, dispatch: outcome.dispatch });
     return { created: true, record, dispatch: outcome.dispatch, runId: outcome.runId };
   }
 }

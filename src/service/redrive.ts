@@ -16,12 +16,14 @@ import { ConflictError, NotFoundError, PipelineError, TemporalUnavailableError }
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
+import { DefinitionStore } from '../store/definition-store';
 import type { CommandEffect, EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import type { RedriveMode } from '../spec-words';
 import { checkDispositionAttestation } from './disposition';
+import { redriveTarget, type RedriveTarget } from './redrive-definition';
 
 export const RedriveRequest = z
   .object({
@@ -37,6 +39,8 @@ export const RedriveRequest = z
     confirmedDisposition: z.literal('NOT_APPLIED').optional(),
     /** re-drive although the worker's lookup contradicts (or cannot check) confirmedDisposition; kept in the audit row */
     overrideEvidence: z.literal(true).optional(),
+    /** resume under the pipeline's current version, at the same-named step, when the pinned version is gone (audited) */
+    resumeUnderCurrentVersion: z.boolean().optional(),
   })
   .strict()
   .superRefine((body, ctx) => {
@@ -58,6 +62,8 @@ export interface RedrivePlan {
   attempt: number;
   /** the retained Command effect of the resume step, if any */
   effectStatus: string | null;
+  /** the definition the run follows (pinned, or the current one under resumeUnderCurrentVersion) */
+  target: RedriveTarget;
 }
 
 export interface RedriveAccepted {
@@ -65,6 +71,8 @@ export interface RedriveAccepted {
   executionId: string;
   version: number;
   status: 'QUEUED';
+  /** the definition version the resumed run follows */
+  pipelineVersion: number;
   resumeStepIndex: number;
   attempt: number;
   redriveId: string;
@@ -73,6 +81,8 @@ export interface RedriveAccepted {
 }
 
 export class RedriveService {
+  private readonly definitions: DefinitionStore;
+
   constructor(
     private readonly store: ExecutionStore,
     private readonly effects: EffectStore,
@@ -81,7 +91,9 @@ export class RedriveService {
     private readonly client: Client,
     private readonly log: Log,
     private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    this.definitions = new DefinitionStore(store.db);
+  }
 
   /** Checks 3–5. Throws a PipelineError with the check's status and code. */
   async evaluate(tenantId: string, executionId: string, body: RedriveRequest): Promise<{ record: ExecutionRecord; plan: RedrivePlan }> {
@@ -91,15 +103,13 @@ export class RedriveService {
       throw new ConflictError(`execution ${executionId} is at version ${record.version}, not ${body.expectedVersion}`, 'VERSION_MISMATCH', { currentVersion: record.version });
     }
     this.registry.get(record.pipeline); // 422 UNKNOWN_PIPELINE: this service could not run the re-drive
-    // failed_step_index is kept only while FAILED / REMOTE_OUTCOME_UNKNOWN; otherwise resume where the record stands.
-    const resumeStepIndex = record.failedStepIndex ?? record.currentStepIndex;
-    const effect = this.isCommand(record.pipeline, resumeStepIndex) ? await this.effects.get(tenantId, executionId, resumeStepIndex) : null;
+    // The step to resume, in the definition the run will follow; a changed definition answers after state admission.
+    const target = await redriveTarget(record, body.resumeUnderCurrentVersion === true, this.registry, this.definitions);
+    const step = target instanceof PipelineError ? undefined : target.definition.steps[target.resumeStepIndex];
+    const effect = step?.command ? await this.effects.get(tenantId, executionId, step.name) : null;
     const mode = await this.admit(record, body, effect);
-    return { record, plan: { mode, fromStatus: record.status, resumeStepIndex, attempt: record.attempt + 1, effectStatus: effect?.status ?? null } };
-  }
-
-  private isCommand(pipeline: string, stepIndex: number): boolean {
-    return this.registry.get(pipeline).steps[stepIndex]?.command === true;
+    if (target instanceof PipelineError) throw target;
+    return { record, plan: { mode, fromStatus: record.status, resumeStepIndex: target.resumeStepIndex, attempt: record.attempt + 1, effectStatus: effect?.status ?? null, target } };
   }
 
   /** Check 5, state admission, in DESIGN.md's order. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
@@ -161,6 +171,10 @@ export class RedriveService {
   async redrive(tenantId: string, executionId: string, body: RedriveRequest, principal: string): Promise<RedriveAccepted> {
     const { record, plan } = await this.evaluate(tenantId, executionId, body);
     const redriveId = randomUUID();
+    if (plan.target.switched) {
+      const { name, version, fingerprint, steps } = plan.target.definition;
+      await this.definitions.remember({ pipeline: name, version, fingerprint, steps: steps.map((step) => step.name) });
+    }
     const spec = { redrive: { redriveId, intent: plan.mode } };
     const moved = await this.store.admitRedrive({
       tenantId,
@@ -168,6 +182,9 @@ export class RedriveService {
       expectedVersion: body.expectedVersion,
       fromStatus: record.status,
       resumeStepIndex: plan.resumeStepIndex,
+      resumeStepName: plan.target.resumeStepName,
+      fromPipelineVersion: record.pipelineVersion,
+      definition: plan.target.switched ? { version: plan.target.definition.version, fingerprint: plan.target.definition.fingerprint, stepCount: plan.target.definition.steps.length } : undefined,
       redriveId,
       principal,
       reason: body.reason,
@@ -188,9 +205,10 @@ export class RedriveService {
       event: 'execution_redrive_admitted', tenantId, executionId, correlationId: record.correlationId, redriveId, principal,
       mode: plan.mode, fromStatus: record.status, fromVersion: record.version, version: moved.version,
       resumeStepIndex: plan.resumeStepIndex, attempt: moved.attempt, dispatch: outcome.dispatch,
+      fromPipelineVersion: record.pipelineVersion, pipelineVersion: moved.pipelineVersion,
     });
     return {
-      tenantId, executionId, version: moved.version, status: 'QUEUED', resumeStepIndex: plan.resumeStepIndex,
+      tenantId, executionId, version: moved.version, status: 'QUEUED', pipelineVersion: moved.pipelineVersion, resumeStepIndex: plan.resumeStepIndex,
       attempt: moved.attempt, redriveId, runId: outcome.runId, dispatch: outcome.dispatch,
     };
   }
@@ -202,6 +220,7 @@ export class RedriveService {
       return {
         admitted: true as const, tenantId, executionId, version: record.version + 1, status: 'QUEUED' as const,
         resumeStepIndex: plan.resumeStepIndex, attempt: plan.attempt, mode: plan.mode, fromStatus: plan.fromStatus, effectStatus: plan.effectStatus,
+        pipelineVersion: plan.target.definition.version, fromPipelineVersion: record.pipelineVersion,
       };
     } catch (err) {
       // 5xx (Temporal cannot answer) is not an admission verdict: the dry run answers it as the real one would.

@@ -7,6 +7,10 @@
  * claimed atomically), and for an IN_FLIGHT one held by the same transition identity
  * (a redelivery after a worker crash, which the operator boundary dedupes by that key).
  * Every other status is never redispatched.
+ *
+ * An effect belongs to its step by name, not by index: a re-drive that moves an execution
+ * to another definition version finds the step's retained effect wherever the step sits
+ * now (`step_index` is where it sat at its last claim).
  */
 import type { EffectStatus } from '../spec-words';
 import type { Db } from './db';
@@ -68,15 +72,15 @@ export class EffectStore {
       `WITH claimed AS (
          INSERT INTO command_effect (tenant_id, execution_id, step_index, step_name, status, attempt, transition_key)
          VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, $6)
-         ON CONFLICT (tenant_id, execution_id, step_index) DO UPDATE
-           SET status = 'IN_FLIGHT', attempt = EXCLUDED.attempt, transition_key = EXCLUDED.transition_key,
+         ON CONFLICT (tenant_id, execution_id, step_name) DO UPDATE
+           SET status = 'IN_FLIGHT', step_index = EXCLUDED.step_index, attempt = EXCLUDED.attempt, transition_key = EXCLUDED.transition_key,
                error_code = NULL, updated_at = now()
            WHERE (command_effect.status = 'IN_FLIGHT' AND command_effect.transition_key = EXCLUDED.transition_key)
               OR (NOT $7::boolean AND command_effect.status = 'FAILED_RETRYABLE')
          RETURNING 1)
        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*
        FROM (SELECT 1) AS one
-       LEFT JOIN command_effect e ON e.tenant_id = $1 AND e.execution_id = $2 AND e.step_index = $3
+       LEFT JOIN command_effect e ON e.tenant_id = $1 AND e.execution_id = $2 AND e.step_name = $4
          AND NOT EXISTS (SELECT 1 FROM claimed)`,
       [tenantId, executionId, stepIndex, stepName, attempt, transitionKey, onlyNew],
     );
@@ -90,8 +94,16 @@ export class EffectStore {
     return result.rows.map(toEffect);
   }
 
-  async get(tenantId: string, executionId: string, stepIndex: number): Promise<CommandEffect | null> {
-    const result = await this.db.query<CommandEffectRow>('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3', [tenantId, executionId, stepIndex]);
+  /**
+   * The retained effect of a step: by name (what the engine and re-drive use), or by the
+   * index of its last claim (the newest, should two versions have used the index).
+   */
+  async get(tenantId: string, executionId: string, step: string | number): Promise<CommandEffect | null> {
+    const result = await this.db.query<CommandEffectRow>(
+      `SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 AND ${typeof step === 'string' ? 'step_name' : 'step_index'} = $3
+       ORDER BY updated_at DESC LIMIT 1`,
+      [tenantId, executionId, step],
+    );
     return result.rowCount ? toEffect(result.rows[0]) : null;
   }
 }

@@ -18,6 +18,10 @@ export interface ExecutionRecord {
   executionId: string;
   executionKey: string | null;
   pipeline: string;
+  /** the pipeline definition version the execution is pinned to (admitted or re-driven under) */
+  pipelineVersion: number;
+  /** the shape fingerprint of that definition; null on records from before versions */
+  definitionFingerprint: string | null;
   workflowId: string;
   status: ExecutionStatus;
   version: number;
@@ -55,6 +59,10 @@ export interface NewExecution {
   executionId: string;
   executionKey: string | null;
   pipeline: string;
+  /** the definition version the execution is pinned to; default 1 */
+  pipelineVersion?: number;
+  /** that definition's shape fingerprint */
+  definitionFingerprint?: string | null;
   workflowId: string;
   stepCount: number;
   input: unknown;
@@ -69,6 +77,8 @@ export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
     executionId: row.execution_id,
     executionKey: row.execution_key,
     pipeline: row.pipeline,
+    pipelineVersion: row.pipeline_version,
+    definitionFingerprint: row.definition_fingerprint ?? null,
     workflowId: row.workflow_id,
     status: row.status,
     version: row.version,
@@ -177,8 +187,9 @@ export class ExecutionStore {
     const inserted = await this.db.query<ExecutionRecordRow>(
       `WITH record AS (
          INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
-           step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name, admission_id)
-         VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10, $14)
+           step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name, admission_id,
+           pipeline_version, definition_fingerprint)
+         VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10, $14, $15, $16)
          ON CONFLICT DO NOTHING RETURNING *),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
@@ -186,7 +197,7 @@ export class ExecutionStore {
        SELECT * FROM record`,
       [execution.tenantId, execution.executionId, execution.executionKey, execution.pipeline, execution.workflowId,
         execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName, json(dispatchSpec),
-        lease.owner, lease.ms, admissionId],
+        lease.owner, lease.ms, admissionId, execution.pipelineVersion ?? 1, execution.definitionFingerprint ?? null],
     );
     if (inserted.rowCount) return toRecord(inserted.rows[0]);
     // Taken: by someone else (null), or by this very admission whose first answer was lost.
@@ -231,6 +242,8 @@ export class ExecutionStore {
     principal: string;
     reason: string;
     request: unknown;
+    /** the name of the step to resume (its Command effect is keyed by name) */
+    resumeStepName: string;
     mode: RedriveMode;
     confirmedDisposition: string | null;
     dispatchSpec: unknown;
@@ -238,19 +251,25 @@ export class ExecutionStore {
     lease: DispatchLease;
     /** the bulk job admitting it: the audit row names it and the job's item turns ADMITTED in this statement */
     jobId?: string | null;
+    /** the definition version the execution was pinned to when the checks read it */
+    fromPipelineVersion: number;
+    /** re-pin the execution to another definition (the audited opt-in); absent = keep the pinned one */
+    definition?: { version: number; fingerprint: string; stepCount: number };
   }): Promise<ExecutionRecord | null> {
     const a = admission;
     const result = await this.db.query<ExecutionRecordRow>(
       `WITH moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
-           redrive_count = redrive_count + 1, updated_at = now()
+           redrive_count = redrive_count + 1, updated_at = now(),
+           pipeline_version = COALESCE($17, pipeline_version), definition_fingerprint = COALESCE($18, definition_fingerprint),
+           step_count = COALESCE($19, step_count)
          WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
          RETURNING *),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
-           from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id)
-         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16 FROM moved),
+           from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, from_pipeline_version, to_pipeline_version)
+         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version FROM moved),
        job_item AS (
          UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = now()
          WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)),
@@ -259,11 +278,12 @@ export class ExecutionStore {
          SELECT tenant_id, execution_id, $6, $12::jsonb, 1, $14, now() + ($15::integer * interval '1 millisecond') FROM moved),
        effect AS (
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
-         WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_index = $5 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
+         WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_name = $20 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
            AND EXISTS (SELECT 1 FROM moved))
        SELECT * FROM moved`,
       [a.tenantId, a.executionId, a.expectedVersion, a.fromStatus, a.resumeStepIndex, a.redriveId, a.principal, a.reason,
-        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect, a.lease.owner, a.lease.ms, a.jobId ?? null],
+        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect, a.lease.owner, a.lease.ms, a.jobId ?? null,
+        a.definition?.version ?? null, a.definition?.fingerprint ?? null, a.definition?.stepCount ?? null, a.resumeStepName, a.fromPipelineVersion],
     );
     if (result.rowCount) return toRecord(result.rows[0]);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
@@ -381,7 +401,7 @@ export class ExecutionStore {
          INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope, group_id, signature)
          SELECT tenant_id, execution_id, $${p(failure.transitionKey)}, terminal_reason, last_error_code, version,
            $${p(json(failure.envelope))}::jsonb || jsonb_build_object('executionKey', execution_key, 'correlationId', correlation_id,
-             'resourceType', resource_type, 'resourceName', resource_name),
+             'resourceType', resource_type, 'resourceName', resource_name, 'pipeline', pipeline, 'pipelineVersion', pipeline_version),
            $${p(group.groupId)}, $${p(json(group.signature))}::jsonb
          FROM moved
          ON CONFLICT DO NOTHING RETURNING id)`,

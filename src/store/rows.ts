@@ -14,6 +14,9 @@ export interface ExecutionRecordRow {
   execution_id: string;
   execution_key: string | null;
   pipeline: string;
+  /** the definition version the execution is pinned to (20261122150000) */
+  pipeline_version: number;
+  definition_fingerprint: string | null;
   workflow_id: string;
   status: ExecutionStatus;
   version: number;
@@ -111,4 +114,13 @@ export function isoOrNull(value: Date | string | null): string | null {
 
 export function iso(value: Date | string): string {
   return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
+}
+
+export interface PipelineDefinitionRow {
+  pipeline: string;
+  version: number;
+  fingerprint: string;
+  /** the step names in order */
+  steps: string[];
+  created_at: Date;
 }

@@ -78,12 +78,16 @@ export class Dispatcher {
   async launch(record: ExecutionRecord, dispatchId: string, spec: DispatchSpec): Promise<DispatchOutcome> {
     const { tenantId, executionId } = record;
     try {
+      // The run follows the definition the execution is pinned to, never the newest one.
+      const definition = this.registry.pinned(record.pipeline, record.pipelineVersion, record.definitionFingerprint);
+      if (!definition) throw new Error(`pipeline "${record.pipeline}" version ${record.pipelineVersion} (${record.definitionFingerprint ?? 'any shape'}) is not registered here`);
       const run: PipelineRunInput = {
         tenantId,
         executionId,
         pipeline: record.pipeline,
+        pipelineVersion: definition.version,
         correlationId: record.correlationId,
-        steps: this.registry.plan(this.registry.get(record.pipeline)),
+        steps: this.registry.plan(definition),
         resumeStepIndex: record.currentStepIndex,
         resumeAttempt: record.attempt,
         input: record.segmentInput,
@@ -109,7 +113,7 @@ export class Dispatcher {
    * → its runId; another dispatch's → an error, and the sweeper tries again shortly.
    */
   private async startRun(workflowId: string, dispatchId: string, run: PipelineRunInput, spec: DispatchSpec, attempt = 0): Promise<string> {
-    const { tenantId, executionId, pipeline } = run;
+    const { tenantId, executionId, pipeline, pipelineVersion } = run;
     try {
       const handle = await this.client.workflow.start('pipelineWorkflow', {
         workflowId,
@@ -123,9 +127,9 @@ export class Dispatcher {
           { key: PipelineExecutionId, value: executionId },
           { key: PipelineName, value: run.pipeline },
         ]),
-        staticSummary: `${pipeline} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
+        staticSummary: `${pipeline} v${pipelineVersion} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
         staticDetails: [
-          `**Pipeline** ${pipeline}, ${run.steps.length} steps: ${run.steps.map((s, i) => `${i}:${s.name}(${s.transport}${s.command ? ',command' : ''})`).join(' → ')}`,
+          `**Pipeline** ${pipeline} version ${pipelineVersion}, ${run.steps.length} steps: ${run.steps.map((s, i) => `${i}:${s.name}(${s.transport}${s.command ? ',command' : ''})`).join(' → ')}`,
           `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
           run.correlationId ? `**Correlation** ${run.correlationId}` : '',
           spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',

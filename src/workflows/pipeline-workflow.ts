@@ -46,6 +46,10 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         pipeline: run.pipeline,
         correlationId: run.correlationId,
         stepIndex: index,
+        // Resolved by name in the pinned version, never by position in the newest definition.
+        stepName: step.name,
+        pipelineVersion: run.pipelineVersion ?? 1,
+        transport: step.transport,
         attempt,
         firstOfRun,
         dispatchId: firstOfRun ? run.dispatchId : undefined,
@@ -57,7 +61,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
       segment = result.output;
     } catch (err) {
       if (failureType(err) === FailureTypes.duplicateRun) return { duplicateRun: true };
-      const terminal = terminalDetails(err) ?? (await activities.abandonStep({ tenantId: run.tenantId, executionId: run.executionId, stepIndex: index, reason: describe(err) }));
+      const terminal = terminalDetails(err) ?? (await activities.abandonStep({ tenantId: run.tenantId, executionId: run.executionId, stepIndex: index, transport: step.transport, reason: describe(err) }));
       upsertSearchAttributes([{ key: PipelineStatus, value: terminal.status }]);
       throw ApplicationFailure.create({
         type: FailureTypes.terminal,

@@ -20,6 +20,8 @@ export interface PipelineRunInput {
   tenantId: string;
   executionId: string;
   pipeline: string;
+  /** the definition version the execution is pinned to; absent in runs started before versions (= 1) */
+  pipelineVersion?: number;
   correlationId: string | null;
   steps: StepPlan[];
   /** the step this run starts from (0 for a fresh execution) */
@@ -40,6 +42,14 @@ export interface StepRequest {
   pipeline: string;
   correlationId: string | null;
   stepIndex: number;
+  /**
+   * The step by name and the definition version it belongs to: the worker runs the
+   * operator of (pipeline, pipelineVersion, stepName). Absent in requests scheduled before
+   * versions: then the step at stepIndex of version 1.
+   */
+  stepName?: string;
+  pipelineVersion?: number;
+  transport?: Transport;
   /**
    * The committed attempt as far as the workflow knows it (first Temporal try). This
    * run's retry budget for the step counts from it.

@@ -4,12 +4,13 @@
  * committed attempt did not move), the execution completes, and no transition was
  * committed twice.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
+import { startWorkerProcess } from '../helpers/worker-process';
 
 // The API side only needs the pipeline's shape to plan the run; the worker processes run it.
 const crashyShape = definePipeline({ name: 'crashy', steps: [localStep('a', () => null), localStep('slow', () => null), localStep('c', () => null)] });
@@ -17,20 +18,9 @@ const crashyShape = definePipeline({ name: 'crashy', steps: [localStep('a', () =
 let engine: TestEngine;
 const workers: ChildProcess[] = [];
 
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/worker-process.ts'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: engine.database.url, TASK_QUEUE: engine.taskQueue },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+async function startWorker(): Promise<ChildProcess> {
+  const child = await startWorkerProcess('test/fixtures/worker-process.ts', { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: engine.database.url, TASK_QUEUE: engine.taskQueue });
   workers.push(child);
-  let out = '';
-  child.stdout!.on('data', (chunk) => (out += chunk));
-  const deadline = Date.now() + 60_000;
-  while (!out.includes('ready')) {
-    if (child.exitCode !== null) throw new Error(`worker process exited with ${child.exitCode}`);
-    if (Date.now() > deadline) throw new Error('worker process did not become ready');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
   return child;
 }
 
@@ -45,7 +35,7 @@ afterAll(async () => {
 
 describe('worker crash while a step runs', () => {
   it('redelivers the step with the same transition identity to a new worker, without a double commit', async () => {
-    const first = await startWorkerProcess();
+    const first = await startWorker();
     await engine.start('acme', { pipeline: 'crashy', executionId: 'crash-1' });
 
     await until(async () => (await engine.service.db.query('SELECT 1 FROM test_invocation')).rowCount > 0, 30_000, 'the step to start');
@@ -54,7 +44,7 @@ describe('worker crash while a step runs', () => {
     const before = await engine.service.store.get('acme', 'crash-1');
     expect(before).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 1 });
 
-    const second = await startWorkerProcess();
+    const second = await startWorker();
     const record = await engine.waitFor('acme', 'crash-1', ['SUCCEEDED', 'FAILED'], 45_000);
     expect(record.status).toBe('SUCCEEDED');
 

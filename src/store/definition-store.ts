@@ -1,0 +1,42 @@
+/**
+ * The shapes of the pipeline definitions executions were admitted under (step names in
+ * order), kept after a version is unregistered so a re-drive can say what changed.
+ * Written once per shape per process, at the first admission under it.
+ */
+import type { Db } from './db';
+import type { PipelineDefinitionRow } from './rows';
+
+export interface DefinitionShape {
+  pipeline: string;
+  version: number;
+  fingerprint: string;
+  steps: string[];
+}
+
+export class DefinitionStore {
+  private readonly remembered = new Set<string>();
+
+  constructor(private readonly db: Db) {}
+
+  /** Records a shape (idempotent); one round trip the first time this process sees it, none after. */
+  async remember(shape: DefinitionShape): Promise<void> {
+    const key = `${shape.pipeline}\u0000${shape.version}\u0000${shape.fingerprint}`;
+    if (this.remembered.has(key)) return;
+    await this.db.query(
+      `INSERT INTO pipeline_definition (pipeline, version, fingerprint, steps) VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING`,
+      [shape.pipeline, shape.version, shape.fingerprint, JSON.stringify(shape.steps)],
+    );
+    this.remembered.add(key);
+  }
+
+  /** The shape an execution was pinned to; with no fingerprint (a record from before versions), the newest of that version. */
+  async find(pipeline: string, version: number, fingerprint: string | null): Promise<DefinitionShape | null> {
+    const result = await this.db.query<PipelineDefinitionRow>(
+      `SELECT pipeline, version, fingerprint, steps FROM pipeline_definition
+       WHERE pipeline = $1 AND version = $2 AND ($3::text IS NULL OR fingerprint = $3) ORDER BY created_at DESC LIMIT 1`,
+      [pipeline, version, fingerprint],
+    );
+    const row = result.rows[0];
+    return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps } : null;
+  }
+}

@@ -1,0 +1,14 @@
+/** Runs a worker fixture (test/fixtures/*.ts) in its own process and waits until it prints "ready". */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { until } from './until';
+
+export async function startWorkerProcess(script: string, env: Record<string, string>, timeoutMs = 60_000): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  await until(() => {
+    if (child.exitCode !== null) throw new Error(`worker process ${script} exited with ${child.exitCode}`);
+    return out.includes('ready');
+  }, timeoutMs, `worker process ${script} to become ready`);
+  return child;
+}
