@@ -35,7 +35,8 @@ export interface AbandonRequest {
   tenantId: string;
   executionId: string;
   stepIndex: number;
-  /** the step's transport from the run's plan; absent in runs from before versions */
+  /** the step's name and transport from the run's plan; absent in runs from before versions */
+  stepName?: string;
   transport?: string;
   reason: string;
 }
@@ -235,7 +236,7 @@ export function createActivities(deps: EngineDeps) {
     };
     const committed = await store.commitFailed({
       tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
-      failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope, step: stepAt(req.pipeline, req.stepIndex).name },
+      failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope, step: String(logFields.step) },
       effect: effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
     });
     if (!committed.committed) return settle(req);
@@ -285,7 +286,9 @@ export function createActivities(deps: EngineDeps) {
     if (!record) return recordMissing(req);
     const already = committedTerminal(record, req.stepIndex);
     if (already) return already;
-    const transport = req.transport ?? registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex]?.transport ?? 'LOCAL';
+    const pinnedStep = registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex];
+    const transport = req.transport ?? pinnedStep?.transport ?? 'LOCAL';
+    const stepName = req.stepName ?? pinnedStep?.name ?? `#${req.stepIndex}`;
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
     const errorCode = 'STEP_ABANDONED';
     const envelope = {
@@ -295,7 +298,7 @@ export function createActivities(deps: EngineDeps) {
     };
     const committed = await store.commitFailed({
       tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt: record.attempt,
-      failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: step.name },
+      failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: stepName },
     });
     if (!committed.committed) {
       // The record moved since it was read: report what is committed, or read again on Temporal's retry.

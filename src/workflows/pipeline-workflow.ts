@@ -61,7 +61,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
       segment = result.output;
     } catch (err) {
       if (failureType(err) === FailureTypes.duplicateRun) return { duplicateRun: true };
-      const terminal = terminalDetails(err) ?? (await activities.abandonStep({ tenantId: run.tenantId, executionId: run.executionId, stepIndex: index, transport: step.transport, reason: describe(err) }));
+      const terminal = terminalDetails(err) ?? (await activities.abandonStep({ tenantId: run.tenantId, executionId: run.executionId, stepIndex: index, stepName: step.name, transport: step.transport, reason: describe(err) }));
       upsertSearchAttributes([{ key: PipelineStatus, value: terminal.status }]);
       throw ApplicationFailure.create({
         type: FailureTypes.terminal,
