@@ -128,7 +128,7 @@ describe('execution engine', () => {
     const entry = entries.find((e) => e.envelope.executionId === 'exhaust-1');
     expect(entry?.envelope).toEqual({
       tenantId: 'acme', executionId: 'exhaust-1', executionKey: 'order-77', transitionKey: 'exhaust-1:1:3',
-      correlationId: 'corr-9', resourceType: 'order', resourceName: 'orders-eu',
+      correlationId: 'corr-9', resourceType: 'order', resourceName: 'orders-eu', pipeline: 'always-failing', pipelineVersion: 1,
       transport: 'LOCAL', platform: expect.stringMatching(/^node-/), terminalStatus: 'FAILED', createdAtEpochMs: expect.any(Number),
       terminalReason: 'retry_exhausted', errorCode: 'DEPENDENCY_DOWN', errorMessage: 'still down', retryable: true, retriesObserved: 2,
     });
@@ -187,7 +187,8 @@ describe('execution engine', () => {
     expect(description.typedSearchAttributes.get(PipelineTenant)).toBe('acme');
     expect(description.typedSearchAttributes.get(PipelineName)).toBe('three');
     expect(description.typedSearchAttributes.get(PipelineExecutionId)).toBe('ui-1');
-    expect(await description.staticSummary()).toBe('three · tenant acme · execution ui-1');
+    expect(await description.staticSummary()).toBe('three v1 · tenant acme · execution ui-1');
+    expect(await description.staticDetails()).toContain('**Pipeline** three version 1, 3 steps');
     expect(await description.staticDetails()).toContain('**Resumes** at step 0, attempt 1');
     const history = await handle.fetchHistory();
     const summaries = (history.events ?? [])
