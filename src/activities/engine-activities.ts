@@ -204,6 +204,11 @@ export function createActivities(deps: EngineDeps) {
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
   ): Promise<StepResult> {
+    if (failure.inProgress) {
+      // Not a failed attempt: the worker is still on this identity. Deliver the same one again; commit nothing.
+      log.info({ event: 'remote_transition_in_progress', ...logFields, attempt });
+      throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `${failure.errorCode}: ${failure.errorMessage}`, nextRetryDelay: Math.min(req.retry.maxBackoffMs, failure.retryAfterMs ?? 1000) });
+    }
     // This run's retry budget counts from the attempt the run started the step with.
     const observed = attempt - req.attempt;
     if (failure.retryable && observed < req.retry.limit) {

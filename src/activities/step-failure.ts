@@ -5,7 +5,7 @@
  */
 import { NonRetryableException, UserActionRequiredException } from '../pipeline/define';
 import type { EffectStatus } from '../store/execution-store';
-import { RemoteFailure } from '../transports/remote';
+import { RemoteFailure, TransitionInProgress } from '../transports/remote';
 
 export interface StepFailure {
   retryable: boolean;
@@ -17,6 +17,8 @@ export interface StepFailure {
   retryAfterMs?: number | null;
   /** the remote worker's platform, when it said */
   platform?: string | null;
+  /** the worker is still handling this very identity: not a failed attempt, deliver it again */
+  inProgress?: boolean;
 }
 
 const CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
@@ -44,6 +46,9 @@ export function classifyFailure(err: unknown): StepFailure {
   }
   if (err instanceof NonRetryableException) {
     return { retryable: false, errorCode: CODE.test(err.code) ? err.code : 'NON_RETRYABLE', errorMessage: message, terminalEffectStatus: 'FAILED_TERMINAL' };
+  }
+  if (err instanceof TransitionInProgress) {
+    return { retryable: true, inProgress: true, errorCode: err.code, errorMessage: message, terminalEffectStatus: 'IN_FLIGHT', retryAfterMs: err.retryAfterMs, platform: err.platform };
   }
   if (err instanceof RemoteFailure) {
     return {

@@ -9,7 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { PLATFORM_HEADER } from './rest';
 import { TransitionWorkerClient } from './grpc-proto';
-import { RemoteFailure, RemoteOutcomeUnknownError, withDeadline, type RemoteCallContext } from './remote';
+import { IN_PROGRESS_HEADER, RemoteFailure, RemoteOutcomeUnknownError, TransitionInProgress, withDeadline, type RemoteCallContext } from './remote';
 
 const clients = new Map<string, grpc.Client & Record<string, any>>();
 
@@ -43,6 +43,10 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
             platform ??= (err.metadata?.get(PLATFORM_HEADER)[0] as string | undefined) ?? null;
             if (err.code === grpc.status.DEADLINE_EXCEEDED) {
               reject(new RemoteOutcomeUnknownError('GRPC', address, Math.max(deadlineMs, Date.now() - startedAt.getTime()), deadlineMs, startedAt));
+              return;
+            }
+            if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') {
+              reject(new TransitionInProgress('GRPC', address, platform, null));
               return;
             }
             const name = grpc.status[err.code] ?? String(err.code);

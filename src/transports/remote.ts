@@ -37,6 +37,21 @@ export class RemoteFailure extends Error {
   }
 }
 
+/**
+ * Marks a worker's "still in progress" answer (REST header, gRPC metadata): the same
+ * transition identity is being handled, or its outcome is being stored. Not a failed
+ * attempt: the engine delivers the same identity again and commits no new attempt.
+ */
+export const IN_PROGRESS_HEADER = 'x-transition-in-progress';
+
+/** The worker answered "in progress" for this transition identity (see IN_PROGRESS_HEADER). */
+export class TransitionInProgress extends RemoteFailure {
+  constructor(protocol: Protocol, target: string, platform: string | null, retryAfterMs: number | null) {
+    super(`${protocol} worker at ${target} is still handling this transition`, 'TRANSITION_IN_PROGRESS', true, platform, retryAfterMs);
+    this.name = 'TransitionInProgress';
+  }
+}
+
 export interface RemoteCallContext {
   tenantId: string;
   executionId: string;

@@ -5,7 +5,7 @@
  * 4xx are not. The errorCode carries the status (`HTTP_503`). `Retry-After` is honoured
  * (capped by the retry policy's max-backoff).
  */
-import { RemoteFailure, withDeadline, type RemoteCallContext } from './remote';
+import { IN_PROGRESS_HEADER, RemoteFailure, TransitionInProgress, withDeadline, type RemoteCallContext } from './remote';
 
 export const PLATFORM_HEADER = 'x-transition-worker-platform';
 const RETRYABLE_STATUS = new Set([408, 425, 429]);
@@ -47,6 +47,7 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
         throw new RemoteFailure(`REST worker at ${url} answered ${response.status} with a body that is not JSON`, 'INVALID_WORKER_RESPONSE', false, platform);
       }
     }
+    if (response.headers.get(IN_PROGRESS_HEADER) === 'true') throw new TransitionInProgress('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
     const retryable = RETRYABLE_STATUS.has(response.status) || response.status >= 500;
     throw new RemoteFailure(
       `REST worker at ${url} answered ${response.status}`,

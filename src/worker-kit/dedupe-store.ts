@@ -90,6 +90,14 @@ export class DedupeStore {
     );
   }
 
+  /** Extends a live claim's lease (its handler is running, or its outcome is still being stored). */
+  async renew(key: string, leaseMs: number): Promise<void> {
+    await this.db.query(
+      `UPDATE transition_worker_dedupe SET lease_until = now() + ($2::integer * interval '1 millisecond') WHERE idempotency_key = $1 AND state = 'IN_PROGRESS'`,
+      [key, leaseMs],
+    );
+  }
+
   /** A retryable failure: forget the claim so the next delivery runs the handler again. */
   async release(key: string): Promise<void> {
     await this.db.query(`DELETE FROM transition_worker_dedupe WHERE idempotency_key = $1 AND state = 'IN_PROGRESS'`, [key]);

@@ -9,7 +9,8 @@ import type { Queryable } from '../store/db';
 import { TransitionWorkerService } from '../transports/grpc-proto';
 import { PLATFORM_HEADER } from '../transports/rest';
 import { DedupeStore } from './dedupe-store';
-import { deliver } from './delivery';
+import { Deliveries } from './delivery';
+import { IN_PROGRESS_HEADER } from '../transports/remote';
 import { parseIdempotencyKey } from '../ids';
 import { transitionCallOf, type TransitionCall } from './rest-worker';
 
@@ -31,7 +32,7 @@ export interface GrpcTransitionWorker {
 export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions): GrpcTransitionWorker {
   if (!options.platform) throw new TypeError('createGrpcTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
-  const limits = { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 };
+  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 });
   const server = new grpc.Server();
   const platformMetadata = () => {
     const md = new grpc.Metadata();
@@ -54,8 +55,13 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
         return callback(fail(grpc.status.INVALID_ARGUMENT, 'input_json is not JSON'));
       }
       try {
-        const outcome = await deliver(store, key, limits, () => options.handler(input, transition));
-        if (outcome.kind === 'busy') return callback(fail(grpc.status.UNAVAILABLE, 'the same transition is still being handled'));
+        const outcome = await deliveries.deliver(key, () => options.handler(input, transition));
+        if (outcome.kind === 'in-progress') {
+          // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).
+          const inProgress = platformMetadata();
+          inProgress.set(IN_PROGRESS_HEADER, 'true');
+          return callback({ code: grpc.status.UNAVAILABLE, details: 'the same transition is still being handled; deliver it again later', metadata: inProgress });
+        }
         if (outcome.kind === 'retry') return callback(fail(grpc.status.UNAVAILABLE, 'transition failed; retry'));
         if (outcome.stored.status >= 400) return callback(fail(grpc.status.FAILED_PRECONDITION, JSON.stringify(outcome.stored.body)));
         callback(null, { output_json: JSON.stringify(outcome.stored.body), platform: options.platform });

@@ -13,7 +13,8 @@
 import { Hono } from 'hono';
 import { PLATFORM_HEADER } from '../transports/rest';
 import { DedupeStore, type StoredResponse } from './dedupe-store';
-import { deliver } from './delivery';
+import { Deliveries } from './delivery';
+import { IN_PROGRESS_HEADER } from '../transports/remote';
 import { parseIdempotencyKey } from '../ids';
 
 export { TransitionRejected } from './delivery';
@@ -54,8 +55,7 @@ export interface RestTransitionWorkerOptions {
 export function createRestTransitionWorker(options: RestTransitionWorkerOptions) {
   if (!options.platform) throw new TypeError('createRestTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
-  const leaseMs = options.leaseMs ?? 60_000;
-  const waitMs = options.duplicateWaitMs ?? 10_000;
+  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 });
   const app = new Hono();
 
   app.use('*', async (c, next) => {
@@ -76,9 +76,14 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
     } catch {
       return c.json({ error: 'body must be JSON' }, 400);
     }
-    const outcome = await deliver(store, key, { leaseMs, waitMs }, () => options.handler(input, call));
+    const outcome = await deliveries.deliver(key, () => options.handler(input, call));
     if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
-    if (outcome.kind === 'busy') return c.json({ error: 'the same transition is still being handled' }, 425);
+    if (outcome.kind === 'in-progress') {
+      // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).
+      c.header(IN_PROGRESS_HEADER, 'true');
+      c.header('retry-after', String(Math.ceil(outcome.retryAfterMs / 1000)));
+      return c.json({ error: 'the same transition is still being handled; deliver it again later' }, 425);
+    }
     return c.json({ error: 'transition failed; retry' }, 503);
   });
 
