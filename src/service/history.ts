@@ -8,6 +8,7 @@
 import { NotFoundError } from '../errors';
 import { transitionKey } from '../ids';
 import type { PipelineRegistry } from '../pipeline/registry';
+import { DefinitionStore } from '../store/definition-store';
 import type { ExecutionStore } from '../store/execution-store';
 import type { HistoryStore } from '../store/history-store';
 import { dispositionEvidence } from './disposition';
@@ -15,21 +16,32 @@ import { dispositionEvidence } from './disposition';
 const iso = (value: string | null) => (value == null ? null : new Date(value).toISOString());
 
 export class HistoryService {
+  private readonly definitions: DefinitionStore;
+
   constructor(
     private readonly store: ExecutionStore,
     private readonly history: HistoryStore,
     private readonly registry: PipelineRegistry,
-  ) {}
+  ) {
+    this.definitions = new DefinitionStore(store.db);
+  }
 
   async story(tenantId: string, executionId: string) {
     const record = await this.store.get(tenantId, executionId);
     if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
     const rows = await this.history.history(tenantId, executionId);
-    const steps = this.registry.has(record.pipeline) ? this.registry.get(record.pipeline).steps : [];
+    // Each attempt is named by the definition version it ran under (registered, or as recorded), never by the current one.
+    const shapes = new Map<number, string[] | null>();
+    for (const version of new Set(rows.attempts.map((row) => row.pipeline_version ?? 1))) {
+      const registered = this.registry.find(record.pipeline, version)?.steps.map((step) => step.name);
+      shapes.set(version, registered ?? (await this.definitions.find(record.pipeline, version, null))?.steps ?? null);
+    }
+    const stepName = (index: number, version: number | null) => shapes.get(version ?? 1)?.[index] ?? null;
     return {
       tenantId,
       executionId,
       pipeline: record.pipeline,
+      pipelineVersion: record.pipelineVersion,
       status: record.status,
       version: record.version,
       workflowId: record.workflowId,
@@ -45,7 +57,8 @@ export class HistoryService {
       })),
       attempts: rows.attempts.map((row) => ({
         stepIndex: row.step_index,
-        step: steps[row.step_index]?.name ?? null,
+        step: stepName(row.step_index, row.pipeline_version),
+        pipelineVersion: row.pipeline_version ?? 1,
         attempt: row.attempt,
         transitionKey: transitionKey(executionId, row.step_index, row.attempt),
         outcome: row.outcome,
@@ -64,6 +77,8 @@ export class HistoryService {
         fromStatus: row.from_status,
         fromVersion: row.from_version,
         toVersion: row.to_version,
+        fromPipelineVersion: row.from_pipeline_version ?? 1,
+        toPipelineVersion: row.to_pipeline_version ?? row.from_pipeline_version ?? 1,
         resumeStepIndex: row.resume_step_index,
         attempt: row.attempt,
         confirmedDisposition: row.confirmed_disposition,

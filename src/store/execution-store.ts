@@ -438,10 +438,10 @@ export class ExecutionStore {
         WHERE tenant_id = $1 AND execution_id = $2 AND current_step_index = $3 AND attempt = $4 AND status = 'RUNNING'
         RETURNING *),
       attempt_log AS (
-        INSERT INTO execution_attempt (tenant_id, execution_id, step_index, attempt, outcome, error_code, run_id, version, evidence)
+        INSERT INTO execution_attempt (tenant_id, execution_id, step_index, attempt, outcome, error_code, run_id, version, evidence, pipeline_version)
         SELECT tenant_id, execution_id, $3, $4,
           CASE WHEN status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') THEN status WHEN current_step_index > $3 THEN 'SUCCEEDED' ELSE 'RETRY_SCHEDULED' END,
-          CASE WHEN current_step_index > $3 THEN NULL ELSE last_error_code END, run_id, version, remote_call
+          CASE WHEN current_step_index > $3 THEN NULL ELSE last_error_code END, run_id, version, remote_call, pipeline_version
         FROM moved)`;
     if (effect) {
       ctes += `, effect AS (

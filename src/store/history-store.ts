@@ -17,6 +17,8 @@ export interface RunRow {
 
 export interface AttemptRow {
   step_index: number;
+  /** the definition version the step ran under (null before versions) */
+  pipeline_version: number | null;
   attempt: number;
   outcome: 'SUCCEEDED' | 'RETRY_SCHEDULED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
   error_code: string | null;
@@ -33,6 +35,9 @@ export interface RedriveRow {
   mode: string;
   from_status: string;
   from_version: number;
+  /** the definition versions the re-drive moved the execution between (null before versions) */
+  from_pipeline_version: number | null;
+  to_pipeline_version: number | null;
   to_version: number;
   resume_step_index: number;
   attempt: number;
@@ -68,8 +73,8 @@ export class HistoryStore {
     const result = await this.db.query<HistoryRows>(
       `SELECT
          ${list(`SELECT dispatch_id, status, run_id, attempts, last_error, created_at, started_at FROM execution_dispatch ${where}`, 'x.created_at, x.dispatch_id')} AS runs,
-         ${list(`SELECT step_index, attempt, outcome, error_code, run_id, version, evidence, committed_at FROM execution_attempt ${where}`, 'x.version')} AS attempts,
-         ${list(`SELECT redrive_id, principal, reason, mode, from_status, from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, created_at FROM redrive_audit ${where}`, 'x.created_at, x.from_version')} AS redrives,
+         ${list(`SELECT step_index, attempt, outcome, error_code, run_id, version, evidence, committed_at, pipeline_version FROM execution_attempt ${where}`, 'x.version')} AS attempts,
+         ${list(`SELECT redrive_id, principal, reason, mode, from_status, from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, created_at, from_pipeline_version, to_pipeline_version FROM redrive_audit ${where}`, 'x.created_at, x.from_version')} AS redrives,
          ${list(`SELECT id, transition_key, terminal_reason, error_code, group_id, record_version, created_at FROM execution_dlq ${where}`, 'x.id')} AS envelopes`,
       [tenantId, executionId],
     );

@@ -119,5 +119,18 @@ describe('a deploy that inserts a step', () => {
     expect(moved).toEqual([expect.objectContaining({ version: 2, step: 'settle', transition_key: 'failed-2:4:2' })]);
     const audit = await engine.service.db.query('SELECT from_pipeline_version, to_pipeline_version, request FROM redrive_audit WHERE execution_id = $1', ['failed-2']);
     expect(audit.rows).toEqual([expect.objectContaining({ from_pipeline_version: 1, to_pipeline_version: 2, request: expect.objectContaining({ resumeUnderCurrentVersion: true }) })]);
+
+    // The record, the DLQ envelope and the history name the versions.
+    const view = await (await engine.request('GET', '/admin/tenants/acme/executions/failed-2')).json();
+    expect(view).toMatchObject({ pipelineVersion: 2, stepCount: 5 });
+    const dlq = await (await engine.request('GET', '/admin/tenants/acme/dlq?errorCode=TEST_FATAL')).json();
+    expect(dlq.items.find((item: { envelope: { executionId: string } }) => item.envelope.executionId === 'failed-2').envelope).toMatchObject({ pipeline: 'orders', pipelineVersion: 1 });
+    const story = await (await engine.request('GET', '/admin/tenants/acme/executions/failed-2/history')).json();
+    expect(story.pipelineVersion).toBe(2);
+    expect(story.attempts.filter((row: { step: string }) => row.step === 'settle')).toEqual([
+      expect.objectContaining({ stepIndex: 3, pipelineVersion: 1, outcome: 'FAILED' }),
+      expect.objectContaining({ stepIndex: 4, pipelineVersion: 2, outcome: 'SUCCEEDED' }),
+    ]);
+    expect(story.redrives).toEqual([expect.objectContaining({ fromPipelineVersion: 1, toPipelineVersion: 2, resumeStepIndex: 4 })]);
   });
 });
