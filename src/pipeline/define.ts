@@ -117,6 +117,12 @@ export interface PipelineDefinition {
   name: string;
   /** the definition's version, a positive integer; default 1. The highest registered version is the one new executions use. */
   version?: number;
+  /**
+   * false: registered for the executions pinned to it (runs and re-drives) but not given to
+   * new executions, which keep the highest version that is not false. For a two-phase
+   * rollout: ship the new version to every worker first, then make it current. Default true.
+   */
+  newExecutions?: boolean;
   steps: StepDefinition[];
   /** overrides the service's retry defaults for every step of the pipeline */
   retry?: RetryOverride;

@@ -36,6 +36,14 @@ describe('PipelineRegistry with several versions', () => {
     expect(registry.plan(v1).map((step) => step.name)).toEqual(['a', 'b', 'c']);
   });
 
+  it('keeps new executions on the previous version while the new one is marked newExecutions: false', () => {
+    const staged = definePipeline({ name: 'orders', version: 2, newExecutions: false, steps: v2.steps });
+    const registry = new PipelineRegistry(config, [v1, staged]);
+    expect(registry.get('orders').version).toBe(1);
+    expect(registry.resolve('orders', 2, 'check')).toMatchObject({ found: true });
+    expect(new PipelineRegistry(config, [staged]).get('orders').version).toBe(2);
+  });
+
   it('refuses the same version twice', () => {
     expect(() => new PipelineRegistry(config, [v1, v1])).toThrow(/version 1 is registered twice/);
   });

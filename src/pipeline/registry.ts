@@ -5,7 +5,8 @@
  *
  * A pipeline may be registered in several versions at once (a deploy keeps the old one
  * for the executions still running on it). New executions use the highest registered
- * version; an execution resolves every step by (pipeline, its pinned version, step name).
+ * version (one marked `newExecutions: false` is skipped); an execution resolves every
+ * step by (pipeline, its pinned version, step name).
  */
 import type { Config } from '../config/config';
 import { UnknownPipelineError } from '../errors';
@@ -47,11 +48,12 @@ export class PipelineRegistry {
     return removed;
   }
 
-  /** The version new executions use: the highest registered one. */
+  /** The version new executions use: the highest registered one not marked `newExecutions: false` (else the highest). */
   get(name: string): VersionedPipeline {
     const versions = this.pipelines.get(name);
     if (!versions) throw new UnknownPipelineError(name);
-    return versions.get(Math.max(...versions.keys()))!;
+    const ordered = [...versions.values()].sort((a, b) => b.version - a.version);
+    return ordered.find((pipeline) => pipeline.newExecutions !== false) ?? ordered[0];
   }
 
   /** One registered version, if it is. */
