@@ -1,6 +1,8 @@
 /**
- * `npm start`: the whole service in one process. With no TEMPORAL_ADDRESS and no
- * DATABASE_URL it runs on the embedded default (Temporal dev server + PGlite under .data/).
+ * `npm start`: the service. By default the whole service in one process (`pipeline.role=all`);
+ * `PIPELINE_ROLE=api` serves the HTTP API only, `PIPELINE_ROLE=worker` runs the worker and
+ * the periodic tasks. With no TEMPORAL_ADDRESS and no DATABASE_URL it runs on the embedded
+ * default (Temporal dev server + PGlite under .data/).
  */
 import { loadConfig } from './config/config';
 import { ConfigError } from './errors';
@@ -16,15 +18,15 @@ async function main(): Promise<void> {
   const ports = { rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] };
   const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
   const service = await startService({ config, log, pipelines: [demo] });
-  // The demo's remote steps, served by the worker kit next to the service.
-  const demoWorkers = await startDemoWorkers(service.db, ports).catch(async (err) => {
+  // The demo's remote steps, served by the worker kit next to the processes that run steps.
+  const demoWorkers = service.role === 'api' ? undefined : await startDemoWorkers(service.db, ports).catch(async (err) => {
     await service.stop();
     throw err;
   });
-  log.info({ event: 'service_started', api: service.urls.api, temporal: service.urls.temporal, temporalUi: service.urls.temporalUi });
+  log.info({ event: 'service_started', role: service.role, api: service.urls.api, temporal: service.urls.temporal, temporalUi: service.urls.temporalUi });
   const lines = [
     '',
-    `  API          ${service.urls.api}`,
+    service.urls.api ? `  API          ${service.urls.api}` : `  Role         ${service.role} (health on port ${config['pipeline.server.port']}: /healthz /readyz /metrics)`,
     `  Temporal     ${service.urls.temporal}${service.urls.temporalUi ? `   (Web UI ${service.urls.temporalUi})` : ''}`,
     service.adminToken ? `  Admin token  ${config['pipeline.data-dir']}/admin-token   (export TOKEN=$(cat ${config['pipeline.data-dir']}/admin-token))` : '',
     '',
@@ -35,8 +37,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ event: 'service_stopping', signal });
-    await demoWorkers.stop();
+    // The service first: its running steps may still call the demo's remote workers while it drains.
     await service.stop();
+    await demoWorkers?.stop();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -24,7 +24,9 @@ import type { RejectStore } from '../store/reject-store';
 import { fleetRoutes, type FleetDeps } from './fleet-routes';
 import type { SignalsStore } from '../store/signals-store';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
+import type { Readiness } from '../service/readiness';
 import { mountDocs } from './docs-page';
+import { mountHealth } from './health';
 import { createOpenApiDocument } from './openapi';
 import { problem, problemHandler } from './problem';
 import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, pathId, readJson, readQuery } from './request';
@@ -48,6 +50,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** failure groups, execution history, bulk re-drive jobs */
   fleet?: FleetDeps;
+  /** absent: no /readyz route */
+  readiness?: Readiness;
 }
 
 const Limit = z.coerce.number().int().min(1).max(500).default(50);
@@ -83,11 +87,7 @@ export function createApp(deps: AppDeps) {
   app.onError(problemHandler(log));
   app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`));
 
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  if (deps.metrics) {
-    const registry = deps.metrics.registry;
-    app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'content-type': registry.contentType }));
-  }
+  mountHealth(app, deps);
 
   const api = new Hono<AuthEnv>();
   api.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'submit', log }));

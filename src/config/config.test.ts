@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors';
 import { envName, loadConfig } from './config';
@@ -58,5 +61,21 @@ describe('loadConfig', () => {
 
   it('rejects a token list that is not the expected shape', () => {
     expect(() => loadConfig({ PIPELINE_AUTH_TOKENS: '[{"sha256":"abc","role":"admin"}]' })).toThrow(/pipeline\.auth\.tokens/);
+  });
+
+  it('reads the role and the shutdown grace period, and names the key of a bad role', () => {
+    expect(loadConfig({})).toMatchObject({ 'pipeline.role': 'all', 'pipeline.shutdown.grace-period': 30_000, 'pipeline.temporal.call-timeout': 5000 });
+    expect(loadConfig({ PIPELINE_ROLE: 'worker', PIPELINE_SHUTDOWN_GRACE_PERIOD: '10s' })).toMatchObject({ 'pipeline.role': 'worker', 'pipeline.shutdown.grace-period': 10_000 });
+    expect(() => loadConfig({ PIPELINE_ROLE: 'scheduler' })).toThrow(/pipeline\.role must be one of all, api, worker/);
+  });
+
+  it('takes the Temporal address and namespace from the temporal CLI profile unless set here', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'envconfig-'));
+    const file = join(dir, 'temporal.toml');
+    writeFileSync(file, '[profile.default]\naddress = "profile-host:7233"\nnamespace = "from-profile"\n\n[profile.other]\naddress = "other:7233"\n');
+    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file })).toMatchObject({ 'pipeline.temporal.address': 'profile-host:7233', 'pipeline.temporal.namespace': 'from-profile' });
+    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'other' })).toMatchObject({ 'pipeline.temporal.address': 'other:7233', 'pipeline.temporal.namespace': 'default' });
+    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_ADDRESS: 'env:7233', PIPELINE_TEMPORAL_NAMESPACE: 'mine' })).toMatchObject({ 'pipeline.temporal.address': 'env:7233', 'pipeline.temporal.namespace': 'mine' });
+    expect(() => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'missing' })).toThrow(/TEMPORAL_CONFIG_FILE \/ TEMPORAL_PROFILE: .*Profile 'missing' not found/);
   });
 });

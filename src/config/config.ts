@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors';
 import { parseAmqpUrl, parseSqsUrl } from '../dlq/urls';
+import { temporalProfile } from '../temporal/profile';
 import { parseDuration } from './duration';
 
 const duration = (key: string) =>
@@ -27,6 +28,10 @@ const intFromString = z.union([z.number(), z.string().regex(/^-?\d+$/, 'must be 
 const boolFromString = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
 
 export const DLQ_PROVIDERS = ['postgres', 'sqs', 'rabbitmq'] as const;
+
+/** What one process runs: `all` (API + worker + periodic tasks), `api` (HTTP only), `worker` (worker + periodic tasks, health endpoints only). */
+export const ROLES = ['all', 'api', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
 
 export const TokenConfig = z.object({
   /** hex SHA-256 of the bearer token; the token itself is never configured */
@@ -74,15 +79,22 @@ export const ConfigSchema = z.object({
       return z.NEVER;
     }
   }).default([]),
+  /** What this process runs: all (default), api, worker. */
+  'pipeline.role': z.enum(ROLES, { message: `pipeline.role must be one of ${ROLES.join(', ')}` }).default('all'),
+  /** How long a stopping process lets in-flight HTTP requests and running activities finish. Default 30s. */
+  'pipeline.shutdown.grace-period': duration('pipeline.shutdown.grace-period').default(30_000),
   /** HTTP port of the API. Default 8080. */
   'pipeline.server.port': intFromString.pipe(z.number().min(0).max(65535)).default(8080),
-  /** Postgres URL of the store. Absent = embedded PGlite under the data dir. */
+  /** Postgres URL of the store. Absent = embedded PGlite under the data dir. TLS through the URL's `sslmode`. */
   'pipeline.store.url': z.string().optional(),
-  /** Temporal frontend address. Absent = embedded Temporal dev server. */
+  /** PEM file of the CA that signed the Postgres server's certificate (verification on). */
+  'pipeline.store.ca-file': z.string().optional(),
+  /** Temporal frontend address. Absent = TEMPORAL_ADDRESS or the temporal CLI's profile, else the embedded dev server. */
   'pipeline.temporal.address': z.string().optional(),
+  /** Temporal namespace. Default: TEMPORAL_NAMESPACE or the profile's, else `default`. */
   'pipeline.temporal.namespace': z.string().default('default'),
   'pipeline.temporal.task-queue': z.string().default('pipeline'),
-  /** Deadline of every Temporal call made while answering a request (start, describe). Default 5s. */
+  /** Deadline of every Temporal call made while answering a request (start, describe) and of /readyz's checks. Default 5s. */
   'pipeline.temporal.call-timeout': duration('pipeline.temporal.call-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
   /** Frontend port of the embedded Temporal dev server. Default 7233. */
   'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(1).max(65535)).default(7233),
@@ -140,6 +152,10 @@ function collectRaw(env: NodeJS.ProcessEnv): Record<string, unknown> {
     const value = env[envName(key)];
     if (value !== undefined && value !== '') raw[key] = value;
   }
+  // The temporal CLI's profile (TOML file and TEMPORAL_* variables) fills what is not set here.
+  const profile = temporalProfile(env);
+  if (profile.address) raw['pipeline.temporal.address'] ??= profile.address;
+  if (profile.namespace) raw['pipeline.temporal.namespace'] ??= profile.namespace;
   return raw;
 }
 

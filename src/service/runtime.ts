@@ -7,11 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
+import { createHealthApp } from '../api/health';
 import { sha256Hex } from '../api/middleware/bearer-auth';
-import type { Config } from '../config/config';
+import type { Config, Role } from '../config/config';
 import { ConfigError } from '../errors';
 import type { Log } from '../log';
 import type { PipelineDefinition } from '../pipeline/define';
@@ -29,6 +30,7 @@ import { RejectStore } from '../store/reject-store';
 import { FailureGroupStore } from '../store/failure-group-store';
 import { HistoryStore } from '../store/history-store';
 import { SignalsStore } from '../store/signals-store';
+import { connectClient, temporalConnectOptions, type TemporalConnectOptions } from '../temporal/connection';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
 import { installSdkLogging } from '../temporal/sdk-logging';
@@ -37,16 +39,19 @@ import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { CheckpointPublisher } from './checkpoints';
 import { ExecutionService } from './executions';
 import { HistoryService } from './history';
+import { Readiness } from './readiness';
 import { RedriveService } from './redrive';
 
 export interface ServiceOptions {
   config: Config;
   log: Log;
   pipelines: PipelineDefinition[];
-  /** run the worker in this process (default true) */
+  /** run the worker in this process (default: by `pipeline.role`, all and worker) */
   worker?: boolean;
-  /** serve HTTP (default true) */
+  /** serve HTTP (default true; the worker role serves only /healthz, /readyz, /metrics) */
   http?: boolean;
+  /** where the Temporal client profile (TEMPORAL_*, TOML) is read from; default process.env */
+  env?: Record<string, string | undefined>;
 }
 
 export interface Service {
@@ -61,6 +66,8 @@ export interface Service {
   checkpoints: CheckpointPublisher;
   /** the broker DLQ relay, when the provider is sqs or rabbitmq */
   relay?: DlqRelay;
+  role: Role;
+  readiness: Readiness;
   urls: { api?: string; temporalUi?: string; temporal: string };
   adminToken?: string;
   stop(): Promise<void>;
@@ -105,11 +112,15 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   installSdkLogging(log);
   const dataDir = resolve(config['pipeline.data-dir']);
   const embedded = !config['pipeline.store.url'] || !config['pipeline.temporal.address'];
+  const role = config['pipeline.role'];
+  if (embedded && role !== 'all') {
+    throw new ConfigError(`pipeline.role=${role} needs the shared Postgres (pipeline.store.url, DATABASE_URL) and Temporal (pipeline.temporal.address, TEMPORAL_ADDRESS or a temporal CLI profile): split roles cannot share an embedded default`);
+  }
   if (embedded) mkdirSync(dataDir, { recursive: true });
 
   let tokens = config['pipeline.auth.tokens'];
   let adminToken: string | undefined;
-  if (tokens.length === 0) {
+  if (tokens.length === 0 && role !== 'worker') {
     if (!embedded) throw new ConfigError('pipeline.auth.tokens is empty: configure at least one admin token hash (there is no "auth disabled" mode)');
     adminToken = embeddedAdminToken(dataDir);
     tokens = [{ sha256: sha256Hex(adminToken), role: 'admin', name: 'embedded-admin' }];
@@ -135,7 +146,9 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     const started = devServer;
     stack.push(() => started.stop());
   }
-  const connection = await Connection.connect({ address });
+  const connectOptions: TemporalConnectOptions = devServer ? { address } : temporalConnectOptions(address, options.env ?? process.env);
+  const connection = await connectClient(connectOptions);
+  stack.push(() => connection.close());
   if (!devServer) await registerSearchAttributes(connection, namespace, log);
   const client = new Client({ connection, namespace });
 
@@ -157,13 +170,20 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     slowMs: config['pipeline.checkpoint.slow-admission'],
     intervalMs: config['pipeline.checkpoint.interval'],
   }, metrics);
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints,
+  let worker: Worker | undefined;
+  const runWorker = options.worker ?? role !== 'api';
+  const readiness = new Readiness({ db, client, worker: runWorker ? () => worker : undefined, timeoutMs: config['pipeline.temporal.call-timeout'] });
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints, readiness,
     fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) } });
 
-  let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;
-  if (options.worker !== false) {
-    const created = await createEngineWorker({ address, namespace, taskQueue, deps: { store, effects, registry, log, metrics } });
+  const grace = config['pipeline.shutdown.grace-period'];
+  if (runWorker) {
+    const created = await createEngineWorker({
+      address, connect: connectOptions, namespace, taskQueue, deps: { store, effects, registry, log, metrics },
+      // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
+      worker: { shutdownGraceTime: grace },
+    });
     worker = created.worker;
     workerDone = worker.run().finally(() => created.connection.close());
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
@@ -175,23 +195,45 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const urls: Service['urls'] = { temporal: address, temporalUi: devServer ? `http://localhost:${config['pipeline.temporal.dev-server.ui-port']}` : undefined };
   if (options.http !== false) {
     const port = config['pipeline.server.port'];
-    server = serve({ fetch: app.fetch, port });
-    urls.api = `http://localhost:${port}/${config['pipeline.admin.prefix']}`;
+    const served = role === 'worker' ? createHealthApp({ log, metrics, readiness }) : app;
+    server = serve({ fetch: served.fetch, port });
+    if (role !== 'worker') urls.api = `http://localhost:${port}/${config['pipeline.admin.prefix']}`;
   }
 
   return {
-    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, relay, urls, adminToken,
+    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, relay, urls, adminToken, role, readiness,
     async stop() {
-      await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
-      await dispatcher.stopSweeper();
-      await checkpoints.stop();
-      await relay?.stop();
-      await dlqProvider?.close();
+      // Graceful: not ready from now on; in-flight requests and running activities get the
+      // grace period to finish, while nothing new is accepted or polled.
+      readiness.markStopping();
       if (worker?.getState() === 'RUNNING') worker.shutdown();
-      await workerDone;
+      await Promise.all([
+        drainHttp(server, grace),
+        (async () => {
+          await dispatcher.stopSweeper();
+          await checkpoints.stop();
+          await relay?.stop();
+          await dlqProvider?.close();
+        })(),
+        workerDone,
+      ]);
       await connection.close();
       await devServer?.stop();
       await db.close();
     },
   };
+}
+
+/** Stops accepting connections and waits for in-flight requests, cutting what is left after `graceMs`. */
+async function drainHttp(server: ServerType | undefined, graceMs: number): Promise<void> {
+  if (!server) return;
+  const closed = new Promise<void>((done) => server.close(() => done()));
+  const timer = setTimeout(() => {
+    if ('closeAllConnections' in server) server.closeAllConnections();
+  }, graceMs);
+  try {
+    await closed;
+  } finally {
+    clearTimeout(timer);
+  }
 }

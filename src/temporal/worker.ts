@@ -2,13 +2,16 @@
  * The Temporal worker: the pipeline workflow plus the engine activities, on one task queue.
  */
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type EngineDeps } from '../activities/engine-activities';
+import { connectNative, type TemporalConnectOptions } from './connection';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export interface EngineWorkerOptions {
   address: string;
+  /** TLS, API key and metadata from the temporal CLI's profile; absent = plain `address` */
+  connect?: TemporalConnectOptions;
   namespace: string;
   taskQueue: string;
   deps: EngineDeps;
@@ -17,7 +20,7 @@ export interface EngineWorkerOptions {
 }
 
 export async function createEngineWorker(options: EngineWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
-  const connection = await NativeConnection.connect({ address: options.address });
+  const connection = await connectNative(options.connect ?? { address: options.address });
   const worker = await Worker.create({
     connection,
     namespace: options.namespace,

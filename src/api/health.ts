@@ -1,0 +1,42 @@
+/**
+ * The routes every role serves: `/healthz` (liveness: the process answers), `/readyz`
+ * (readiness: its dependencies answer; 503 naming what is down) and `/metrics`.
+ * The worker role serves only these.
+ */
+import { Hono } from 'hono';
+import type { Log } from '../log';
+import type { Metrics } from '../metrics';
+import type { Readiness } from '../service/readiness';
+import { problem, problemHandler } from './problem';
+
+export interface HealthDeps {
+  readiness?: Readiness;
+  /** absent: no /metrics route */
+  metrics?: Metrics;
+}
+
+export function mountHealth(app: Hono<any>, deps: HealthDeps): void {
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  const readiness = deps.readiness;
+  if (readiness) {
+    app.get('/readyz', async (c) => {
+      const report = await readiness.check();
+      if (report.ready) return c.json({ status: 'ready', checks: report.checks });
+      const down = [...Object.keys(report.errors)].join(', ');
+      return problem(c, 503, 'NOT_READY', `not ready: ${down}`, { checks: report.checks, errors: report.errors });
+    });
+  }
+  if (deps.metrics) {
+    const registry = deps.metrics.registry;
+    app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'content-type': registry.contentType }));
+  }
+}
+
+/** The worker role's whole HTTP surface. */
+export function createHealthApp(deps: HealthDeps & { log: Log }) {
+  const app = new Hono();
+  app.onError(problemHandler(deps.log));
+  app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path} (this process runs the worker role: /healthz, /readyz, /metrics only)`));
+  mountHealth(app, deps);
+  return app;
+}

@@ -1,0 +1,58 @@
+/**
+ * Readiness against this file's OWN Temporal dev server (never the shared one): /readyz
+ * answers 200 while Postgres and Temporal answer, 503 naming Temporal within the call
+ * deadline once the server is stopped, and 200 again when it returns on the same port.
+ * /healthz (liveness) stays 200 throughout.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
+import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
+
+const CALL_TIMEOUT_MS = 1000;
+let server: DevServer | undefined;
+let engine: TestEngine;
+
+beforeAll(async () => {
+  server = await startDevServer();
+  engine = await startTestEngine([], { 'pipeline.temporal.address': server.address, 'pipeline.role': 'api', 'pipeline.temporal.call-timeout': `${CALL_TIMEOUT_MS}ms` });
+});
+afterAll(async () => {
+  await engine?.stop();
+  await server?.stop();
+});
+
+async function readyz(): Promise<{ status: number; body: any; ms: number }> {
+  const started = Date.now();
+  const res = await engine.service.app.request('/readyz');
+  return { status: res.status, body: await res.json(), ms: Date.now() - started };
+}
+
+describe('/readyz', () => {
+  it('answers 503 naming Temporal within the call deadline while it is down, and 200 when it returns', async () => {
+    expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', checks: { postgres: 'up', temporal: 'up' } } });
+
+    const port = Number(server!.address.split(':').at(-1));
+    await server!.stop();
+    server = undefined;
+
+    const down = await readyz();
+    expect(down.status).toBe(503);
+    expect(down.body).toMatchObject({ code: 'NOT_READY', checks: { postgres: 'up', temporal: 'down' } });
+    expect(down.body.errors.temporal).toEqual(expect.any(String));
+    expect(down.body.detail).toBe('not ready: temporal');
+    // Bounded by the call deadline (plus scheduling slack on a loaded machine), never a hang.
+    expect(down.ms).toBeLessThan(CALL_TIMEOUT_MS + 4000);
+    expect((await engine.service.app.request('/healthz')).status).toBe(200);
+
+    server = await startDevServer({ port });
+    await until(async () => (await readyz()).status === 200, 60_000, '/readyz to answer 200 after Temporal returned');
+  });
+
+  it('answers 503 while the process shuts down', async () => {
+    engine.service.readiness.markStopping();
+    const stopping = await readyz();
+    expect(stopping.status).toBe(503);
+    expect(stopping.body.errors).toMatchObject({ process: 'shutting down' });
+  });
+});

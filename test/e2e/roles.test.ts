@@ -1,0 +1,180 @@
+/**
+ * Split roles: one API process and two worker processes (separate node processes, the
+ * service configured from the environment as `npm start` is) against one dev server and
+ * one Postgres. 200 executions spread over both workers; one worker is SIGKILLed while a
+ * step runs, and the other finishes its steps: nothing lost, nothing committed twice.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { workflowIdFor } from '../../src/ids';
+import { freePort } from '../../src/net';
+import { SUBMIT_TOKEN, TEST_TOKENS } from '../helpers/engine';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { until } from '../helpers/until';
+
+const EXECUTIONS = 200;
+const STEPS = 3;
+
+interface RoleProcess {
+  role: 'api' | 'worker';
+  child: ChildProcess;
+  port: number;
+  url: string;
+}
+
+let database: TestDatabase;
+let taskQueue: string;
+const processes: RoleProcess[] = [];
+
+async function startRole(role: 'api' | 'worker'): Promise<RoleProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/role-process.ts'], {
+    env: {
+      ...process.env,
+      PIPELINE_ROLE: role,
+      DATABASE_URL: database.url,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      PIPELINE_TEMPORAL_TASK_QUEUE: taskQueue,
+      PIPELINE_SERVER_PORT: String(port),
+      PIPELINE_AUTH_TOKENS: JSON.stringify(TEST_TOKENS),
+      PIPELINE_SWEEPER_INTERVAL: '500ms',
+      // A killed worker's step is redelivered once its heartbeat is missed.
+      PIPELINE_ORCHESTRATOR_WORKER_HEARTBEAT_TIMEOUT: '2s',
+      PIPELINE_SHUTDOWN_GRACE_PERIOD: '5s',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const started: RoleProcess = { role, child, port, url: `http://127.0.0.1:${port}` };
+  processes.push(started);
+  let out = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  await until(() => {
+    if (child.exitCode !== null) throw new Error(`${role} process exited with ${child.exitCode}`);
+    return out.includes(`ready ${role}`);
+  }, 90_000, `the ${role} process to start`);
+  return started;
+}
+
+async function readyz(proc: RoleProcess): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${proc.url}/readyz`);
+  return { status: res.status, body: await res.json() };
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  taskQueue = `roles-${process.pid}-${Date.now()}`;
+  await database.db.query(`CREATE TABLE test_step_run (id bigserial PRIMARY KEY, transition_key text NOT NULL, phase text NOT NULL, pid integer NOT NULL, identity text NOT NULL)`);
+});
+
+afterAll(async () => {
+  for (const proc of processes) if (proc.child.exitCode === null) proc.child.kill('SIGKILL');
+  await database?.drop();
+});
+
+describe('one API process and two worker processes', () => {
+  it('spread 200 executions over both workers; a SIGKILLed worker loses nothing and commits nothing twice', async () => {
+    const [api, first, second] = await Promise.all([startRole('api'), startRole('worker'), startRole('worker')]);
+
+    // Readiness per role: the API has no worker to check; the workers report theirs running.
+    expect(await readyz(api)).toEqual({ status: 200, body: { status: 'ready', checks: { postgres: 'up', temporal: 'up' } } });
+    for (const worker of [first, second]) {
+      expect(await readyz(worker)).toEqual({ status: 200, body: { status: 'ready', checks: { postgres: 'up', temporal: 'up', worker: 'up' } } });
+      // The worker role serves the health routes only.
+      const submit = await fetch(`${worker.url}/pipeline/api/tenants/acme/executions`, { method: 'POST', headers: { authorization: `Bearer ${SUBMIT_TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
+      expect(submit.status).toBe(404);
+      expect((await fetch(`${worker.url}/metrics`)).status).toBe(200);
+    }
+
+    // Submit through the API process only, ten at a time.
+    const ids = Array.from({ length: EXECUTIONS }, (_, i) => `spread-${i}`);
+    let killed = false;
+    const killFirstMidStep = async () => {
+      // Kill the first worker while one of its steps has started and not ended.
+      const open = await database.db.query(
+        `SELECT 1 FROM test_step_run s WHERE s.pid = $1 AND s.phase = 'start'
+           AND NOT EXISTS (SELECT 1 FROM test_step_run e WHERE e.transition_key = s.transition_key AND e.pid = s.pid AND e.phase = 'end') LIMIT 1`,
+        [first.child.pid],
+      );
+      const ran = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM test_step_run WHERE pid = $1 AND phase = 'end'`, [first.child.pid]);
+      if (!killed && open.rowCount > 0 && ran.rows[0].n >= 20) {
+        killed = true;
+        first.child.kill('SIGKILL');
+      }
+    };
+    for (let i = 0; i < ids.length; i += 10) {
+      await Promise.all(ids.slice(i, i + 10).map(async (executionId) => {
+        const res = await fetch(`${api.url}/pipeline/api/tenants/acme/executions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${SUBMIT_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ pipeline: 'spread', executionId, input: { n: executionId } }),
+        });
+        expect(res.status).toBe(202);
+      }));
+      await killFirstMidStep();
+    }
+    await until(async () => {
+      await killFirstMidStep();
+      return killed;
+    }, 120_000, 'the first worker to have run 20 steps and be inside one');
+    if (first.child.exitCode === null && first.child.signalCode === null) await once(first.child, 'exit');
+    const killedPid = first.child.pid!;
+    const survivorPid = second.child.pid!;
+
+    // Everything finishes on the survivor.
+    await until(async () => {
+      const done = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'SUCCEEDED'`);
+      return done.rows[0].n === EXECUTIONS;
+    }, 240_000, `all ${EXECUTIONS} executions to succeed`);
+
+    const records = await database.db.query<{ execution_id: string; status: string; version: number }>(`SELECT execution_id, status, version FROM execution_record`);
+    expect(records.rowCount).toBe(EXECUTIONS);
+    // created + RUNNING + one commit per step: no transition was committed twice.
+    expect(records.rows.filter((row) => row.version !== 2 + STEPS)).toEqual([]);
+
+    // Spread: both workers ran steps (by the identity each step recorded).
+    const byPid = await database.db.query<{ pid: number; identity: string; n: number }>(
+      `SELECT pid, identity, count(*)::int AS n FROM test_step_run WHERE phase = 'end' GROUP BY pid, identity`,
+    );
+    const ends = new Map(byPid.rows.map((row) => [row.pid, row.n]));
+    expect(ends.get(killedPid)).toBeGreaterThanOrEqual(20);
+    expect(ends.get(survivorPid)).toBeGreaterThan(0);
+    expect([...ends.keys()].sort()).toEqual([killedPid, survivorPid].sort());
+    // The steps the kill interrupted (started on the killed worker, never ended there) ended on the survivor.
+    const interrupted = await database.db.query<{ transition_key: string; ended_by: number[] }>(
+      `SELECT s.transition_key, array_agg(e.pid) FILTER (WHERE e.pid IS NOT NULL) AS ended_by
+         FROM test_step_run s LEFT JOIN test_step_run e ON e.transition_key = s.transition_key AND e.phase = 'end'
+        WHERE s.pid = $1 AND s.phase = 'start'
+          AND NOT EXISTS (SELECT 1 FROM test_step_run k WHERE k.transition_key = s.transition_key AND k.pid = $1 AND k.phase = 'end')
+        GROUP BY s.transition_key`,
+      [killedPid],
+    );
+    expect(interrupted.rowCount).toBeGreaterThan(0);
+    for (const row of interrupted.rows) expect(row.ended_by).toEqual([survivorPid]);
+    // Each transition ended at least once, and every execution's steps all ended.
+    const endedKeys = await database.db.query<{ n: number }>(`SELECT count(DISTINCT transition_key)::int AS n FROM test_step_run WHERE phase = 'end'`);
+    expect(endedKeys.rows[0].n).toBe(EXECUTIONS * STEPS);
+
+    // Temporal's own record agrees: the activity tasks of an interrupted execution were
+    // started by the two workers' identities and nobody else.
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const client = new Client({ connection });
+      const executionId = interrupted.rows[0].transition_key.split(':')[0];
+      const history = await client.workflow.getHandle(workflowIdFor('acme', executionId)).fetchHistory();
+      const identities = new Set(history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.identity));
+      const known = new Set(byPid.rows.map((row) => row.identity));
+      expect([...identities].every((identity) => known.has(identity!))).toBe(true);
+    } finally {
+      await connection.close();
+    }
+
+    // The survivor and the API stop gracefully on SIGTERM.
+    for (const proc of [second, api]) {
+      proc.child.kill('SIGTERM');
+      const [code] = await once(proc.child, 'exit');
+      expect(code).toBe(0);
+    }
+  }, 420_000);
+});
