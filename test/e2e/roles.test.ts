@@ -151,7 +151,8 @@ describe('one API process and two worker processes', () => {
       [killedPid],
     );
     expect(interrupted.rowCount).toBeGreaterThan(0);
-    for (const row of interrupted.rows) expect(row.ended_by).toEqual([survivorPid]);
+    // (At least once: a step whose heartbeat came late on the loaded survivor may run there twice; its commit counts once.)
+    for (const row of interrupted.rows) expect([...new Set(row.ended_by)]).toEqual([survivorPid]);
     // Each transition ended at least once, and every execution's steps all ended.
     const endedKeys = await database.db.query<{ n: number }>(`SELECT count(DISTINCT transition_key)::int AS n FROM test_step_run WHERE phase = 'end'`);
     expect(endedKeys.rows[0].n).toBe(EXECUTIONS * STEPS);
