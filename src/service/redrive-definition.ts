@@ -48,9 +48,12 @@ export async function redriveTarget(
   const newIndex = resumeStep === null ? -1 : currentSteps.indexOf(resumeStep);
 
   if (!resumeUnderCurrentVersion) {
+    const gone = registry.find(record.pipeline, record.pipelineVersion)
+      ? `whose shape changed without a new version (admitted under ${record.definitionFingerprint}, registered now ${registry.find(record.pipeline, record.pipelineVersion)!.fingerprint})`
+      : 'which is no longer registered';
     const hint = newIndex >= 0 ? `; step "${resumeStep}" is step ${newIndex} of version ${current.version}: send "resumeUnderCurrentVersion": true to resume it there` : '';
     return new DefinitionChangedError(
-      `execution ${record.executionId} is pinned to pipeline "${record.pipeline}" version ${record.pipelineVersion}, which is no longer registered (current: version ${current.version})${hint}`,
+      `execution ${record.executionId} is pinned to pipeline "${record.pipeline}" version ${record.pipelineVersion}, ${gone} (current: version ${current.version})${hint}`,
       extra,
     );
   }
