@@ -24,6 +24,8 @@ const duration = (key: string) =>
     return ms;
   });
 
+const DAY = 86_400_000;
+
 const intFromString = z.union([z.number(), z.string().regex(/^-?\d+$/, 'must be a whole number')]).transform(Number).pipe(z.number().int('must be a whole number'));
 const boolFromString = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
 
@@ -114,6 +116,24 @@ export const ConfigSchema = z.object({
   'pipeline.checkpoint.interval': duration('pipeline.checkpoint.interval').default(1000),
   /** How often the due-execution sweeper looks for undispatched runs. Default 5s. */
   'pipeline.sweeper.interval': duration('pipeline.sweeper.interval').default(5000),
+  /** Records of SUCCEEDED executions (with their Command effects and attempt log) are deleted this long after they succeeded. Default 7d. */
+  'pipeline.retention.succeeded-executions': duration('pipeline.retention.succeeded-executions').default(7 * DAY),
+  /** DLQ envelopes whose execution was re-driven since are deleted this long after the re-drive; an envelope of an execution still FAILED is kept. Default 30d. */
+  'pipeline.retention.dlq': duration('pipeline.retention.dlq').default(30 * DAY),
+  /** Re-drive audit rows are deleted this long after the re-drive, never while an envelope they explain is kept. At least pipeline.retention.dlq. Default 365d. */
+  'pipeline.retention.redrive-audit': duration('pipeline.retention.redrive-audit').default(365 * DAY),
+  /** Item reject envelopes are deleted this long after they were written. Default 14d. */
+  'pipeline.retention.rejects': duration('pipeline.retention.rejects').default(14 * DAY),
+  /** Checkpoints admitted this long ago are deleted; a handoff key republished after that is admitted again. Default 7d. */
+  'pipeline.retention.checkpoints': duration('pipeline.retention.checkpoints').default(7 * DAY),
+  /** Dispatch rows whose run started this long ago are deleted. Default 1d. */
+  'pipeline.retention.dispatch': duration('pipeline.retention.dispatch').default(DAY),
+  /** The worker kit's dedupe rows in the store database (the demo workers') are deleted this long after completion; at least the longest a redelivery can arrive. Default 30d. */
+  'pipeline.retention.dedupe': duration('pipeline.retention.dedupe').default(30 * DAY),
+  /** How often the retention pass runs. Default 1m. */
+  'pipeline.retention.interval': duration('pipeline.retention.interval').default(60_000),
+  /** Rows deleted per statement (and per lock held); a pass runs at most 20 batches per table. Default 1000. */
+  'pipeline.retention.batch-size': intFromString.pipe(z.number().min(1).max(100_000)).default(1000),
 });
 export type Config = z.output<typeof ConfigSchema>;
 export type ConfigInput = Partial<z.input<typeof ConfigSchema>>;
@@ -177,7 +197,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     });
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
-  return checkDlq(result.data);
+  return checkRetention(checkDlq(result.data));
+}
+
+/**
+ * The longest a redelivery of one transition identity can still arrive after its first
+ * delivery, under the configured defaults: every Temporal attempt of the step's activity
+ * (the retry budget plus 10 redeliveries) at its full deadline (plus Temporal's 10 s
+ * margin) and the longest backoff between them. Per-step overrides are not seen here.
+ */
+export function redeliveryHorizonMs(config: Config): number {
+  const deadline = Math.max(
+    config['pipeline.orchestrator.worker.step-timeout'],
+    config['pipeline.orchestrator.worker.rest.request-timeout'],
+    config['pipeline.orchestrator.worker.grpc.request-timeout'],
+  );
+  return (config['pipeline.defaults.retry-limit'] + 11) * (deadline + 10_000 + config['pipeline.defaults.max-backoff']);
+}
+
+function checkRetention(config: Config): Config {
+  if (config['pipeline.retention.redrive-audit'] < config['pipeline.retention.dlq']) {
+    throw new ConfigError('pipeline.retention.redrive-audit must be at least pipeline.retention.dlq: the re-drive audit outlives the envelopes it explains');
+  }
+  const horizon = redeliveryHorizonMs(config);
+  if (config['pipeline.retention.dedupe'] < horizon) {
+    throw new ConfigError(`pipeline.retention.dedupe must be at least ${Math.ceil(horizon / 1000)} s: a redelivery of a transition can still arrive that long after its first delivery (retry-limit, step and request timeouts, max-backoff)`);
+  }
+  return config;
 }
 
 function checkDlq(config: Config): Config {

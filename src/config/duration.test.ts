@@ -9,6 +9,7 @@ describe('parseDuration', () => {
     ['PT1M30S', 90_000],
     ['pt0.5s', 500],
     ['2m', 120_000],
+    ['7d', 604_800_000],
     ['250', 250],
     [750, 750],
   ])('reads %s as %i ms', (input, expected) => {

@@ -41,6 +41,7 @@ import { ExecutionService } from './executions';
 import { HistoryService } from './history';
 import { Readiness } from './readiness';
 import { RedriveService } from './redrive';
+import { Retention, retentionPolicy } from './retention';
 
 export interface ServiceOptions {
   config: Config;
@@ -68,6 +69,8 @@ export interface Service {
   relay?: DlqRelay;
   role: Role;
   readiness: Readiness;
+  /** deletes rows past their retention, in the worker process */
+  retention: Retention;
   urls: { api?: string; temporalUi?: string; temporal: string };
   adminToken?: string;
   stop(): Promise<void>;
@@ -164,6 +167,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const signals = new SignalsStore(db);
   const metrics = new Metrics(signals, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);
   const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
+  const retention = new Retention(db, retentionPolicy(config), log, metrics, config['pipeline.retention.interval']);
   const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
   const checkpoints = new CheckpointPublisher(new CheckpointStore(db), registry, executions, dispatcher, log, {
     concurrency: config['pipeline.checkpoint.concurrency'],
@@ -189,6 +193,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
     checkpoints.start();
     relay?.start();
+    retention.start();
   }
 
   let server: ServerType | undefined;
@@ -201,7 +206,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
 
   return {
-    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, relay, urls, adminToken, role, readiness,
+    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, relay, retention, urls, adminToken, role, readiness,
     async stop() {
       // Graceful: not ready from now on; in-flight requests and running activities get the
       // grace period to finish, while nothing new is accepted or polled.
@@ -213,6 +218,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
           await dispatcher.stopSweeper();
           await checkpoints.stop();
           await relay?.stop();
+          await retention.stop();
           await dlqProvider?.close();
         })(),
         workerDone,

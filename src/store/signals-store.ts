@@ -145,17 +145,6 @@ export class SignalsStore {
     return this.number(`SELECT count(*)::bigint AS n FROM execution_record WHERE status = 'RUNNING' AND next_due_at IS NOT NULL AND attempt >= $1`, [attempt]);
   }
 
-  /** Drops per-minute counts older than any triage window reads; returns how many rows went. */
-  async pruneMinutes(limit: number): Promise<number> {
-    const result = await this.db.query(
-      `DELETE FROM signal_minute WHERE ctid IN (
-         SELECT ctid FROM signal_minute WHERE signal IN ('succeeded', 'dlq', 'reject')
-           AND minute < now() - ($1::bigint * interval '1 millisecond') LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-      [SIGNAL_MINUTES_KEPT_MS, limit],
-    );
-    return result.rowCount;
-  }
-
   /** Recounts both signal tables from the rows: after a bulk load with triggers off. Reads whole tables. */
   async rebuild(): Promise<void> {
     await this.db.query('SELECT signal_rebuild()');

@@ -50,6 +50,37 @@ export async function ensureDedupeSchema(db: Queryable): Promise<void> {
     completed_at timestamptz)`);
   // NULL on rows written before keys were tenant-qualified.
   await db.query('ALTER TABLE transition_worker_dedupe ADD COLUMN IF NOT EXISTS tenant_id text');
+  // Retention (purgeDedupe) reads only the rows it may delete.
+  await db.query(`CREATE INDEX IF NOT EXISTS transition_worker_dedupe_completed_index ON transition_worker_dedupe (completed_at) WHERE state = 'DONE'`);
+  await db.query(`CREATE INDEX IF NOT EXISTS transition_worker_dedupe_lease_index ON transition_worker_dedupe (lease_until) WHERE state = 'IN_PROGRESS'`);
+}
+
+/**
+ * Retention of the dedupe table: deletes one batch (at most `limit`) of rows completed,
+ * or abandoned mid-handler (lease expired), longer than `keepMs` ago, and returns how many
+ * went; 0 when the table does not exist in this database. `keepMs` must exceed the longest
+ * a redelivery of one transition can still arrive (the orchestrator's retry budget times
+ * its step deadline, docs/runbook.md "Sizing retention") and the time operators take to
+ * settle a REMOTE_OUTCOME_UNKNOWN execution, whose evidence is this row. Rows are locked
+ * with SKIP LOCKED: several processes may purge at once.
+ */
+export async function purgeDedupe(db: Queryable, keepMs: number, limit: number): Promise<number> {
+  const cutoff = `now() - ($1::bigint * interval '1 millisecond')`;
+  try {
+    const result = await db.query<{ n: number }>(
+      `WITH done AS (SELECT idempotency_key FROM transition_worker_dedupe WHERE state = 'DONE' AND completed_at < ${cutoff}
+                     ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+       abandoned AS (SELECT idempotency_key FROM transition_worker_dedupe WHERE state = 'IN_PROGRESS' AND lease_until < ${cutoff}
+                     ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED),
+       gone AS (DELETE FROM transition_worker_dedupe t WHERE t.idempotency_key IN (SELECT idempotency_key FROM done UNION ALL SELECT idempotency_key FROM abandoned) RETURNING 1)
+       SELECT count(*)::int AS n FROM gone`,
+      [keepMs, limit],
+    );
+    return Number(result.rows[0]?.n ?? 0);
+  } catch (err) {
+    if ((err as { code?: string }).code === '42P01') return 0;
+    throw err;
+  }
 }
 
 function split(key: string) {
