@@ -45,7 +45,7 @@ async function seedSucceeded(db: Db, prefix: string, count: number, age: string)
   );
   await db.query(
     `INSERT INTO command_effect (tenant_id, execution_id, step_index, step_name, status, attempt, transition_key)
-     SELECT 't', '${prefix}' || g, s, 'c', 'SUCCEEDED', 1, '${prefix}' || g || ':' || s || ':1' FROM generate_series(1, $1::int) g, generate_series(0, 1) s`,
+     SELECT 't', '${prefix}' || g, s, 'c' || s, 'SUCCEEDED', 1, '${prefix}' || g || ':' || s || ':1' FROM generate_series(1, $1::int) g, generate_series(0, 1) s`,
     [count],
   );
   await db.query(
