@@ -1,5 +1,5 @@
 # The service image: worker + API (tsx runs the TypeScript sources directly).
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
