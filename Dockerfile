@@ -7,5 +7,7 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY proto ./proto
 ENV NODE_ENV=production
+# inside a container the API must listen on every interface (the default is 127.0.0.1)
+ENV PIPELINE_SERVER_HOST=0.0.0.0
 EXPOSE 8080
 CMD ["node", "--import", "tsx", "src/main.ts"]

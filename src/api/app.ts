@@ -29,7 +29,8 @@ import { mountDocs } from './docs-page';
 import { mountHealth } from './health';
 import { createOpenApiDocument } from './openapi';
 import { problem, problemHandler } from './problem';
-import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, pathId, readJson, readQuery } from './request';
+import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES, pathId, readJson, readQuery } from './request';
+import { bodyLimits } from './middleware/body-limits';
 import { isValidId } from '../ids';
 import { ExecutionStatusSchema, TerminalReasonSchema } from './schemas';
 import { effectView, recordView } from './views';
@@ -87,10 +88,12 @@ export function createApp(deps: AppDeps) {
   app.onError(problemHandler(log));
   app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`));
 
-  mountHealth(app, deps);
+  mountHealth(app, { ...deps, metricsTokenSha256: config['pipeline.metrics.token-sha256'], log });
 
   const api = new Hono<AuthEnv>();
-  api.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'submit', log }));
+  // Auth first (401/403 before anything is read), then the body limits while it streams in.
+  const limits = bodyLimits({ maxBytes: MAX_BODY_BYTES, readTimeoutMs: config['pipeline.server.body-read-timeout'] });
+  api.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'submit', log }), limits);
   api.post('/tenants/:tenantId/executions', async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const body = await readJson(c, StartExecutionRequest);
@@ -106,7 +109,7 @@ export function createApp(deps: AppDeps) {
   });
 
   const admin = new Hono<AuthEnv>();
-  admin.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'admin', log }));
+  admin.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'admin', log }), limits);
 
   admin.get('/tenants/:tenantId/executions', async (c) => {
     const tenantId = pathId(c, 'tenantId');

@@ -7,12 +7,16 @@ import { Hono } from 'hono';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { Readiness } from '../service/readiness';
+import { bearerAuth } from './middleware/bearer-auth';
 import { problem, problemHandler } from './problem';
 
 export interface HealthDeps {
   readiness?: Readiness;
   /** absent: no /metrics route */
   metrics?: Metrics;
+  /** pipeline.metrics.token-sha256: when set, /metrics takes that bearer token and no other */
+  metricsTokenSha256?: string;
+  log?: Log;
 }
 
 export function mountHealth(app: Hono<any>, deps: HealthDeps): void {
@@ -28,6 +32,7 @@ export function mountHealth(app: Hono<any>, deps: HealthDeps): void {
   }
   if (deps.metrics) {
     const registry = deps.metrics.registry;
+    if (deps.metricsTokenSha256) app.use('/metrics', bearerAuth({ tokens: [{ sha256: deps.metricsTokenSha256, role: 'submit', name: 'metrics' }], role: 'submit', log: deps.log }));
     app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'content-type': registry.contentType }));
   }
 }

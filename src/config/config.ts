@@ -87,6 +87,12 @@ export const ConfigSchema = z.object({
   'pipeline.shutdown.grace-period': duration('pipeline.shutdown.grace-period').default(30_000),
   /** HTTP port of the API. Default 8080. */
   'pipeline.server.port': intFromString.pipe(z.number().min(0).max(65535)).default(8080),
+  /** Interface the HTTP API listens on. Default 127.0.0.1 (this machine only); docker-compose sets 0.0.0.0. */
+  'pipeline.server.host': z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|[0-9A-Fa-f:.]{2,45})$/, 'must be a host name or an IP address, e.g. 127.0.0.1 or 0.0.0.0').default('127.0.0.1'),
+  /** How long a request body may take to arrive in full; past it the answer is 408. Default 10s. */
+  'pipeline.server.body-read-timeout': duration('pipeline.server.body-read-timeout').pipe(z.number().min(1, 'must be positive')).default(10_000),
+  /** hex SHA-256 of a bearer token that GET /metrics then requires; absent = /metrics is open (bind it to a private interface). */
+  'pipeline.metrics.token-sha256': z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be a hex SHA-256 (printf %s "$TOKEN" | sha256sum)').optional(),
   /** Postgres URL of the store. Absent = embedded PGlite under the data dir. TLS through the URL's `sslmode`. */
   'pipeline.store.url': z.string().optional(),
   /** PEM file of the CA that signed the Postgres server's certificate (verification on). */

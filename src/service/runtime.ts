@@ -200,9 +200,11 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const urls: Service['urls'] = { temporal: address, temporalUi: devServer ? `http://localhost:${config['pipeline.temporal.dev-server.ui-port']}` : undefined };
   if (options.http !== false) {
     const port = config['pipeline.server.port'];
-    const served = role === 'worker' ? createHealthApp({ log, metrics, readiness }) : app;
-    server = serve({ fetch: served.fetch, port });
-    if (role !== 'worker') urls.api = `http://localhost:${port}/${config['pipeline.admin.prefix']}`;
+    const hostname = config['pipeline.server.host'];
+    const served = role === 'worker' ? createHealthApp({ log, metrics, readiness, metricsTokenSha256: config['pipeline.metrics.token-sha256'] }) : app;
+    server = serve({ fetch: served.fetch, port, hostname });
+    const shown = ['127.0.0.1', '0.0.0.0', '::'].includes(hostname) ? 'localhost' : hostname.includes(':') ? `[${hostname}]` : hostname;
+    if (role !== 'worker') urls.api = `http://${shown}:${port}/${config['pipeline.admin.prefix']}`;
   }
 
   return {

@@ -52,7 +52,7 @@ export const FAST_RETRY: ConfigInput = {
 export async function startTestEngine(
   pipelines: PipelineDefinition[],
   overrides: ConfigInput = {},
-  options: { worker?: boolean; databaseSettings?: Record<string, string>; /** the URL the service uses for the fresh database (e.g. through a proxy) */ storeUrl?: (databaseUrl: string) => string } = {},
+  options: { worker?: boolean; /** serve HTTP on pipeline.server.host/port too (default: in-process only) */ http?: boolean; databaseSettings?: Record<string, string>; /** the URL the service uses for the fresh database (e.g. through a proxy) */ storeUrl?: (databaseUrl: string) => string } = {},
 ): Promise<TestEngine> {
   const database = await createTestDatabase(options.databaseSettings);
   const taskQueue = `test-${randomBytes(5).toString('hex')}`;
@@ -73,7 +73,7 @@ export async function startTestEngine(
     ...FAST_RETRY,
     ...overrides,
   });
-  const service = await startService({ config, log, pipelines, http: false, worker: options.worker });
+  const service = await startService({ config, log, pipelines, http: options.http ?? false, worker: options.worker });
   const prefix = `/${config['pipeline.admin.prefix']}`;
 
   const engine: TestEngine = {

@@ -181,3 +181,31 @@ describe('forged list cursors', () => {
     }
   });
 });
+
+describe('chunked oversized bodies', () => {
+  it('are refused with 413 having read at most one chunk past 64 KiB, on every body route', async () => {
+    const routes = ['/api/tenants/tenant-a/executions', '/api/tenants/tenant-a/checkpoints', '/admin/tenants/tenant-a/executions/fuzz-1/redrive'];
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...routes), fc.integer({ min: 64 * 1024 + 1, max: 4 * 1024 * 1024 }), fc.integer({ min: 1, max: 48 * 1024 }), async (route, total, chunkSize) => {
+        const before = await state();
+        let pulled = 0;
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (pulled >= total) return controller.close();
+            const size = Math.min(chunkSize, total - pulled);
+            pulled += size;
+            controller.enqueue(new Uint8Array(size).fill(0x20));
+          },
+        }, { highWaterMark: 0 });
+        const res = await engine.service.app.request(`/pipeline${route}`, {
+          method: 'POST', body, duplex: 'half', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        } as RequestInit);
+        expect(res.status).toBe(413);
+        expect((await res.json()).code).toBe('BODY_TOO_LARGE');
+        expect(pulled).toBeLessThanOrEqual(64 * 1024 + chunkSize);
+        expect(await state()).toBe(before);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});

@@ -38,6 +38,12 @@ describe('bearerAuth', () => {
     expect(res.status).toBe(403);
     expect((await res.json()).code).toBe('FORBIDDEN');
   });
+  it('takes the scheme case-insensitively (RFC 7235), and no other scheme', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'BeArEr']) expect((await get('/admin/tenants/a/x', `${scheme} admin-secret`)).status).toBe(200);
+    expect((await get('/admin/tenants/a/x', 'Bearer  admin-secret')).status).toBe(200);
+    expect((await get('/admin/tenants/a/x', 'Bearerx admin-secret')).status).toBe(401);
+    expect((await get('/admin/tenants/a/x', 'bearer')).status).toBe(401);
+  });
   it('gives 403 to a submit-only token on the admin API', async () => {
     expect((await get('/admin/tenants/a/x', 'Bearer submit-secret')).status).toBe(403);
   });

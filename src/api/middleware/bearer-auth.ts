@@ -26,7 +26,8 @@ export function bearerAuth(options: { tokens: TokenConfig[]; role: 'admin' | 'su
   const entries = options.tokens.map((token, index) => ({ digest: Buffer.from(token.sha256.toLowerCase(), 'hex'), token, index }));
   return async function bearerAuthMiddleware(c, next) {
     const header = c.req.header('authorization') ?? '';
-    const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
+    // RFC 7235: the scheme is case-insensitive and followed by one or more spaces.
+    const match = /^bearer +([\x21-\x7e]{1,512})$/i.exec(header);
     if (!match) {
       options.log?.info({ event: 'admin_auth_failed', reason: header ? 'malformed' : 'missing', path: c.req.path });
       throw new UnauthorizedError();
