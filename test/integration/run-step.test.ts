@@ -1,0 +1,147 @@
+/**
+ * The runStep activity alone, in Temporal's MockActivityEnvironment (no server, no
+ * workflow), against the real store on Postgres. Each test makes its own execution and
+ * counts operator invocations: the committed attempt a Temporal retry resumes with, a
+ * duplicate run, a redelivery after the commit landed, a retained Command effect that
+ * ordinary replay must not redispatch, and the retry budget's end.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities, type EngineActivities } from '../../src/activities/engine-activities';
+import { loadConfig } from '../../src/config/config';
+import { workflowIdFor } from '../../src/ids';
+import { createLog } from '../../src/log';
+import { definePipeline, localStep, type StepContext } from '../../src/pipeline/define';
+import { PipelineRegistry } from '../../src/pipeline/registry';
+import { DlqStore } from '../../src/store/dlq-store';
+import { EffectStore } from '../../src/store/effect-store';
+import { ExecutionStore } from '../../src/store/execution-store';
+import { FailureTypes, type StepRequest } from '../../src/workflows/types';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+
+let database: TestDatabase;
+let store: ExecutionStore;
+let effects: EffectStore;
+let activities: EngineActivities;
+/** Operator invocations by execution id: the attempts it was called with. */
+const invoked: Record<string, number[]> = {};
+/** Execution ids whose operator fails (retryably) on these attempts. */
+const failOn: Record<string, number[]> = {};
+
+function operator(input: unknown, ctx: StepContext) {
+  (invoked[ctx.executionId] ??= []).push(ctx.attempt);
+  if (failOn[ctx.executionId]?.includes(ctx.attempt)) throw new Error(`downstream busy on attempt ${ctx.attempt}`);
+  return { echoed: input, attempt: ctx.attempt };
+}
+
+const pipelines = [
+  definePipeline({ name: 'plain', steps: [localStep('work', operator), localStep('next', (input: unknown) => input)], retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 } }),
+  definePipeline({ name: 'charge', steps: [localStep('charge', operator, { command: true })], retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 } }),
+];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  store = new ExecutionStore(database.db);
+  effects = new EffectStore(database.db);
+  const registry = new PipelineRegistry(loadConfig({}, {}), pipelines);
+  activities = createActivities({ store, effects, registry, log: createLog({ level: 'silent' }) });
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+let next = 0;
+/** A fresh QUEUED execution of `pipeline` and the request of its first step. */
+async function execution(pipeline: string): Promise<StepRequest> {
+  const executionId = `rs-${++next}`;
+  const record = await store.create(
+    { tenantId: 't', executionId, executionKey: null, pipeline, workflowId: workflowIdFor('t', executionId), stepCount: pipeline === 'plain' ? 2 : 1, input: { n: next }, correlationId: null, resourceType: null, resourceName: null },
+    {},
+    { owner: 'run-step-test', ms: 60_000 },
+  );
+  if (!record) throw new Error('execution not created');
+  const retry = { limit: 2, waitMs: 10, maxBackoffMs: 20, jitter: false };
+  return { tenantId: 't', executionId, pipeline, correlationId: null, stepIndex: 0, attempt: 1, firstOfRun: true, dispatchId: 'start', retry, timeoutMs: 5000, input: { n: next } };
+}
+
+/** One delivery of the activity as Temporal would make it: `attempt` is Temporal's own try count. */
+function deliver(req: StepRequest, options: { attempt?: number; runId?: string } = {}) {
+  const env = new MockActivityEnvironment(
+    { attempt: options.attempt ?? 1, workflowExecution: { workflowId: workflowIdFor(req.tenantId, req.executionId), runId: options.runId ?? 'run-1' } },
+    // These tests fail activities on purpose; the SDK's WARN line with a stack per failure says nothing here.
+    { logger: new DefaultLogger('ERROR') },
+  );
+  return env.run(activities.runStep, req);
+}
+
+async function rejection(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await promise.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+describe('runStep', () => {
+  it('marks the record RUNNING on a run\'s first step and commits the output as the next segment input', async () => {
+    const req = await execution('plain');
+    expect(await deliver(req)).toEqual({ output: { echoed: { n: next }, attempt: 1 } });
+    expect(await store.get('t', req.executionId)).toMatchObject({ status: 'RUNNING', runId: 'run-1', currentStepIndex: 1, attempt: 1, segmentInput: { echoed: { n: next }, attempt: 1 } });
+    expect(invoked[req.executionId]).toEqual([1]);
+  });
+
+  it('commits the retry intent before asking Temporal to retry, and the retry runs as the committed attempt', async () => {
+    const req = await execution('plain');
+    failOn[req.executionId] = [1];
+    const retry = await rejection(deliver(req));
+    expect(retry.type).toBe(FailureTypes.retryable);
+    expect(retry.nextRetryDelay).toBeDefined();
+    expect(await store.get('t', req.executionId)).toMatchObject({ currentStepIndex: 0, attempt: 2, lastErrorCode: 'OPERATOR_ERROR' });
+    // Temporal redelivers the same request (attempt 1 as the workflow knows it); the activity resumes from the store.
+    expect(await deliver(req, { attempt: 2 })).toEqual({ output: { echoed: { n: next }, attempt: 2 } });
+    expect(invoked[req.executionId]).toEqual([1, 2]);
+  });
+
+  it('ends a second run of the same dispatch as a duplicate without invoking the operator', async () => {
+    const req = await execution('plain');
+    await store.begin({ tenantId: 't', executionId: req.executionId, runId: 'run-owner', dispatchId: 'start' });
+    const duplicate = await rejection(deliver(req, { runId: 'run-late' }));
+    expect(duplicate.type).toBe(FailureTypes.duplicateRun);
+    expect(duplicate.nonRetryable).toBe(true);
+    expect(invoked[req.executionId]).toBeUndefined();
+    expect(await store.get('t', req.executionId)).toMatchObject({ runId: 'run-owner', currentStepIndex: 0 });
+  });
+
+  it('answers a redelivery whose commit already landed with the committed output, without invoking again', async () => {
+    const req = await execution('plain');
+    const first = await deliver(req);
+    const version = (await store.get('t', req.executionId))!.version;
+    expect(await deliver(req, { attempt: 2 })).toEqual(first);
+    expect(invoked[req.executionId]).toEqual([1]);
+    expect((await store.get('t', req.executionId))!.version).toBe(version);
+  });
+
+  it('never redispatches a retained FAILED_RETRYABLE Command effect on ordinary replay: FAILED with COMMAND_EFFECT_NOT_REDISPATCHABLE', async () => {
+    const req = await execution('charge');
+    failOn[req.executionId] = [1];
+    await rejection(deliver(req));
+    expect(await effects.get('t', req.executionId, 0)).toMatchObject({ status: 'FAILED_RETRYABLE', attempt: 1 });
+    const replay = await rejection(deliver({ ...req, attempt: 2, firstOfRun: false, dispatchId: undefined, redriveIntent: 'ORDINARY' }));
+    expect(replay.type).toBe(FailureTypes.terminal);
+    expect(replay.details?.[0]).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE' });
+    expect(invoked[req.executionId]).toEqual([1]);
+    const { entries } = await new DlqStore(database.db).list('t', { limit: 10 });
+    expect(entries.filter((entry) => entry.envelope.executionId === req.executionId).map((entry) => entry.envelope.errorCode)).toEqual(['COMMAND_EFFECT_NOT_REDISPATCHABLE']);
+  });
+
+  it('ends the execution retry_exhausted when the run\'s budget is used up: limit 2 = three invocations', async () => {
+    const req = await execution('plain');
+    failOn[req.executionId] = [1, 2, 3];
+    for (const attempt of [1, 2]) expect((await rejection(deliver(req, { attempt }))).type).toBe(FailureTypes.retryable);
+    const exhausted = await rejection(deliver(req, { attempt: 3 }));
+    expect(exhausted.details?.[0]).toMatchObject({ status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'OPERATOR_ERROR', transitionKey: `${req.executionId}:0:3` });
+    expect(invoked[req.executionId]).toEqual([1, 2, 3]);
+    expect(await store.get('t', req.executionId)).toMatchObject({ status: 'FAILED', failedStepIndex: 0, attempt: 3 });
+  });
+});
