@@ -66,6 +66,8 @@ export interface DemoWorkerAddresses {
 export function createDemoPipeline(workers: DemoWorkerAddresses) {
   return definePipeline({
     name: 'demo',
+    // Give the next shape (a step added, removed, renamed, moved) version 2, and keep this one registered beside it.
+    version: 1,
     steps: [
       localStep('validate', (input, ctx) => demoBehaviour(input, { name: ctx.stepName, attempt: ctx.attempt, signal: ctx.signal })),
       functionStep('enrich', (event, context) => demoBehaviour(event, { name: context.functionName, attempt: context.attempt, signal: context.signal })),
