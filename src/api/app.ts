@@ -22,6 +22,8 @@ import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
 import type { RejectStore } from '../store/reject-store';
 import { fleetRoutes, type FleetDeps } from './fleet-routes';
+import { pipelineRoutes } from './pipeline-routes';
+import { DefinitionStore } from '../store/definition-store';
 import type { SignalsStore } from '../store/signals-store';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import type { Readiness } from '../service/readiness';
@@ -171,6 +173,7 @@ export function createApp(deps: AppDeps) {
   });
 
   if (deps.fleet) admin.route('/', fleetRoutes(deps.fleet));
+  admin.route('/', pipelineRoutes({ registry: deps.registry, definitions: new DefinitionStore(deps.store.db) }));
 
   const document = createOpenApiDocument(config['pipeline.admin.prefix']);
   app.get(`${prefix}/openapi.json`, bearerAuth({ tokens, role: 'submit', log }), (c) => c.json(document));

@@ -10,7 +10,7 @@ import { StartExecutionRequest } from '../service/executions';
 import { PublishCheckpointRequest } from '../service/checkpoints';
 import { RedriveRequest } from '../service/redrive';
 import {
-  DlqList, EffectList, ExecutionList, ExecutionRecordView, ExecutionStatusSchema, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
+  DlqList, EffectList, PipelineList, ExecutionList, ExecutionRecordView, ExecutionStatusSchema, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
   RejectList, StartExecutionResponse, TerminalReasonSchema, TriageSchema,
 } from './schemas';
 
@@ -132,6 +132,13 @@ export function createOpenApiDocument(prefix: string) {
           summary: 'Triage across tenants (admin token without a tenant allow-list)',
           requestParams: { query: Window },
           responses: { '200': { description: 'the last window against the one before', ...json(TriageSchema) }, ...common },
+        },
+      },
+      [`${p}/admin/tenants/{tenantId}/pipelines`]: {
+        get: {
+          summary: 'Pipeline definition versions: registered, current, and how many of the tenant\'s executions still need each',
+          requestParams: { path: TenantPath },
+          responses: { '200': { description: 'by pipeline, versions ascending', ...json(PipelineList) }, ...common },
         },
       },
       [`${p}/admin/tenants/{tenantId}/dlq`]: {

@@ -226,3 +226,22 @@ export const TriageSchema = z
     signals: z.object({ executionDlq: TriageSignal, itemRejects: TriageSignal, executionsSucceeded: TriageSignal, checkpointBacklog: TriageSignal }),
   })
   .meta({ id: 'Triage' });
+
+export const PipelineList = z
+  .object({
+    items: z.array(z.object({
+      pipeline: z.string(),
+      currentVersion: z.number().int().nullable().meta({ description: 'the version new executions use; null when none is registered' }),
+      versions: z.array(z.object({
+        version: z.number().int(),
+        registered: z.boolean(),
+        newExecutions: z.boolean().meta({ description: 'false: registered only for the executions pinned to it' }),
+        fingerprint: z.string().nullable(),
+        steps: z.array(z.string()).nullable().meta({ description: 'step names in order; null when this service never saw the shape' }),
+        unfinished: z.object({
+          QUEUED: z.number().int(), RUNNING: z.number().int(), FAILED: z.number().int(), REMOTE_OUTCOME_UNKNOWN: z.number().int(), total: z.number().int(),
+        }).meta({ description: "this tenant's executions pinned to the version that still need it" }),
+      })),
+    })),
+  })
+  .meta({ id: 'PipelineList' });

@@ -74,6 +74,11 @@ export class PipelineRegistry {
     return this.pipelines.has(name);
   }
 
+  /** Every registered definition, by pipeline name then version. */
+  list(): VersionedPipeline[] {
+    return [...this.pipelines.values()].flatMap((versions) => [...versions.values()]).sort((a, b) => a.name.localeCompare(b.name) || a.version - b.version);
+  }
+
   /** Registered versions of a pipeline, ascending. */
   versions(name: string): number[] {
     return [...(this.pipelines.get(name)?.keys() ?? [])].sort((a, b) => a - b);

@@ -4,6 +4,7 @@
  * Written once per shape per process, at the first admission under it.
  */
 import type { Db } from './db';
+import type { ExecutionStatus } from '../spec-words';
 import type { PipelineDefinitionRow } from './rows';
 
 export interface DefinitionShape {
@@ -11,6 +12,14 @@ export interface DefinitionShape {
   version: number;
   fingerprint: string;
   steps: string[];
+}
+
+/** Unfinished executions of a tenant by pipeline, pinned version and status. */
+export interface PinnedCount {
+  pipeline: string;
+  version: number;
+  status: Exclude<ExecutionStatus, 'SUCCEEDED'>;
+  count: number;
 }
 
 export class DefinitionStore {
@@ -38,5 +47,15 @@ export class DefinitionStore {
     );
     const row = result.rows[0];
     return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps } : null;
+  }
+
+  /** Executions that still need their pinned version: to finish (QUEUED, RUNNING) or to be re-driven as they are (FAILED, REMOTE_OUTCOME_UNKNOWN). */
+  async pinnedCounts(tenantId: string): Promise<PinnedCount[]> {
+    const result = await this.db.query<{ pipeline: string; pipeline_version: number; status: PinnedCount['status']; count: number }>(
+      `SELECT pipeline, pipeline_version, status, count(*)::integer AS count FROM execution_record
+       WHERE tenant_id = $1 AND status <> 'SUCCEEDED' GROUP BY pipeline, pipeline_version, status`,
+      [tenantId],
+    );
+    return result.rows.map((row) => ({ pipeline: row.pipeline, version: row.pipeline_version, status: row.status, count: row.count }));
   }
 }

@@ -83,4 +83,22 @@ describe('re-drive under a changed definition', () => {
     expect(body.detail).toContain('changed without a new version');
     expect(await engine.service.store.get('acme', 'reshaped')).toEqual(failed);
   });
+
+  it('lists the versions, the current one, and how many executions still need each', async () => {
+    const res = await engine.request('GET', '/admin/tenants/acme/pipelines');
+    expect(res.status).toBe(200);
+    const { items } = await res.json();
+    expect(items).toEqual([{
+      pipeline: 'billing',
+      currentVersion: 3,
+      versions: [
+        // version 2 is gone but 'vanish' still needs it; version 1 has nothing left and is not listed
+        { version: 2, registered: false, newExecutions: false, fingerprint: null, steps: ['prepare', 'audit', 'charge'], unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 } },
+        { version: 3, registered: true, newExecutions: true, fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/), steps: ['prepare', 'check', 'audit'], unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 } },
+      ],
+    }]);
+    expect((await (await engine.request('GET', '/admin/tenants/other/pipelines')).json()).items[0].versions).toEqual([
+      expect.objectContaining({ version: 3, unfinished: expect.objectContaining({ total: 0 }) }),
+    ]);
+  });
 });
