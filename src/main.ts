@@ -10,12 +10,14 @@ import { createLog } from './log';
 import { createDemoPipeline } from './pipeline/demo';
 import { startDemoWorkers } from './worker-kit/demo-workers';
 import { startService } from './service/runtime';
+import { requireFreePorts } from './net';
 
 const log = createLog();
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const ports = { rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] };
+  await requireFreePorts([{ key: 'pipeline.demo.rest-port', port: ports.rest }, { key: 'pipeline.demo.grpc-port', port: ports.grpc }]);
   const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
   const service = await startService({ config, log, pipelines: [demo] });
   // The demo's remote steps, served by the worker kit next to the processes that run steps.

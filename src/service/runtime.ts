@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import { Client, type Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
@@ -25,6 +25,7 @@ import { ExecutionStore } from '../store/execution-store';
 import { createDlqProvider } from '../dlq/factory';
 import { DlqRelay } from '../dlq/relay';
 import { Metrics } from '../metrics';
+import { requireFreePorts, serveHttp } from '../net';
 import { migrate } from '../store/migrate';
 import { RejectStore } from '../store/reject-store';
 import { FailureGroupStore } from '../store/failure-group-store';
@@ -119,7 +120,19 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   if (embedded && role !== 'all') {
     throw new ConfigError(`pipeline.role=${role} needs the shared Postgres (pipeline.store.url, DATABASE_URL) and Temporal (pipeline.temporal.address, TEMPORAL_ADDRESS or a temporal CLI profile): split roles cannot share an embedded default`);
   }
+  // Every port clash is a start-up error naming its key, found before anything starts.
+  await requireFreePorts([
+    ...(options.http !== false ? [{ key: 'pipeline.server.port', port: config['pipeline.server.port'], host: config['pipeline.server.host'] }] : []),
+    ...(config['pipeline.temporal.address'] ? [] : [
+      { key: 'pipeline.temporal.dev-server.port', port: config['pipeline.temporal.dev-server.port'], hint: 'another Temporal server? the embedded default never adopts a server it did not start; to use that one, set pipeline.temporal.address' },
+      { key: 'pipeline.temporal.dev-server.ui-port', port: config['pipeline.temporal.dev-server.ui-port'] },
+    ]),
+  ]);
   if (embedded) mkdirSync(dataDir, { recursive: true });
+  if (config['pipeline.defaults.retry-wait-ms'] < 1000) {
+    // Temporal never retries an activity sooner than about 1 s: a smaller base is not honoured.
+    log.warn({ event: 'config_warning', key: 'pipeline.defaults.retry-wait-ms', value: config['pipeline.defaults.retry-wait-ms'], detail: 'Temporal retries an activity no sooner than about 1000 ms after a failure; delays below that behave as about 1000 ms' });
+  }
 
   let tokens = config['pipeline.auth.tokens'];
   let adminToken: string | undefined;
@@ -146,6 +159,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       log,
     });
     address = devServer.address;
+    log.info({ event: 'temporal_dev_server_started', address, pid: devServer.pid ?? null, watchdogPid: devServer.watchdogPid ?? null });
     const started = devServer;
     stack.push(() => started.stop());
   }
@@ -202,7 +216,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     const port = config['pipeline.server.port'];
     const hostname = config['pipeline.server.host'];
     const served = role === 'worker' ? createHealthApp({ log, metrics, readiness, metricsTokenSha256: config['pipeline.metrics.token-sha256'] }) : app;
-    server = serve({ fetch: served.fetch, port, hostname });
+    server = await serveHttp({ fetch: served.fetch, port, hostname, key: 'pipeline.server.port' });
     const shown = ['127.0.0.1', '0.0.0.0', '::'].includes(hostname) ? 'localhost' : hostname.includes(':') ? `[${hostname}]` : hostname;
     if (role !== 'worker') urls.api = `http://${shown}:${port}/${config['pipeline.admin.prefix']}`;
   }

@@ -3,15 +3,17 @@
  * with our search attributes registered. Used by the embedded default and the tests.
  *
  * With a binary on disk we spawn it ourselves: its output is piped (JSON lines go to
- * our log, the banner is dropped, so stdout stays one JSON object per line) and it is
- * killed when this process exits, even after a crash. Without one, the SDK downloads
- * and runs it.
+ * our log, the banner is dropped, so stdout stays one JSON object per line). It runs
+ * under a tiny watchdog (a second Node process) that kills it as soon as its IPC channel to
+ * this process closes, so the server never outlives the service, not even a `kill -9` of
+ * it. A port already in use is refused before anything is spawned: this never adopts a
+ * server it did not start. Without a binary, the SDK downloads and runs it.
  */
 import { spawn } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Log } from '../log';
-import { freePort } from '../net';
+import { freePort, portInUse } from '../net';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { resolveTemporalCli } from './cli';
 
@@ -33,6 +35,8 @@ export interface DevServer {
   settings: string;
   /** the server process, when we spawned it */
   pid?: number;
+  /** the watchdog that kills the server when this process goes away, when we spawned it */
+  watchdogPid?: number;
   stop(): Promise<void>;
 }
 
@@ -79,7 +83,34 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
 }
 
+/**
+ * The watchdog, run as `node -e WATCHDOG <binary> <args…>`: spawns the server, tells its
+ * parent the server's pid, kills the server when the parent's IPC channel closes (the
+ * parent exited, however it died), and exits with the server.
+ */
+const WATCHDOG = `
+const { spawn } = require('node:child_process');
+const [path, ...args] = process.argv.slice(1);
+const server = spawn(path, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+let parentGone = false;
+const stop = () => {
+  if (parentGone) return;
+  parentGone = true;
+  server.kill('SIGTERM');
+  setTimeout(() => server.kill('SIGKILL'), 5000).unref();
+};
+process.on('disconnect', stop);
+process.on('SIGTERM', stop);
+process.on('SIGINT', () => undefined);
+server.on('spawn', () => process.send && process.send({ serverPid: server.pid }));
+server.on('error', (err) => { process.stderr.write('watchdog: ' + err.message + '\\n'); process.exit(1); });
+server.on('exit', (code, signal) => process.exit(code === null ? 1 : code));
+`;
+
 async function spawnDevServer(path: string, namespace: string, options: DevServerOptions): Promise<DevServer> {
+  if (options.port !== undefined && (await portInUse(options.port))) {
+    throw new Error(`port ${options.port} on 127.0.0.1 is already in use: a Temporal dev server is never started onto, or adopted from, a port something else holds`);
+  }
   const port = options.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-format', 'json', '--log-level', 'warn'];
   args.push('--http-port', String(await freePort()), '--metrics-port', String(await freePort()));
@@ -87,8 +118,21 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   for (const key of ALL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=Keyword`);
 
-  const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const killOnExit = () => child.kill('SIGKILL');
+  const child = spawn(process.execPath, ['-e', WATCHDOG, path, ...args], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  // A clean exit of this process closes the channel too; the watchdog stops the server either way.
+  let serverPid: number | undefined;
+  child.on('message', (message: { serverPid?: number }) => (serverPid = message.serverPid ?? serverPid));
+  child.channel?.unref();
+  const killOnExit = () => {
+    if (serverPid) {
+      try {
+        process.kill(serverPid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    child.kill('SIGKILL');
+  };
   process.once('exit', killOnExit);
   let exitReason: string | undefined;
   let head = '';
@@ -108,14 +152,14 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
       }
     }
   };
-  child.stdout.on('data', forward);
-  child.stderr.on('data', forward);
+  child.stdout!.on('data', forward);
+  child.stderr!.on('data', forward);
 
   const address = `127.0.0.1:${port}`;
   try {
     await waitUntilServing(address, namespace, () => exitReason);
   } catch (err) {
-    child.kill('SIGKILL');
+    killOnExit();
     process.removeListener('exit', killOnExit);
     throw err;
   }
@@ -123,13 +167,16 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
     address,
     namespace,
     settings: `temporal ${args.join(' ')}`,
-    pid: child.pid,
+    get pid() {
+      return serverPid;
+    },
+    watchdogPid: child.pid,
     async stop() {
       process.removeListener('exit', killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      child.kill('SIGTERM'); // the watchdog stops the server and exits with it
+      const timer = setTimeout(killOnExit, 6000);
       await exited;
       clearTimeout(timer);
     },

@@ -3,7 +3,8 @@
  * `notify` over REST and `archive` over gRPC. Their behaviour (fail, stall) comes from
  * the demo input, as for the local steps.
  */
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
+import { serveHttp } from '../net';
 import { ConfigError } from '../errors';
 import { demoBehaviour } from '../pipeline/demo';
 import { NonRetryableException } from '../pipeline/define';
@@ -28,11 +29,7 @@ export async function startDemoWorkers(db: Queryable, ports: { rest: number; grp
   await ensureDedupeSchema(db);
   const platform = `demo-kit/node-${process.versions.node}`;
   const rest = createRestTransitionWorker({ db, platform, handler: handlerFor('notify') });
-  const server: ServerType = serve({ fetch: rest.fetch, port: ports.rest, hostname: '127.0.0.1' });
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', (err) => reject(new ConfigError(`pipeline.demo.rest-port: cannot listen on 127.0.0.1:${ports.rest} (${(err as NodeJS.ErrnoException).code ?? err.message})`)));
-  });
+  const server: ServerType = await serveHttp({ fetch: rest.fetch, port: ports.rest, hostname: '127.0.0.1', key: 'pipeline.demo.rest-port' });
   const grpc = createGrpcTransitionWorker({ db, platform, handler: handlerFor('archive') });
   try {
     await grpc.listen(ports.grpc);

@@ -71,7 +71,7 @@ describe('npm start on the embedded default', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       if (stderr.includes('Admin token')) break;
-      const portClash = /cannot listen|EADDRINUSE|address already in use|exited during start-up/i.test(stderr + stdout);
+      const portClash = /cannot listen|EADDRINUSE|already in use|exited during start-up/i.test(stderr + stdout);
       if (!portClash || attempt >= 3) throw new Error(`npm start exited ${child.exitCode}: ${stderr}`);
     }
     expect(stderr).toContain(`http://localhost:${port}/pipeline`);
