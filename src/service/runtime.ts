@@ -17,7 +17,7 @@ import { ConfigError } from '../errors';
 import type { Log } from '../log';
 import type { PipelineDefinition } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
-import { createPgDb, createPgliteDb, type Db } from '../store/db';
+import { createPgDb, createPgliteDb, storeConnectionString, type Db } from '../store/db';
 import { CheckpointStore } from '../store/checkpoint-store';
 import { DlqStore } from '../store/dlq-store';
 import { EffectStore } from '../store/effect-store';
@@ -143,7 +143,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
   const effective: Config = { ...config, 'pipeline.auth.tokens': tokens };
 
-  const db = config['pipeline.store.url'] ? createPgDb(config['pipeline.store.url'], { log }) : await createPgliteDb(join(dataDir, 'pglite'));
+  const db = config['pipeline.store.url'] ? createPgDb(storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']), { log }) : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
   await migrate(db);
 

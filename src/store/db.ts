@@ -4,8 +4,9 @@
  * data dir) both satisfy. Every call is one round trip; `stats.queries` counts them so
  * benchmarks can report round trips per step.
  */
+import { accessSync, constants } from 'node:fs';
 import pg from 'pg';
-import { StoreUnavailableError } from '../errors';
+import { ConfigError, StoreUnavailableError } from '../errors';
 import type { Log } from '../log';
 import { retryDelayMs, type Backoff } from '../retry';
 
@@ -70,6 +71,35 @@ async function withRetry<T>(fn: () => Promise<T>, attempts = 4): Promise<T> {
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs(TRANSIENT_BACKOFF, attempt)));
     }
   }
+}
+
+/**
+ * The store's connection string with Postgres TLS: `sslmode` stays the URL's own
+ * (`require`, `verify-ca`, `verify-full`); `caFile` (pipeline.store.ca-file) adds the CA
+ * that signed the server's certificate and turns verification on (`verify-full` unless the
+ * URL asks for another verifying mode). An unreadable file or `sslmode=disable` beside a CA
+ * file is a ConfigError naming the key.
+ */
+export function storeConnectionString(url: string, caFile?: string): string {
+  if (!caFile) return url;
+  try {
+    accessSync(caFile, constants.R_OK);
+  } catch (err) {
+    throw new ConfigError(`pipeline.store.ca-file: cannot read ${caFile}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError('pipeline.store.url: not a postgres:// URL');
+  }
+  const mode = parsed.searchParams.get('sslmode');
+  if (mode === 'disable' || mode === 'allow' || mode === 'prefer') {
+    throw new ConfigError(`pipeline.store.ca-file is set but pipeline.store.url has sslmode=${mode}: use verify-full (or verify-ca) to verify the server`);
+  }
+  if (!mode || mode === 'require') parsed.searchParams.set('sslmode', 'verify-full');
+  parsed.searchParams.set('sslrootcert', caFile);
+  return parsed.toString();
 }
 
 export function createPgDb(connectionString: string, options: { max?: number; log?: Log } = {}): Db {

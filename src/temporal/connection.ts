@@ -8,6 +8,8 @@
  * accept, a CA that does not verify the server) is a ConfigError naming the setting.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { Connection } from '@temporalio/client';
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
 import type { ConfigDataSource } from '@temporalio/envconfig';
@@ -58,24 +60,73 @@ export function temporalConnectOptions(address: string, env: Record<string, stri
   return options;
 }
 
+/**
+ * Why a TLS connection failed, in the setting's terms. The gRPC layers report only
+ * "failed to connect before the deadline", so a plain node:tls handshake with the same
+ * CA, client certificate and server name finds the reason: the server's certificate does
+ * not verify (the CA or the name), or the server refuses us (no or a wrong client certificate).
+ */
+export async function diagnoseTls(options: TemporalConnectOptions, timeoutMs = 5000): Promise<ConfigError | undefined> {
+  if (!options.tls) return undefined;
+  const tls = typeof options.tls === 'object' ? options.tls : {};
+  const { host, port } = splitAddress(options.address);
+  const where = `cannot connect to Temporal at ${options.address} over TLS`;
+  const outcome = await new Promise<{ stage: 'handshake' | 'after' | 'ok'; error?: NodeJS.ErrnoException }>((resolve) => {
+    const socket = tlsConnect({
+      host,
+      port,
+      servername: tls.serverNameOverride ?? (isIP(host) ? undefined : host),
+      ca: tls.serverRootCACertificate ? Buffer.from(tls.serverRootCACertificate) : undefined,
+      cert: tls.clientCertPair ? Buffer.from(tls.clientCertPair.crt) : undefined,
+      key: tls.clientCertPair ? Buffer.from(tls.clientCertPair.key) : undefined,
+      ALPNProtocols: ['h2'],
+      rejectUnauthorized: true,
+    });
+    let secured = false;
+    const done = (result: { stage: 'handshake' | 'after' | 'ok'; error?: NodeJS.ErrnoException }) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    // TLS 1.3: the server judges our certificate after our handshake completes, so wait a moment for its alert.
+    const timer = setTimeout(() => done({ stage: secured ? 'ok' : 'handshake', error: secured ? undefined : new Error('no TLS handshake in time') }), timeoutMs);
+    socket.once('secureConnect', () => {
+      secured = true;
+      setTimeout(() => done({ stage: 'ok' }), 500).unref();
+    });
+    socket.once('error', (error) => done({ stage: secured ? 'after' : 'handshake', error }));
+    socket.once('close', () => done({ stage: secured ? 'after' : 'handshake', error: secured ? new Error('the server closed the connection after the handshake') : new Error('connection closed during the handshake') }));
+  });
+  const reason = outcome.error ? `${outcome.error.code ? `${outcome.error.code}: ` : ''}${outcome.error.message}` : '';
+  const code = outcome.error?.code ?? '';
+  if (outcome.stage === 'handshake' && /ALTNAME|HOSTNAME/.test(code)) {
+    return new ConfigError(`${SETTING.serverName}: ${where}: the server's certificate is not for this name — ${reason}`);
+  }
+  if (outcome.stage === 'handshake' && /CERT|SELF_SIGNED|UNABLE_TO|VERIFY|ISSUER/.test(code)) {
+    return new ConfigError(`${SETTING.serverCa}: ${where}: the server's certificate does not verify against ${tls.serverRootCACertificate ? 'the configured CA' : "the system's CAs (set the server's CA)"} — ${reason}`);
+  }
+  if (outcome.stage === 'after' || /ALERT|CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA/.test(code)) {
+    return tls.clientCertPair
+      ? new ConfigError(`${SETTING.clientCert}: ${where}: the server refused the client certificate — ${reason}`)
+      : new ConfigError(`${SETTING.clientCert} and ${SETTING.clientKey}: ${where}: the server requires a client certificate (mTLS) and none is configured — ${reason}`);
+  }
+  return undefined;
+}
+
+function splitAddress(address: string): { host: string; port: number } {
+  const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(address);
+  return match ? { host: match[1], port: Number(match[2]) } : { host: address, port: 7233 };
+}
+
 /** Turns a connection failure into a start-up error that names the setting to check. */
-export function explainConnectFailure(err: unknown, options: TemporalConnectOptions): Error {
+async function explainConnectFailure(err: unknown, options: TemporalConnectOptions): Promise<Error> {
   const message = err instanceof Error ? err.message : String(err);
-  const where = `cannot connect to Temporal at ${options.address}`;
-  const tls = typeof options.tls === 'object' ? options.tls : undefined;
-  if (options.tls && /certificate|UnknownIssuer|unknown ca|self.signed|verify|BadSignature/i.test(message) && !/certificate required/i.test(message)) {
-    return new ConfigError(`${SETTING.serverCa}: ${where}: the server's certificate does not verify against the configured CA${tls?.serverNameOverride ? ` for the name ${tls.serverNameOverride}` : ''} (${SETTING.serverName} if the name differs) — ${message}`);
+  const diagnosed = await diagnoseTls(options).catch(() => undefined);
+  if (diagnosed) return diagnosed;
+  if (/unauthenticated|permission|api key/i.test(message)) {
+    return new ConfigError(`${options.apiKey ? SETTING.apiKey : `${SETTING.apiKey} or ${SETTING.clientCert}`}: cannot connect to Temporal at ${options.address}: the server refused the credentials — ${message}`);
   }
-  if (options.tls && !tls?.clientCertPair && /certificate required|handshake|alert|reset|closed|tls/i.test(message)) {
-    return new ConfigError(`${SETTING.clientCert} and ${SETTING.clientKey}: ${where}: the TLS handshake failed and no client certificate is configured; a server that requires mTLS needs one — ${message}`);
-  }
-  if (options.tls && tls?.clientCertPair && /certificate required|bad certificate|unknown ca|alert|handshake/i.test(message)) {
-    return new ConfigError(`${SETTING.clientCert}: ${where}: the server refused the client certificate — ${message}`);
-  }
-  if (/unauthenticated|permission|api key|PermissionDenied|Unauthenticated/i.test(message)) {
-    return new ConfigError(`${options.apiKey ? SETTING.apiKey : `${SETTING.apiKey} or ${SETTING.clientCert}`}: ${where}: the server refused the credentials — ${message}`);
-  }
-  return new Error(`${where}: ${message}`);
+  return new Error(`cannot connect to Temporal at ${options.address}: ${message}`);
 }
 
 /** A client connection; failures name the setting. */
@@ -83,7 +134,7 @@ export async function connectClient(options: TemporalConnectOptions): Promise<Co
   try {
     return await Connection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata });
   } catch (err) {
-    throw explainConnectFailure(err, options);
+    throw await explainConnectFailure(err, options);
   }
 }
 
@@ -92,6 +143,6 @@ export async function connectNative(options: TemporalConnectOptions): Promise<Na
   try {
     return await NativeConnection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata });
   } catch (err) {
-    throw explainConnectFailure(err, options);
+    throw await explainConnectFailure(err, options);
   }
 }

@@ -1,0 +1,144 @@
+/**
+ * mTLS to Temporal, for real: the dev server has no TLS, so a TLS-terminating proxy
+ * (node:tls, ALPN h2, client certificate required, verified against the test's CA) sits in
+ * front of it. Certificates are made here with the openssl CLI. The service is configured
+ * only through the temporal CLI's variables (TEMPORAL_TLS_*) and connects with
+ * verification on, client and worker both; an execution runs through the proxy. A wrong
+ * CA, a missing client certificate, a certificate without its key and an unreadable file
+ * are start-up errors naming the variable.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as netConnect, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer, type Server, type TLSSocket } from 'node:tls';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig } from '../../src/config/config';
+import { ConfigError } from '../../src/errors';
+import { createLog } from '../../src/log';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { startService, type Service } from '../../src/service/runtime';
+import { TEST_TOKENS } from '../helpers/engine';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { until } from '../helpers/until';
+
+const dir = mkdtempSync(join(tmpdir(), 'temporal-tls-'));
+const file = (name: string) => join(dir, name);
+const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+
+/** A CA, and certificates it signs: server (localhost, 127.0.0.1) and client. A second, unrelated CA. */
+function makeCertificates(): void {
+  for (const ca of ['ca', 'other-ca']) {
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=test ${ca}`, '-keyout', file(`${ca}.key`), '-out', file(`${ca}.pem`));
+  }
+  const sign = (name: string, subject: string) => {
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', subject, '-keyout', file(`${name}.key`), '-out', file(`${name}.csr`));
+    openssl('x509', '-req', '-in', file(`${name}.csr`), '-CA', file('ca.pem'), '-CAkey', file('ca.key'), '-CAcreateserial', '-days', '2', '-out', file(`${name}.pem`), '-extfile', file(`${name}.ext`));
+  };
+  writeFileSync(file('server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+  writeFileSync(file('client.ext'), 'extendedKeyUsage=clientAuth\n');
+  sign('server', '/CN=localhost');
+  sign('client', '/CN=pipeline-worker');
+}
+
+let proxy: Server;
+let proxyAddress: string;
+let database: TestDatabase;
+const clientCertificates: (string | undefined)[] = [];
+const services: Service[] = [];
+
+beforeAll(async () => {
+  makeCertificates();
+  const [upstreamHost, upstreamPort] = inject('temporalAddress').split(':');
+  proxy = createServer(
+    {
+      key: readFileSync(file('server.key')),
+      cert: readFileSync(file('server.pem')),
+      ca: readFileSync(file('ca.pem')),
+      requestCert: true,
+      rejectUnauthorized: true,
+      ALPNProtocols: ['h2'],
+    },
+    (socket: TLSSocket) => {
+      clientCertificates.push(String(socket.getPeerCertificate()?.subject?.CN));
+      const upstream = netConnect(Number(upstreamPort), upstreamHost);
+      socket.pipe(upstream).pipe(socket);
+      const close = () => {
+        socket.destroy();
+        upstream.destroy();
+      };
+      socket.on('error', close);
+      upstream.on('error', close);
+    },
+  );
+  proxy.on('tlsClientError', () => undefined);
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  proxyAddress = `localhost:${(proxy.address() as AddressInfo).port}`;
+  database = await createTestDatabase();
+});
+
+afterAll(async () => {
+  for (const service of services) await service.stop();
+  proxy?.close();
+  await database?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const quiet = createLog({ level: 'fatal', destination: new Writable({ write: (_chunk, _encoding, done) => done() }) });
+const pipeline = definePipeline({ name: 'tls', steps: [localStep('one', (input: { n: number }) => ({ n: input.n + 1 }))] });
+
+function start(env: Record<string, string>): Promise<Service> {
+  const config = loadConfig({}, {
+    'pipeline.store.url': database.url,
+    'pipeline.temporal.address': proxyAddress,
+    'pipeline.temporal.task-queue': `tls-${Date.now()}`,
+    'pipeline.auth.tokens': TEST_TOKENS,
+    'pipeline.sweeper.interval': '500ms',
+  });
+  return startService({ config, log: quiet, pipelines: [pipeline], http: false, env });
+}
+
+const MTLS = () => ({
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem'),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: file('client.pem'),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: file('client.key'),
+});
+
+describe('Temporal over mTLS (TEMPORAL_TLS_* variables)', () => {
+  it('connects client and worker with verification on, and runs an execution through the proxy', async () => {
+    const service = await start(MTLS());
+    services.push(service);
+    expect((await service.readiness.check()).checks).toEqual({ postgres: 'up', temporal: 'up', worker: 'up' });
+
+    const res = await service.app.request('/pipeline/api/tenants/acme/executions', {
+      method: 'POST',
+      headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' },
+      body: JSON.stringify({ pipeline: 'tls', executionId: 'tls-1', input: { n: 41 } }),
+    });
+    expect(res.status).toBe(202);
+    await until(async () => (await service.store.get('acme', 'tls-1'))?.status === 'SUCCEEDED', 60_000, 'the execution to succeed through the TLS proxy');
+    // Every connection the proxy accepted presented the client certificate.
+    expect(clientCertificates.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(clientCertificates)).toEqual(new Set(['pipeline-worker']));
+  });
+
+  it('refuses to start with a CA that did not sign the server certificate, naming the variable', async () => {
+    const error = await start({ ...MTLS(), TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('other-ca.pem') }).catch((err) => err);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toMatch(/^TEMPORAL_TLS_SERVER_CA_CERT_PATH/);
+  });
+
+  it('refuses to start without a client certificate when the server requires one, naming the variables', async () => {
+    const error = await start({ TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem') }).catch((err) => err);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toMatch(/^TEMPORAL_TLS_CLIENT_CERT_PATH .* and TEMPORAL_TLS_CLIENT_KEY_PATH/);
+  });
+
+  it('names the variable of a certificate without its key, and of an unreadable file', async () => {
+    const { TEMPORAL_TLS_CLIENT_KEY_PATH: _key, ...withoutKey } = MTLS();
+    await expect(start(withoutKey)).rejects.toThrow(/^TEMPORAL_TLS_CLIENT_KEY_PATH .* is missing/);
+    await expect(start({ ...MTLS(), TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('absent.pem') })).rejects.toThrow(/^TEMPORAL_TLS_SERVER_CA_CERT_PATH .*cannot read .*absent\.pem: ENOENT/);
+  });
+});
