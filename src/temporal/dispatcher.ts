@@ -8,10 +8,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Log } from '../log';
 import { PeriodicTask } from '../periodic-task';
-import { withCallDeadline } from './call-deadline';
+import { TemporalCallTimeoutError, withCallDeadline } from './call-deadline';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
 import { DispatchStore } from '../store/dispatch-store';
@@ -26,6 +27,8 @@ export interface DispatchSpec {
 export interface DispatchOutcome {
   dispatch: 'started' | 'pending';
   runId: string | null;
+  /** pending because Temporal did not answer in time (or was unreachable), not because of this row */
+  temporalUnavailable?: boolean;
 }
 
 const LEASE_MS = 30_000;
@@ -102,7 +105,7 @@ export class Dispatcher {
       const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';
       this.log.warn({ event: 'execution_dispatch_failed', tenantId, executionId, dispatchId, error: message });
       await this.releaseLease(tenantId, executionId, dispatchId, message);
-      return { dispatch: 'pending', runId: null };
+      return { dispatch: 'pending', runId: null, temporalUnavailable: temporalUnavailable(err) };
     }
   }
 
@@ -166,6 +169,8 @@ export class Dispatcher {
         started++;
         this.log.info({ event: 'execution_dispatch_swept', ...key, runId: outcome.runId });
       }
+      // Temporal is down: the other rows would each wait out the deadline too. The next sweep tries again.
+      if (outcome.temporalUnavailable) break;
     }
     return started;
   }
@@ -180,3 +185,9 @@ export class Dispatcher {
   }
 }
 
+/** A start that failed because Temporal did not answer (deadline, unreachable), not because of its row. */
+function temporalUnavailable(err: unknown): boolean {
+  if (err instanceof TemporalCallTimeoutError) return true;
+  const code = (err as { code?: unknown; cause?: { code?: unknown } })?.cause?.code ?? (err as { code?: unknown })?.code;
+  return code === grpcStatus.UNAVAILABLE || code === grpcStatus.DEADLINE_EXCEEDED || code === grpcStatus.CANCELLED;
+}

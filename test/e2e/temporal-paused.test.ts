@@ -83,15 +83,22 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
         expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
       }
 
+      // One sweep while Temporal is down tries one row, not each row for a full deadline.
+      await engine.service.dispatcher.stopSweeper();
+      const attempts = async () => (await engine.service.db.query<{ n: number }>(`SELECT sum(attempts)::int AS n FROM execution_dispatch WHERE execution_id LIKE 'paused-%'`)).rows[0].n;
+      const before = await attempts();
+      expect(await engine.service.dispatcher.sweepOnce()).toBe(0);
+      expect(await attempts()).toBe(before + 1);
+
       // Re-drive of a live execution: Temporal cannot say whether its run is alive → 503, nothing changed.
-      const before = await engine.service.store.get('acme', 'live-1');
+      const liveBefore = await engine.service.store.get('acme', 'live-1');
       for (const query of ['', '?dryRun=true']) {
         const { res, body, elapsedMs } = await timed(() => redrive('live-1', { expectedVersion: live.version, reason: 'looks stuck', allowFailed: false }, query));
         expect({ status: res.status, code: body.code }).toEqual({ status: 503, code: 'TEMPORAL_UNAVAILABLE' });
         expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
         expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
       }
-      expect(await engine.service.store.get('acme', 'live-1')).toEqual(before);
+      expect(await engine.service.store.get('acme', 'live-1')).toEqual(liveBefore);
       const audit = await engine.service.db.query(`SELECT count(*)::int AS n FROM redrive_audit WHERE execution_id = 'live-1'`);
       expect(audit.rows[0].n).toBe(0);
 
@@ -105,6 +112,7 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
       expect(Number(/^pipeline_checkpoint_delivery_failures_total (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
     } finally {
       resume();
+      engine.service.dispatcher.startSweeper(500);
     }
 
     // Temporal is back: the sweeper starts each admitted run, once.
