@@ -35,7 +35,7 @@ import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES, pa
 import { bodyLimits } from './middleware/body-limits';
 import { isValidId } from '../ids';
 import { ExecutionStatusSchema, TerminalReasonSchema } from './schemas';
-import { effectView, recordView } from './views';
+import { effectView, existingExecutionView, recordView } from './views';
 
 export interface AppDeps {
   config: Config;
@@ -57,7 +57,7 @@ export interface AppDeps {
   readiness?: Readiness;
 }
 
-const Limit = z.coerce.number().int().min(1).max(500).default(50);
+const Limit = z.string().regex(/^\d{1,6}$/, 'must be a whole number, e.g. 50').transform(Number).pipe(z.number().int().min(1).max(500)).default(50);
 const ListExecutionsQuery = z.object({
   status: ExecutionStatusSchema.optional(),
   limit: Limit,
@@ -100,6 +100,8 @@ export function createApp(deps: AppDeps) {
     const tenantId = pathId(c, 'tenantId');
     const body = await readJson(c, StartExecutionRequest);
     const outcome = await deps.executions.start(tenantId, body);
+    // A repeated executionKey: an admin token sees the record, a submit token only that it exists.
+    if (!outcome.created && c.get('principal').role !== 'admin') return c.json(existingExecutionView(outcome.record), 200);
     return c.json({ ...recordView(outcome.record), dispatch: outcome.dispatch, runId: outcome.runId ?? outcome.record.runId }, outcome.created ? 202 : 200);
   });
 
@@ -141,7 +143,7 @@ export function createApp(deps: AppDeps) {
 
   admin.post('/tenants/:tenantId/executions/:executionId/redrive', async (c) => {
     const query = readQuery(c, RedriveQuery);
-    const body = await readJson(c, RedriveRequest);
+    const body = await readJson(c, RedriveRequest, { integerFields: ['expectedVersion'] });
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     if (query.dryRun === 'true') return c.json(await deps.redrive.preview(tenantId, executionId, body), 200);

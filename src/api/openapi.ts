@@ -11,7 +11,7 @@ import { PublishCheckpointRequest } from '../service/checkpoints';
 import { RedriveRequest } from '../service/redrive';
 import {
   DlqList, EffectList, PipelineList, ExecutionList, ExecutionRecordView, ExecutionStatusSchema, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
-  RejectList, StartExecutionResponse, TerminalReasonSchema, TriageSchema,
+  RejectList, StartExecutionResponse, ExistingExecutionResponse, TerminalReasonSchema, TriageSchema,
 } from './schemas';
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
@@ -51,7 +51,7 @@ export function createOpenApiDocument(prefix: string) {
           requestBody: json(StartExecutionRequest),
           responses: {
             '202': { description: 'admitted; the run is started or pending', ...json(StartExecutionResponse) },
-            '200': { description: 'an execution with this executionKey exists already', ...json(StartExecutionResponse) },
+            '200': { description: 'an execution with this executionKey exists already: the record for an admin token, only its id for a submit token', ...json(z.union([StartExecutionResponse, ExistingExecutionResponse])) },
             ...common,
             '409': problem('executionId already used (EXECUTION_EXISTS)'),
             ...bodyErrors,

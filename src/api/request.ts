@@ -16,7 +16,53 @@ function issuesOf(error: z.ZodError) {
   return error.issues.map((issue) => ({ path: issue.path.join('.'), code: issue.code, message: issue.message }));
 }
 
-export async function readJson<S extends z.ZodType>(c: Context, schema: S, maxBytes = MAX_BODY_BYTES): Promise<z.output<S>> {
+/**
+ * Top-level members of a JSON object text whose value is a number written with a fraction
+ * or an exponent (`10.0`, `1e1`). JSON.parse turns those into integers, so an integer field
+ * can only be checked on the text.
+ */
+export function nonIntegerLiteralMembers(text: string): string[] {
+  const found: string[] = [];
+  let depth = 0;
+  let key: string | null = null;
+  let expectKey = false;
+  for (let i = 0; i < text.length; ) {
+    const ch = text[i];
+    if (ch === '"') {
+      let end = i + 1;
+      while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        key = JSON.parse(text.slice(i, end + 1)) as string;
+        expectKey = false;
+      }
+      i = end + 1;
+      continue;
+    }
+    const number = ch === '-' || (ch >= '0' && ch <= '9') ? /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400)) : null;
+    if (number) {
+      if (depth === 1 && key !== null && (number[1] || number[2])) found.push(key);
+      i += number[0].length;
+      continue;
+    }
+    if (ch === '{' || ch === '[') {
+      depth++;
+      if (depth === 1 && ch === '{') expectKey = true;
+    } else if (ch === '}' || ch === ']') depth--;
+    else if (ch === ',' && depth === 1) expectKey = true;
+    i++;
+  }
+  return found;
+}
+
+export interface ReadJsonOptions {
+  /** default 64 KiB */
+  maxBytes?: number;
+  /** top-level integer fields whose literal must be written as an integer (`10`, never `10.0` or `1e1`) */
+  integerFields?: string[];
+}
+
+export async function readJson<S extends z.ZodType>(c: Context, schema: S, options: ReadJsonOptions = {}): Promise<z.output<S>> {
+  const maxBytes = options.maxBytes ?? MAX_BODY_BYTES;
   const type = c.req.header('content-type') ?? '';
   if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i.test(type)) {
     throw new PipelineError('Content-Type must be application/json', 'UNSUPPORTED_MEDIA_TYPE', 415);
@@ -25,10 +71,16 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S, maxBy
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   if (bytes.byteLength > maxBytes) throw new BodyTooLargeError(maxBytes);
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    value = JSON.parse(text);
   } catch {
     throw new PipelineError('body is not valid UTF-8 JSON', 'INVALID_JSON', 400);
+  }
+  const written = options.integerFields?.length ? nonIntegerLiteralMembers(text).filter((name) => options.integerFields!.includes(name)) : [];
+  if (written.length > 0) {
+    throw new ValidationError('body does not match the schema', written.map((name) => ({ path: name, code: 'invalid_type', message: 'must be written as an integer (no fraction or exponent, e.g. 10 not 10.0)' })));
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ValidationError('body does not match the schema', issuesOf(parsed.error));
@@ -44,6 +96,11 @@ export function pathId(c: Context, name: string): string {
 }
 
 export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
+  // `?dryRun=false&dryRun=true` has no single meaning: refuse it rather than pick one.
+  const repeated = Object.entries(c.req.queries()).filter(([, values]) => values.length > 1).map(([name]) => name);
+  if (repeated.length > 0) {
+    throw new ValidationError('query string does not match the schema', repeated.map((name) => ({ path: name, code: 'ambiguous', message: 'must be given at most once' })));
+  }
   const parsed = schema.safeParse(c.req.query());
   if (!parsed.success) throw new ValidationError('query string does not match the schema', issuesOf(parsed.error));
   return parsed.data;

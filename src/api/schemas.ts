@@ -66,6 +66,17 @@ export const StartExecutionResponse = ExecutionRecordView.extend({
   runId: z.string().nullable(),
 }).meta({ id: 'StartExecutionResponse' });
 
+export const ExistingExecutionResponse = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    executionKey: z.string().nullable(),
+    pipeline: z.string(),
+    existing: z.literal(true),
+    dispatch: z.literal('existing'),
+  })
+  .meta({ id: 'ExistingExecution', description: 'what a submit token is told of an execution its executionKey names already; an admin token gets the StartExecutionResponse' });
+
 export const ExecutionList = z.object({ items: z.array(ExecutionRecordView), nextCursor: z.string().nullable() }).meta({ id: 'ExecutionList' });
 
 export const CommandEffectView = z

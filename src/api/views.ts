@@ -14,3 +14,11 @@ export function effectView(effect: CommandEffect) {
   const { result, ...rest } = effect;
   return { ...rest, hasResult: result != null };
 }
+
+/**
+ * What a `submit` token learns when its executionKey names an existing execution: that it
+ * exists and under which id, nothing of its state (status, errors, runId are /admin's).
+ */
+export function existingExecutionView(record: ExecutionRecord) {
+  return { tenantId: record.tenantId, executionId: record.executionId, executionKey: record.executionKey, pipeline: record.pipeline, existing: true as const, dispatch: 'existing' as const };
+}

@@ -40,10 +40,29 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+const OWN_NAMES = new Set(['fail', 'sleepMs', 'trail', 'mode', 'times', 'code']);
+
+/**
+ * Where in the input an issue is, by position: the demo's own field names as they are,
+ * any key the caller chose (a step name under `fail`/`sleepMs`, anything else) as `#n`,
+ * its position in its object. The message lands in lastErrorMessage and the DLQ, which
+ * carry no payload data.
+ */
+export function inputPosition(path: readonly PropertyKey[], raw: unknown): string {
+  let node: unknown = raw;
+  const parts = path.map((segment) => {
+    const here = node as Record<string, unknown> | undefined;
+    node = here?.[segment as string];
+    if (typeof segment === 'number' || OWN_NAMES.has(String(segment))) return String(segment);
+    return `#${here && typeof here === 'object' ? Object.keys(here).indexOf(String(segment)) : '?'}`;
+  });
+  return parts.join('.') || '(root)';
+}
+
 /** What every demo step does, local or remote: sleep and fail as the input asks, then pass the input along. */
 export async function demoBehaviour(raw: unknown, step: { name: string; attempt: number; signal?: AbortSignal; remote?: boolean }) {
   const parsed = DemoInput.safeParse(raw ?? {});
-  if (!parsed.success) throw new NonRetryableException(`demo input is invalid at ${parsed.error.issues[0]?.path.join('.') || '(root)'}`, 'DEMO_INPUT_INVALID');
+  if (!parsed.success) throw new NonRetryableException(`demo input is invalid at ${inputPosition(parsed.error.issues[0]?.path ?? [], raw)}`, 'DEMO_INPUT_INVALID');
   const input: DemoInput = parsed.data;
   const pause = input.sleepMs?.[step.name];
   if (pause && (!step.remote || step.attempt === 1)) await sleep(pause, step.signal);

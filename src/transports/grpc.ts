@@ -25,13 +25,18 @@ export function grpcClient(address: string): grpc.Client & Record<string, any> {
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED]);
 
 export async function callGrpc(address: string, input: unknown, deadlineMs: number, ctx: RemoteCallContext): Promise<unknown> {
+  const metadata = new grpc.Metadata();
+  try {
+    metadata.set('idempotency-key', ctx.idempotencyKey);
+    metadata.set('x-tenant-id', ctx.tenantId);
+    metadata.set('x-execution-id', ctx.executionId);
+    if (ctx.correlationId) metadata.set('x-correlation-id', ctx.correlationId);
+  } catch {
+    // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
+    throw new RemoteFailure(`the call to ${address} was not sent: a metadata value (correlationId) cannot be encoded in gRPC`, 'INVALID_REQUEST_METADATA', false, null);
+  }
   return withDeadline('GRPC', address, deadlineMs, ctx, (signal) =>
     new Promise((resolve, reject) => {
-      const metadata = new grpc.Metadata();
-      metadata.set('idempotency-key', ctx.idempotencyKey);
-      metadata.set('x-tenant-id', ctx.tenantId);
-      metadata.set('x-execution-id', ctx.executionId);
-      if (ctx.correlationId) metadata.set('x-correlation-id', ctx.correlationId);
       let platform: string | null = null;
       const startedAt = new Date();
       const call = grpcClient(address).Invoke(

@@ -18,21 +18,23 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 }
 
 export async function callRest(url: string, input: unknown, deadlineMs: number, ctx: RemoteCallContext): Promise<unknown> {
+  let headers: Headers;
+  try {
+    headers = new Headers({
+      'content-type': 'application/json',
+      'idempotency-key': ctx.idempotencyKey,
+      'x-tenant-id': ctx.tenantId,
+      'x-execution-id': ctx.executionId,
+      ...(ctx.correlationId ? { 'x-correlation-id': ctx.correlationId } : {}),
+    });
+  } catch {
+    // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
+    throw new RemoteFailure(`the call to ${url} was not sent: a header value (correlationId) cannot be encoded in HTTP`, 'INVALID_REQUEST_HEADER', false, null);
+  }
   return withDeadline('REST', url, deadlineMs, ctx, async (signal) => {
     let response: Response;
     try {
-      response = await fetch(url, {
-        method: 'POST',
-        signal,
-        headers: {
-          'content-type': 'application/json',
-          'idempotency-key': ctx.idempotencyKey,
-          'x-tenant-id': ctx.tenantId,
-          'x-execution-id': ctx.executionId,
-          ...(ctx.correlationId ? { 'x-correlation-id': ctx.correlationId } : {}),
-        },
-        body: JSON.stringify(input ?? null),
-      });
+      response = await fetch(url, { method: 'POST', signal, headers, body: JSON.stringify(input ?? null) });
     } catch (err) {
       if (signal.aborted) throw err;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
