@@ -52,9 +52,10 @@ export function renderTable(results: BenchResults): string {
   return [...header, '', ...rows].join('\n');
 }
 
-export function replaceBlock(document: string, table: string): string {
-  const start = '<!-- bench:start -->';
-  const end = '<!-- bench:end -->';
+/** Replaces the block between `<!-- {name}:start -->` and `<!-- {name}:end -->` (appended when absent). */
+export function replaceBlock(document: string, table: string, name = 'bench'): string {
+  const start = `<!-- ${name}:start -->`;
+  const end = `<!-- ${name}:end -->`;
   const block = `${start}\n${table}\n${end}`;
   if (document.includes(start) && document.includes(end)) {
     return document.slice(0, document.indexOf(start)) + block + document.slice(document.indexOf(end) + end.length);

@@ -6,9 +6,15 @@
  *   npm run bench -- --n 100 --runs 3  # quicker, for a look
  *   npm run bench -- --smoke           # N=5, proves the harness runs; writes nothing
  *   npm run bench -- --only overhead   # some figures only (overhead, events, roundtrips, memory, dlq); writes nothing
+ *   npm run bench -- --only growth     # the growth figure alone (10k vs 10M executions, ~15 min): writes
+ *                                      # bench/results/growth.json and its table in BENCHMARKS.md
+ *   npm run bench -- --only growth --growth-sizes 10000,200000   # a quicker look; writes nothing
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { loadavg } from 'node:os';
+import { createLog } from '../src/log';
+import { measureGrowth, renderGrowth } from './growth';
 import { renderTable, replaceBlock } from './report';
 import { runBenchmarks } from './suite';
 
@@ -22,6 +28,8 @@ const { values } = parseArgs({
     redrive: { type: 'string', default: '1000' },
     smoke: { type: 'boolean', default: false },
     only: { type: 'string' },
+    'growth-sizes': { type: 'string', default: '10000,10000000' },
+    'growth-samples': { type: 'string', default: '9' },
   },
 });
 
@@ -48,10 +56,31 @@ const options = smoke
 
 const only = values.only?.split(',').map((name) => name.trim());
 const started = Date.now();
+const progress = (line: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`);
+
+// The growth figure seeds millions of rows: it runs only when asked for, on its own.
+if (only?.includes('growth')) {
+  const sizes = values['growth-sizes']!.split(',').map((size) => number('growth-sizes', size.trim(), 100));
+  const samples = number('growth-samples', values['growth-samples']!, 3);
+  const load = loadavg().map((x) => x.toFixed(2)).join(' / ');
+  const growth = await measureGrowth({ sizes, samples, commits: 100, log: createLog({ level: 'error' }), say: progress });
+  const cpu = (await import('node:os')).cpus();
+  const table = renderGrowth(growth, { date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', load, machine: `${cpu.length} cores (${cpu[0]?.model}), Node ${process.version}`, samples });
+  process.stdout.write(`${table}\n`);
+  if (values['growth-sizes'] === '10000,10000000') {
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync('bench/results/growth.json', `${JSON.stringify({ load, ...growth }, null, 2)}\n`);
+    const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';
+    writeFileSync('BENCHMARKS.md', replaceBlock(document, table, 'growth'));
+    progress('wrote bench/results/growth.json and the growth table in BENCHMARKS.md');
+  }
+  if (only.length === 1) process.exit(0);
+}
+
 const results = await runBenchmarks({
   ...options,
-  only,
-  progress: (line) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`),
+  only: only?.filter((name) => name !== 'growth'),
+  progress,
 });
 const table = renderTable(results);
 process.stdout.write(`${table}\n`);
