@@ -81,6 +81,7 @@ export class Retention {
       () => this.store.admittedCheckpoints(p.checkpointsMs, n),
       () => this.store.startedDispatches(p.dispatchMs, n),
       () => this.store.signalMinutes(SIGNAL_MINUTES_KEPT_MS, n),
+      () => this.store.emptyGroupDays(2 * 86_400_000, n),
       async () => ({ transition_worker_dedupe: await purgeDedupe(this.db, p.dedupeMs, n) }),
     ];
     const started = Date.now();

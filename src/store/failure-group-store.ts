@@ -52,8 +52,16 @@ export const UNREDRIVEN_FROM = `execution_dlq d JOIN execution_record r ON r.ten
 export class FailureGroupStore {
   constructor(private readonly db: Db) {}
 
-  /** Groups, largest first, with count, first/last seen and the last hour in 10-minute buckets. */
+  /**
+   * Groups, largest first, with count, first/last seen and the last hour in 10-minute
+   * buckets. Filtered by terminalReason and errorCode (what the route offers), it reads the
+   * per-day counts the triggers keep (migration 20261122130300): its cost follows the
+   * groups and their last hour, not the DLQ's size. Other filters scan the envelopes.
+   */
   async groups(tenantId: string, filter: EnvelopeFilter, limit: number): Promise<FailureGroupRow[]> {
+    if (filter.groupId === undefined && filter.step === undefined && filter.from === undefined && filter.to === undefined) {
+      return this.countedGroups(tenantId, filter, limit);
+    }
     const params: unknown[] = [tenantId];
     const where = unredrivenWhere(filter, params);
     const buckets = Array.from({ length: BUCKETS }, (_, i) => {
@@ -66,6 +74,32 @@ export class FailureGroupStore {
          min(d.created_at) AS first_seen, max(d.created_at) AS last_seen, ARRAY[${buckets.join(', ')}] AS buckets
        FROM ${UNREDRIVEN_FROM} WHERE ${where}
        GROUP BY d.group_id ORDER BY count(*) DESC, d.group_id LIMIT $${params.push(limit)}`,
+      params,
+    );
+    return result.rows;
+  }
+
+  private async countedGroups(tenantId: string, filter: EnvelopeFilter, limit: number): Promise<FailureGroupRow[]> {
+    const params: unknown[] = [tenantId];
+    let where = 'tenant_id = $1 AND n > 0';
+    if (filter.terminalReason !== undefined) where += ` AND terminal_reason = $${params.push(filter.terminalReason)}`;
+    if (filter.errorCode !== undefined) where += ` AND error_code = $${params.push(filter.errorCode)}`;
+    const unredriven = `FROM execution_dlq d WHERE d.tenant_id = $1 AND d.redriven_at IS NULL AND d.group_id = g.group_id`;
+    const buckets = Array.from({ length: BUCKETS }, (_, i) => {
+      const older = (BUCKETS - i) * BUCKET_MINUTES;
+      const newer = older - BUCKET_MINUTES;
+      return `count(*) FILTER (WHERE d.created_at > now() - interval '${older} minutes' AND d.created_at <= now() - interval '${newer} minutes')::int`;
+    });
+    const result = await this.db.query<FailureGroupRow>(
+      `WITH g AS (
+         SELECT group_id, sum(n)::int AS count, min(day) AS first_day, max(day) AS last_day, (array_agg(signature) FILTER (WHERE signature IS NOT NULL))[1] AS signature
+         FROM dlq_group_day WHERE ${where}
+         GROUP BY group_id ORDER BY sum(n) DESC, group_id LIMIT $${params.push(limit)})
+       SELECT g.group_id, g.signature, g.count,
+         (SELECT d.created_at ${unredriven} AND d.created_at >= g.first_day AND d.created_at < g.first_day + interval '1 day' ORDER BY d.created_at LIMIT 1) AS first_seen,
+         (SELECT d.created_at ${unredriven} AND d.created_at >= g.last_day AND d.created_at < g.last_day + interval '1 day' ORDER BY d.created_at DESC LIMIT 1) AS last_seen,
+         (SELECT ARRAY[${buckets.join(', ')}] ${unredriven} AND d.created_at > now() - interval '${BUCKETS * BUCKET_MINUTES} minutes') AS buckets
+       FROM g ORDER BY g.count DESC, g.group_id`,
       params,
     );
     return result.rows;

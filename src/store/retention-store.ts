@@ -74,6 +74,11 @@ export class RetentionStore {
     return this.deleteByKey('signal_minute', ['tenant_id', 'signal', 'minute', 'key', 'detail', 'shard'], `minute < ${CUTOFF} ORDER BY minute`, retentionMs, limit);
   }
 
+  /** Failure-group day counts that reached zero (every envelope of that day re-driven) more than `retentionMs` ago. */
+  emptyGroupDays(retentionMs: number, limit: number): Promise<Deleted> {
+    return this.deleteByKey('dlq_group_day', ['tenant_id', 'group_id', 'day'], `n = 0 AND day < ${CUTOFF}`, retentionMs, limit);
+  }
+
   /** One statement: lock a batch of candidates (skipping rows another deleter holds), delete them by key. */
   private deleteByKey(table: string, key: string[], where: string, retentionMs: number, limit: number): Promise<Deleted> {
     const join = key.map((column) => `t.${column} = doomed.${column}`).join(' AND ');

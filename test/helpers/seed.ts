@@ -10,7 +10,8 @@
  *   - `rejects` item rejects spread over the executions (17 fingerprints);
  *   - 1 checkpoint per 100 executions, admitted, the newest 5 pending.
  *
- * Rows are loaded with triggers off and the signal counters rebuilt from them afterwards;
+ * Rows are loaded with triggers off and the signal and failure-group counters rebuilt from
+ * them afterwards;
  * with `rebuildIndexes` the tables' secondary indexes are dropped before the load and built
  * after it (faster for millions of rows).
  */
@@ -114,9 +115,10 @@ export async function seedStore(db: Db, options: SeedOptions): Promise<void> {
       say(`building ${index.indexname}`);
       await tx.query(index.indexdef);
     }
-    say('rebuilding the signal counters');
+    say('rebuilding the signal and failure-group counters');
     await tx.query('SELECT signal_rebuild()');
+    await tx.query('SELECT dlq_group_rebuild()');
   });
   say('vacuum analyze');
-  await db.query(`VACUUM (ANALYZE) ${SEEDED_TABLES.join(', ')}, signal_minute, signal_total`);
+  await db.query(`VACUUM (ANALYZE) ${SEEDED_TABLES.join(', ')}, signal_minute, signal_total, dlq_group_day`);
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/store/db';
 import { DlqStore } from '../../src/store/dlq-store';
 import { ExecutionStore } from '../../src/store/execution-store';
+import { FailureGroupStore } from '../../src/store/failure-group-store';
 import { RejectStore } from '../../src/store/reject-store';
 import { SignalsStore } from '../../src/store/signals-store';
 import { EXECUTION_STATUSES, TERMINAL_REASONS } from '../../src/spec-words';
@@ -31,6 +32,8 @@ interface PlanNode {
   'Relation Name'?: string;
   'Index Name'?: string;
   Filter?: string;
+  'Index Cond'?: string;
+  'Recheck Cond'?: string;
   'Actual Rows': number;
   'Actual Loops': number;
   'Rows Removed by Filter'?: number;
@@ -120,6 +123,21 @@ describe('list endpoints read an index in page order', () => {
   it('item rejects, with and without a cursor', async () => {
     await expectIndexedPage((db) => new RejectStore(db).list('big', { limit: PAGE }));
     await expectIndexedPage((db) => new RejectStore(db).list('big', { limit: PAGE, before: 5000 }));
+  });
+});
+
+describe('DLQ failure groups', () => {
+  it('read the per-day counts and time-bounded ranges of the envelopes, filtered or not', async () => {
+    for (const filter of [{}, { errorCode: SEEDED_CODES.frequent }, { terminalReason: 'non_retryable' as const }, { errorCode: 'ABSENT_CODE' }]) {
+      for (const { sql, nodes } of await plans((db) => new FailureGroupStore(db).groups('big', filter, 100))) {
+        // Every read of the envelopes is bounded by time (a group's first or last day, the last hour).
+        const unbounded = nodes.filter((n) => n['Relation Name'] === 'execution_dlq' && !(n['Index Cond'] ?? n['Recheck Cond'])?.includes('created_at')).map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`);
+        expect({ sql, seqScans: seqScansOfHistory(nodes), unbounded }).toEqual({ sql, seqScans: [], unbounded: [] });
+      }
+    }
+    expect((await new FailureGroupStore(database.db).groups('big', {}, 100)).reduce((sum, g) => sum + g.count, 0)).toBe(
+      Number((await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_dlq WHERE tenant_id = 'big'`)).rows[0].n),
+    );
   });
 });
 

@@ -129,7 +129,7 @@ describe('retention on the store', () => {
     const deleted = await retention.pass();
     expect(deleted).toEqual({
       execution_record: 30, command_effect: 60, execution_attempt: 90, execution_dlq: 1, redrive_audit: 1, item_reject: 60,
-      checkpoint_outbox: 30, execution_dispatch: 30, signal_minute: expiredMinutes, transition_worker_dedupe: 2,
+      checkpoint_outbox: 30, execution_dispatch: 30, signal_minute: expiredMinutes, dlq_group_day: 0, transition_worker_dedupe: 2,
     });
     const after = await counts(db);
     for (const table of TABLES) expect(after[table], table).toBe(before[table] - (deleted[table] ?? 0));
