@@ -6,7 +6,7 @@
  * SIGCONT every admitted run starts exactly once and the live run is never doubled.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { definePipeline, localStep } from '../../src/pipeline/define';
+import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { checkpointExecutionId } from '../../src/service/checkpoints';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
@@ -20,11 +20,15 @@ const released = new Set<string>();
 /** Step runs per execution: a run started twice would count twice. */
 const runs: Record<string, number> = {};
 
+/** Executions whose step fails (non-retryably) right now. */
+const failing = new Set<string>();
+
 const pipelines = [
   definePipeline({
     name: 'held',
     steps: [localStep('hold', async (_input: unknown, ctx) => {
       runs[ctx.executionId] = (runs[ctx.executionId] ?? 0) + 1;
+      if (failing.has(ctx.executionId)) throw new NonRetryableException('bad input', 'BAD_INPUT');
       while (!released.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
       return {};
     })],
@@ -69,6 +73,11 @@ afterAll(async () => {
 
 describe('with the Temporal dev server paused (SIGSTOP)', () => {
   it('answers starts, re-drives and checkpoints in time, and starts every admitted run exactly once after SIGCONT', async () => {
+    failing.add('failed-1');
+    await engine.start('acme', { pipeline: 'held', executionId: 'failed-1' });
+    const failed = await engine.waitFor('acme', 'failed-1', ['FAILED']);
+    await engine.service.client.workflow.getHandle(failed.workflowId).result().catch(() => undefined);
+    failing.delete('failed-1');
     await engine.start('acme', { pipeline: 'held', executionId: 'live-1' });
     const live = await engine.waitFor('acme', 'live-1', ['RUNNING']);
     await until(() => runs['live-1'] === 1, 20_000, 'the live run to be inside its step');
@@ -83,9 +92,15 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
         expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
       }
 
+      // A re-drive that needs no answer from Temporal to be admitted: admitted, its start pending.
+      const admittedRedrive = await timed(() => redrive('failed-1', { expectedVersion: failed.version, reason: 'input fixed', allowFailed: true }));
+      expect(admittedRedrive.res.status).toBe(202);
+      expect(admittedRedrive.body).toMatchObject({ status: 'QUEUED', dispatch: 'pending', runId: null });
+      expect(admittedRedrive.elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
+
       // One sweep while Temporal is down tries one row, not each row for a full deadline.
       await engine.service.dispatcher.stopSweeper();
-      const attempts = async () => (await engine.service.db.query<{ n: number }>(`SELECT sum(attempts)::int AS n FROM execution_dispatch WHERE execution_id LIKE 'paused-%'`)).rows[0].n;
+      const attempts = async () => (await engine.service.db.query<{ n: number }>(`SELECT sum(attempts)::int AS n FROM execution_dispatch WHERE status = 'PENDING'`)).rows[0].n;
       const before = await attempts();
       expect(await engine.service.dispatcher.sweepOnce()).toBe(0);
       expect(await attempts()).toBe(before + 1);
@@ -123,10 +138,24 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
       await engine.waitFor('acme', executionId, ['SUCCEEDED'], 60_000);
     }
     released.add('live-1');
+    released.add('failed-1');
     await engine.waitFor('acme', 'live-1', ['SUCCEEDED'], 60_000);
+    await engine.waitFor('acme', 'failed-1', ['SUCCEEDED'], 60_000);
     for (const executionId of [...admitted, 'live-1']) {
       expect(await engine.runsOf('acme', executionId)).toHaveLength(1);
       expect(runs[executionId]).toBe(1);
     }
+    // The failed run and the one re-drive run admitted during the pause: two runs, two step runs.
+    expect(await engine.runsOf('acme', 'failed-1', 2)).toHaveLength(2);
+    expect(runs['failed-1']).toBe(2);
   }, 180_000);
+
+  it('answers a start with 202 pending within the deadline while Temporal is gone altogether', async () => {
+    resume();
+    await server.stop();
+    const { res, body, elapsedMs } = await timed(() => engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'held', executionId: 'killed-1' } }));
+    expect(res.status).toBe(202);
+    expect(body).toMatchObject({ dispatch: 'pending', runId: null });
+    expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
+  }, 60_000);
 });
