@@ -1,24 +1,77 @@
 /**
- * The error hierarchy. Every error the service raises on purpose has a stable
- * machine `code` and an HTTP `status`; the API's error handler maps them to
- * application/problem+json bodies.
+ * The error hierarchy. Every error the service raises on purpose has a stable machine
+ * `code` and an HTTP `status`; the API's error handler maps them to
+ * application/problem+json bodies (RFC 9457).
+ *
+ * `ERROR_CODES` is the one list of codes: the constructor only takes a code from it, the
+ * OpenAPI document describes its error responses from it, and a test checks that
+ * docs/api.md's error table lists exactly these codes with these statuses.
  */
+
+/** Every `code` a problem+json answer (or a start-up error) can carry, its HTTP status and what it means. */
+export const ERROR_CODES = {
+  INVALID_ID: { status: 400, title: 'a path id is not 1–128 characters of [A-Za-z0-9._-] starting alphanumeric' },
+  INVALID_JSON: { status: 400, title: 'the body is not UTF-8 JSON' },
+  VALIDATION_FAILED: { status: 400, title: 'the body or query does not match the schema' },
+  INVALID_CURSOR: { status: 400, title: 'a cursor this API did not return' },
+  UNSTORABLE_VALUE: { status: 400, title: 'a value the database refused as data; nothing changed' },
+  UNAUTHORIZED: { status: 401, title: 'missing, malformed or unknown bearer token' },
+  FORBIDDEN: { status: 403, title: 'the token may not use this route or tenant' },
+  EXECUTION_NOT_FOUND: { status: 404, title: 'no such execution in this tenant' },
+  ROUTE_NOT_FOUND: { status: 404, title: 'no such route' },
+  REQUEST_TIMEOUT: { status: 408, title: 'the body did not arrive in time' },
+  EXECUTION_EXISTS: { status: 409, title: 'the executionId is already used in this tenant' },
+  VERSION_MISMATCH: { status: 409, title: 'expectedVersion is not the stored version (currentVersion says which is)' },
+  EXECUTION_ACTIVE: { status: 409, title: 're-drive: a run of the execution is active' },
+  EXECUTION_SUCCEEDED: { status: 409, title: 're-drive: the execution succeeded; start a new one' },
+  ALLOW_FAILED_REQUIRED: { status: 409, title: 're-drive of a FAILED or REMOTE_OUTCOME_UNKNOWN execution needs allowFailed=true' },
+  RETRY_FAILED_COMMAND_INTENT_REQUIRED: { status: 409, title: 're-drive of a failed Command step with a retained effect needs intent=RETRY_FAILED_COMMAND' },
+  COMMAND_EFFECT_NOT_REDISPATCHABLE: { status: 409, title: 'the retained Command effect is not FAILED_RETRYABLE; it is never redispatched' },
+  DISPOSITION_UNCONFIRMED: { status: 409, title: 're-drive of REMOTE_OUTCOME_UNKNOWN needs confirmedDisposition=NOT_APPLIED' },
+  DISPOSITION_CONTRADICTED: { status: 409, title: "the worker's own record contradicts confirmedDisposition=NOT_APPLIED" },
+  PIPELINE_DEFINITION_CHANGED: { status: 409, title: 'the pinned pipeline version is gone or the step to resume does not exist by name' },
+  BODY_TOO_LARGE: { status: 413, title: 'the body is over 64 KiB' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type is not JSON' },
+  UNKNOWN_PIPELINE: { status: 422, title: 'no pipeline of that name is registered' },
+  EXECUTION_NOT_FAILED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on an execution that is not FAILED' },
+  FAILED_STEP_NOT_RETAINED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on an execution that does not keep its failed step index' },
+  RETRY_INTENT_UNSUPPORTED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on a store without durable retry intent' },
+  INTERNAL: { status: 500, title: 'an unexpected error; the service log has its kind' },
+  CONFIG_INVALID: { status: 500, title: 'the configuration cannot be used; the service does not start' },
+  DISPOSITION_EVIDENCE_UNAVAILABLE: { status: 503, title: "the worker's disposition lookup cannot be reached" },
+  STORE_UNAVAILABLE: { status: 503, title: 'Postgres cannot be reached or is restarting; retry after Retry-After' },
+  TEMPORAL_UNAVAILABLE: { status: 503, title: 'Temporal did not answer in time; nothing changed, retry after Retry-After' },
+  NOT_READY: { status: 503, title: 'a readiness check is down, or the process is stopping' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface PipelineErrorOptions {
+  /** the error this one explains (kept as `cause`, never sent to a client) */
+  cause?: unknown;
+}
+
 export class PipelineError extends Error {
+  /**
+   * @param status the HTTP status; default the code's own from ERROR_CODES
+   * @param extra fields added to the problem+json body (ids, versions, evidence; never payload data)
+   */
   constructor(
     message: string,
-    readonly code: string,
-    readonly status: number,
+    readonly code: ErrorCode,
+    readonly status: number = ERROR_CODES[code].status,
     readonly extra: Record<string, unknown> = {},
+    options: PipelineErrorOptions = {},
   ) {
-    super(message);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
   }
 }
 
 /** Configuration cannot be used; the service refuses to start. */
 export class ConfigError extends PipelineError {
-  constructor(message: string) {
-    super(message, 'CONFIG_INVALID', 500);
+  constructor(message: string, options?: PipelineErrorOptions) {
+    super(message, 'CONFIG_INVALID', 500, {}, options);
   }
 }
 
@@ -41,14 +94,45 @@ export class ForbiddenError extends PipelineError {
 }
 
 export class NotFoundError extends PipelineError {
-  constructor(message: string, code = 'NOT_FOUND') {
+  constructor(message: string, code: ErrorCode = 'ROUTE_NOT_FOUND') {
     super(message, code, 404);
   }
 }
 
+/** The execution does not exist in this tenant (the same answer when it exists in another). */
+export class ExecutionNotFoundError extends NotFoundError {
+  constructor(tenantId: string, executionId: string) {
+    super(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+  }
+}
+
 export class ConflictError extends PipelineError {
-  constructor(message: string, code: string, extra: Record<string, unknown> = {}) {
-    super(message, code, 409, extra);
+  constructor(message: string, code: ErrorCode, extra: Record<string, unknown> = {}, options?: PipelineErrorOptions) {
+    super(message, code, 409, extra, options);
+  }
+}
+
+/** A start with an executionId the tenant already used. */
+export class ExecutionExistsError extends ConflictError {
+  constructor(tenantId: string, executionId: string) {
+    super(`execution ${executionId} already exists in tenant ${tenantId}`, 'EXECUTION_EXISTS');
+  }
+}
+
+/** The caller's expectedVersion is not the stored one (or another writer moved it meanwhile); the body says the current one. */
+export class VersionMismatchError extends ConflictError {
+  constructor(executionId: string, currentVersion: number | null, detail = `execution ${executionId} is at version ${currentVersion}`) {
+    super(detail, 'VERSION_MISMATCH', { currentVersion });
+  }
+}
+
+/**
+ * Re-drive admission said no: the state does not allow this re-drive (409) or the request
+ * asks for something this execution or store cannot do (422). `code` says which rule.
+ */
+export class RedriveRefusedError extends PipelineError {
+  constructor(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) {
+    super(detail, code, ERROR_CODES[code].status, extra);
   }
 }
 
@@ -60,15 +144,14 @@ export class UnknownPipelineError extends PipelineError {
 
 /** Temporal did not answer a call made while answering a request (deadline, unreachable). Retry later. */
 export class TemporalUnavailableError extends PipelineError {
-  constructor(message: string) {
-    super(message, 'TEMPORAL_UNAVAILABLE', 503);
+  constructor(message: string, options?: PipelineErrorOptions) {
+    super(message, 'TEMPORAL_UNAVAILABLE', 503, {}, options);
   }
 }
 
 /** The store (Postgres) cannot be reached or is restarting, and retrying a few times did not help. Retry later. */
 export class StoreUnavailableError extends PipelineError {
   constructor(cause: unknown) {
-    super('the store (Postgres) is unavailable; retry later', 'STORE_UNAVAILABLE', 503);
-    this.cause = cause;
+    super('the store (Postgres) is unavailable; retry later', 'STORE_UNAVAILABLE', 503, {}, { cause });
   }
 }

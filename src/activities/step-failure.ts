@@ -5,7 +5,7 @@
  */
 import { NonRetryableException, UserActionRequiredException } from '../pipeline/define';
 import type { EffectStatus } from '../store/execution-store';
-import { RemoteFailure, TransitionInProgress } from '../transports/remote';
+import { RemoteFailureError, TransitionInProgressError } from '../transports/remote';
 
 export interface StepFailure {
   retryable: boolean;
@@ -47,10 +47,10 @@ export function classifyFailure(err: unknown): StepFailure {
   if (err instanceof NonRetryableException) {
     return { retryable: false, errorCode: CODE.test(err.code) ? err.code : 'NON_RETRYABLE', errorMessage: message, terminalEffectStatus: 'FAILED_TERMINAL' };
   }
-  if (err instanceof TransitionInProgress) {
+  if (err instanceof TransitionInProgressError) {
     return { retryable: true, inProgress: true, errorCode: err.code, errorMessage: message, terminalEffectStatus: 'IN_FLIGHT', retryAfterMs: err.retryAfterMs, platform: err.platform };
   }
-  if (err instanceof RemoteFailure) {
+  if (err instanceof RemoteFailureError) {
     return {
       retryable: err.retryable, errorCode: err.code, errorMessage: message,
       terminalEffectStatus: err.retryable ? 'FAILED_RETRYABLE' : 'FAILED_TERMINAL', retryAfterMs: err.retryAfterMs, platform: err.platform,

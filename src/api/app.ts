@@ -6,7 +6,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { Config } from '../config/config';
-import { ForbiddenError, NotFoundError } from '../errors';
+import { ExecutionNotFoundError, ForbiddenError } from '../errors';
 import { parseDuration } from '../config/duration';
 import type { Log } from '../log';
 import { triage } from '../service/triage';
@@ -128,7 +128,7 @@ export function createApp(deps: AppDeps) {
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     const record = await deps.store.get(tenantId, executionId);
-    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
     const disposition = await dispositionEvidence(record, deps.registry);
     return c.json(disposition ? { ...recordView(record), disposition } : recordView(record));
   });
@@ -137,7 +137,7 @@ export function createApp(deps: AppDeps) {
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     const record = await deps.store.get(tenantId, executionId);
-    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
     return c.json({ items: (await deps.effects.list(tenantId, executionId)).map(effectView) });
   });
 

@@ -5,6 +5,7 @@
  */
 import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
+import { ERROR_CODES, type ErrorCode } from '../errors';
 import { Id } from '../ids';
 import { StartExecutionRequest } from '../service/executions';
 import { PublishCheckpointRequest } from '../service/checkpoints';
@@ -15,17 +16,23 @@ import {
 } from './schemas';
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
-const common = {
-  '400': problem('invalid path id, query or body (code INVALID_ID, VALIDATION_FAILED, INVALID_JSON, INVALID_CURSOR)'),
-  '401': problem('missing or unknown bearer token (UNAUTHORIZED)'),
-  '403': problem('token not allowed for this tenant or route (FORBIDDEN)'),
-};
+/**
+ * The problem+json responses for these codes, one per status, each described from
+ * ERROR_CODES (so the document says what the code means, in the words the errors use).
+ */
+function problems(...codes: ErrorCode[]) {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) byStatus.set(ERROR_CODES[code].status, [...(byStatus.get(ERROR_CODES[code].status) ?? []), code]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, group]) => [
+      String(status),
+      { description: group.map((code) => `${code}: ${ERROR_CODES[code].title}`).join('; '), content: { 'application/problem+json': { schema: ProblemSchema } } },
+    ]),
+  );
+}
+const common = problems('INVALID_ID', 'VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_CURSOR', 'UNAUTHORIZED', 'FORBIDDEN');
 /** What every route with a JSON body can answer about the body itself. */
-const bodyErrors = {
-  '413': problem('body over 64 KiB (BODY_TOO_LARGE)'),
-  '415': problem('not JSON (UNSUPPORTED_MEDIA_TYPE)'),
-};
+const bodyErrors = problems('BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
 const TenantPath = z.object({ tenantId: Id.meta({ description: 'tenant id', example: 'acme' }) });
 const ExecutionPath = TenantPath.extend({ executionId: Id.meta({ description: 'execution id', example: 'order-1' }) });
 const Limit = z.string().regex(/^\d+$/).optional().meta({ description: '1–500, default 50' });
@@ -53,9 +60,8 @@ export function createOpenApiDocument(prefix: string) {
             '202': { description: 'admitted; the run is started or pending', ...json(StartExecutionResponse) },
             '200': { description: 'an execution with this executionKey exists already: the record for an admin token, only its id for a submit token', ...json(z.union([StartExecutionResponse, ExistingExecutionResponse])) },
             ...common,
-            '409': problem('executionId already used (EXECUTION_EXISTS)'),
             ...bodyErrors,
-            '422': problem('unknown pipeline (UNKNOWN_PIPELINE)'),
+            ...problems('EXECUTION_EXISTS', 'UNKNOWN_PIPELINE'),
           },
         },
       },
@@ -70,14 +76,14 @@ export function createOpenApiDocument(prefix: string) {
         get: {
           summary: 'Read an ExecutionRecord',
           requestParams: { path: ExecutionPath },
-          responses: { '200': { description: 'the record (no payloads)', ...json(ExecutionRecordView) }, ...common, '404': problem('EXECUTION_NOT_FOUND') },
+          responses: { '200': { description: 'the record (no payloads)', ...json(ExecutionRecordView) }, ...common, ...problems('EXECUTION_NOT_FOUND') },
         },
       },
       [`${p}/admin/tenants/{tenantId}/executions/{executionId}/effects`]: {
         get: {
           summary: 'List the Command effects of an execution',
           requestParams: { path: ExecutionPath },
-          responses: { '200': { description: 'one entry per Command step that claimed its effect', ...json(EffectList) }, ...common, '404': problem('EXECUTION_NOT_FOUND') },
+          responses: { '200': { description: 'one entry per Command step that claimed its effect', ...json(EffectList) }, ...common, ...problems('EXECUTION_NOT_FOUND') },
         },
       },
       [`${p}/admin/tenants/{tenantId}/executions/{executionId}/redrive`]: {
@@ -90,11 +96,12 @@ export function createOpenApiDocument(prefix: string) {
             '202': { description: 'admitted', ...json(RedriveAcceptedSchema) },
             '200': { description: 'dryRun=true: what would happen', ...json(RedrivePreviewSchema) },
             ...common,
-            '404': problem('EXECUTION_NOT_FOUND'),
-            '409': problem('VERSION_MISMATCH, EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED (with evidence), PIPELINE_DEFINITION_CHANGED (with pinnedVersion, currentVersion, resumeStep, diff)'),
-            '503': problem('DISPOSITION_EVIDENCE_UNAVAILABLE (with evidence)'),
             ...bodyErrors,
-            '422': problem('EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED'),
+            ...problems(
+              'EXECUTION_NOT_FOUND', 'VERSION_MISMATCH', 'EXECUTION_ACTIVE', 'EXECUTION_SUCCEEDED', 'ALLOW_FAILED_REQUIRED', 'RETRY_FAILED_COMMAND_INTENT_REQUIRED',
+              'COMMAND_EFFECT_NOT_REDISPATCHABLE', 'DISPOSITION_UNCONFIRMED', 'DISPOSITION_CONTRADICTED', 'PIPELINE_DEFINITION_CHANGED',
+              'EXECUTION_NOT_FAILED', 'FAILED_STEP_NOT_RETAINED', 'RETRY_INTENT_UNSUPPORTED', 'DISPOSITION_EVIDENCE_UNAVAILABLE', 'TEMPORAL_UNAVAILABLE',
+            ),
           },
         },
       },
@@ -109,7 +116,7 @@ export function createOpenApiDocument(prefix: string) {
             '200': { description: 'a duplicate handoff key, suppressed', ...json(PublishOutcomeSchema) },
             ...common,
             ...bodyErrors,
-            '422': problem('UNKNOWN_PIPELINE'),
+            ...problems('UNKNOWN_PIPELINE'),
           },
         },
       },

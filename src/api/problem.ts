@@ -4,7 +4,7 @@
  */
 import type { Context, ErrorHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { PipelineError } from '../errors';
+import { PipelineError, type ErrorCode } from '../errors';
 import type { Log } from '../log';
 
 const TITLES: Record<number, string> = {
@@ -15,7 +15,7 @@ const TITLES: Record<number, string> = {
 /** Retry-After of a 503: long enough for a restart of Temporal or Postgres to be noticed. */
 export const RETRY_AFTER_SECONDS = 5;
 
-export function problem(c: Context, status: number, code: string, detail: string, extra: Record<string, unknown> = {}) {
+export function problem(c: Context, status: number, code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) {
   const body = { type: `urn:pipeline:problem:${code.toLowerCase().replace(/_/g, '-')}`, title: TITLES[status] ?? 'Error', status, detail, code, ...extra };
   const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
@@ -30,13 +30,15 @@ export function sqlStateOf(err: unknown): string | undefined {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
+const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = { 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 404: 'ROUTE_NOT_FOUND', 408: 'REQUEST_TIMEOUT', 413: 'BODY_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE' };
+
 export function problemHandler(log?: Log): ErrorHandler {
   return (err, c) => {
     if (err instanceof PipelineError) return problem(c, err.status, err.code, err.message, err.extra);
     if (err instanceof HTTPException) {
-      const status = err.status;
-      const code = status === 413 ? 'BODY_TOO_LARGE' : status === 404 ? 'NOT_FOUND' : `HTTP_${status}`;
-      return problem(c, status, code, err.message || TITLES[status] || 'error');
+      // Hono's own answers (none of our routes throw these): keep the status where a code says it.
+      const code = HTTP_EXCEPTION_CODES[err.status];
+      if (code) return problem(c, err.status, code, err.message || TITLES[err.status] || 'error');
     }
     // A database error says what kind it was (SQLSTATE), never its SQL text or values.
     const sqlState = sqlStateOf(err);

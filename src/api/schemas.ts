@@ -4,6 +4,7 @@
  * against them, so the document cannot drift from the behaviour.
  */
 import { z } from 'zod';
+import { ERROR_CODES, type ErrorCode } from '../errors';
 import { EFFECT_STATUSES, EXECUTION_STATUSES, REDRIVE_MODES, TERMINAL_REASONS } from '../spec-words';
 
 const Timestamp = z.string().meta({ description: 'ISO-8601 timestamp', example: '2026-11-21T12:00:00.000Z' });
@@ -193,7 +194,7 @@ export const ProblemSchema = z
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
-    code: z.string().meta({ description: 'stable machine code, e.g. VERSION_MISMATCH' }),
+    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).meta({ description: 'stable machine code; the error table of docs/api.md says what each means' }),
     issues: z.array(z.object({ path: z.string(), code: z.string(), message: z.string() })).optional(),
   })
   .meta({ id: 'Problem' });

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ConflictError } from '../errors';
+import { ExecutionExistsError } from '../errors';
 import { CorrelationId, Id, workflowIdFor } from '../ids';
 import { StorableJson, storableText } from '../storable';
 import type { Log } from '../log';
@@ -75,7 +75,7 @@ export class ExecutionService {
       // Lost a race on the same key, or the id is taken.
       const byKey = request.executionKey ? await this.store.getByKey(tenantId, request.executionKey) : null;
       if (byKey) return { created: false, record: byKey, dispatch: 'existing', runId: byKey.runId };
-      throw new ConflictError(`execution ${executionId} already exists in tenant ${tenantId}`, 'EXECUTION_EXISTS');
+      throw new ExecutionExistsError(tenantId, executionId);
     }
     const outcome = await this.dispatcher.launch(record, 'start', {});
     this.metrics?.started.inc();

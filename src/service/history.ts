@@ -5,7 +5,7 @@
  * and, while parked as REMOTE_OUTCOME_UNKNOWN, the disposition evidence. Read from the
  * store: no Temporal call, so it answers while Temporal is down.
  */
-import { NotFoundError } from '../errors';
+import { ExecutionNotFoundError } from '../errors';
 import { transitionKey } from '../ids';
 import type { PipelineRegistry } from '../pipeline/registry';
 import { DefinitionStore } from '../store/definition-store';
@@ -28,7 +28,7 @@ export class HistoryService {
 
   async story(tenantId: string, executionId: string) {
     const record = await this.store.get(tenantId, executionId);
-    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
     const rows = await this.history.history(tenantId, executionId);
     // Each attempt is named by the definition version it ran under (registered, or as recorded), never by the current one.
     const shapes = new Map<number, string[] | null>();

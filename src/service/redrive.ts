@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import { storableText } from '../storable';
-import { ConflictError, NotFoundError, PipelineError, TemporalUnavailableError } from '../errors';
+import { ConflictError, NotFoundError, PipelineError, TemporalUnavailableError, type ErrorCode } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
@@ -52,7 +52,7 @@ export type RedriveRequest = z.infer<typeof RedriveRequest>;
 export type { RedriveMode };
 
 class AdmissionError extends PipelineError {}
-const refuse = (status: 409 | 422, code: string, detail: string, extra: Record<string, unknown> = {}) => new AdmissionError(detail, code, status, extra);
+const refuse = (status: 409 | 422, code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) => new AdmissionError(detail, code, status, extra);
 
 export interface RedrivePlan {
   mode: RedriveMode;

@@ -9,7 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { PLATFORM_HEADER } from './rest';
 import { TransitionWorkerClient } from './grpc-proto';
-import { IN_PROGRESS_HEADER, RemoteFailure, RemoteOutcomeUnknownError, TransitionInProgress, withDeadline, type RemoteCallContext } from './remote';
+import { IN_PROGRESS_HEADER, RemoteFailureError, RemoteOutcomeUnknownError, TransitionInProgressError, withDeadline, type RemoteCallContext } from './remote';
 
 const clients = new Map<string, grpc.Client & Record<string, any>>();
 
@@ -33,7 +33,7 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
     if (ctx.correlationId) metadata.set('x-correlation-id', ctx.correlationId);
   } catch {
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
-    throw new RemoteFailure(`the call to ${address} was not sent: a metadata value (correlationId) cannot be encoded in gRPC`, 'INVALID_REQUEST_METADATA', false, null);
+    throw new RemoteFailureError(`the call to ${address} was not sent: a metadata value (correlationId) cannot be encoded in gRPC`, 'INVALID_REQUEST_METADATA', false, null);
   }
   return withDeadline('GRPC', address, deadlineMs, ctx, (signal) =>
     new Promise((resolve, reject) => {
@@ -51,17 +51,17 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
               return;
             }
             if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') {
-              reject(new TransitionInProgress('GRPC', address, platform, null));
+              reject(new TransitionInProgressError('GRPC', address, platform, null));
               return;
             }
             const name = grpc.status[err.code] ?? String(err.code);
-            reject(new RemoteFailure(`gRPC worker at ${address} answered ${name}`, `GRPC_${name}`, RETRYABLE.has(err.code), platform));
+            reject(new RemoteFailureError(`gRPC worker at ${address} answered ${name}`, `GRPC_${name}`, RETRYABLE.has(err.code), platform));
             return;
           }
           try {
             resolve(response.output_json === '' ? null : JSON.parse(response.output_json));
           } catch {
-            reject(new RemoteFailure(`gRPC worker at ${address} answered output that is not JSON`, 'INVALID_WORKER_RESPONSE', false, response.platform || platform));
+            reject(new RemoteFailureError(`gRPC worker at ${address} answered output that is not JSON`, 'INVALID_WORKER_RESPONSE', false, response.platform || platform));
           }
         },
       );

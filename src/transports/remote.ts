@@ -23,7 +23,7 @@ export class RemoteOutcomeUnknownError extends Error {
 }
 
 /** The worker answered with a failure, or could not be reached. */
-export class RemoteFailure extends Error {
+export class RemoteFailureError extends Error {
   constructor(
     message: string,
     readonly code: string,
@@ -33,7 +33,7 @@ export class RemoteFailure extends Error {
     readonly retryAfterMs: number | null = null,
   ) {
     super(message);
-    this.name = 'RemoteFailure';
+    this.name = 'RemoteFailureError';
   }
 }
 
@@ -45,10 +45,10 @@ export class RemoteFailure extends Error {
 export const IN_PROGRESS_HEADER = 'x-transition-in-progress';
 
 /** The worker answered "in progress" for this transition identity (see IN_PROGRESS_HEADER). */
-export class TransitionInProgress extends RemoteFailure {
+export class TransitionInProgressError extends RemoteFailureError {
   constructor(protocol: Protocol, target: string, platform: string | null, retryAfterMs: number | null) {
     super(`${protocol} worker at ${target} is still handling this transition`, 'TRANSITION_IN_PROGRESS', true, platform, retryAfterMs);
-    this.name = 'TransitionInProgress';
+    this.name = 'TransitionInProgressError';
   }
 }
 

@@ -5,7 +5,7 @@
  * 4xx are not. The errorCode carries the status (`HTTP_503`). `Retry-After` is honoured
  * (capped by the retry policy's max-backoff).
  */
-import { IN_PROGRESS_HEADER, RemoteFailure, TransitionInProgress, withDeadline, type RemoteCallContext } from './remote';
+import { IN_PROGRESS_HEADER, RemoteFailureError, TransitionInProgressError, withDeadline, type RemoteCallContext } from './remote';
 
 export const PLATFORM_HEADER = 'x-transition-worker-platform';
 const RETRYABLE_STATUS = new Set([408, 425, 429]);
@@ -29,7 +29,7 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
     });
   } catch {
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
-    throw new RemoteFailure(`the call to ${url} was not sent: a header value (correlationId) cannot be encoded in HTTP`, 'INVALID_REQUEST_HEADER', false, null);
+    throw new RemoteFailureError(`the call to ${url} was not sent: a header value (correlationId) cannot be encoded in HTTP`, 'INVALID_REQUEST_HEADER', false, null);
   }
   return withDeadline('REST', url, deadlineMs, ctx, async (signal) => {
     let response: Response;
@@ -38,7 +38,7 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
     } catch (err) {
       if (signal.aborted) throw err;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
-      throw new RemoteFailure(`REST worker at ${url} unreachable (${cause ?? 'network error'})`, cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR', true, null);
+      throw new RemoteFailureError(`REST worker at ${url} unreachable (${cause ?? 'network error'})`, cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR', true, null);
     }
     const platform = response.headers.get(PLATFORM_HEADER);
     const text = await response.text();
@@ -46,12 +46,12 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       try {
         return text === '' ? null : JSON.parse(text);
       } catch {
-        throw new RemoteFailure(`REST worker at ${url} answered ${response.status} with a body that is not JSON`, 'INVALID_WORKER_RESPONSE', false, platform);
+        throw new RemoteFailureError(`REST worker at ${url} answered ${response.status} with a body that is not JSON`, 'INVALID_WORKER_RESPONSE', false, platform);
       }
     }
-    if (response.headers.get(IN_PROGRESS_HEADER) === 'true') throw new TransitionInProgress('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
+    if (response.headers.get(IN_PROGRESS_HEADER) === 'true') throw new TransitionInProgressError('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
     const retryable = RETRYABLE_STATUS.has(response.status) || response.status >= 500;
-    throw new RemoteFailure(
+    throw new RemoteFailureError(
       `REST worker at ${url} answered ${response.status}`,
       `HTTP_${response.status}`,
       retryable,

@@ -14,13 +14,13 @@
 import type { DedupeStore, StoredResponse } from './dedupe-store';
 
 /** Thrown by a handler for a failure no retry can fix: stored and replayed like a success. */
-export class TransitionRejected extends Error {
+export class TransitionRejectedError extends Error {
   constructor(
     message: string,
     readonly status = 422,
   ) {
     super(message);
-    this.name = 'TransitionRejected';
+    this.name = 'TransitionRejectedError';
   }
 }
 
@@ -77,7 +77,7 @@ export class Deliveries {
     try {
       stored = { status: 200, body: (await run()) ?? null };
     } catch (err) {
-      if (err instanceof TransitionRejected) {
+      if (err instanceof TransitionRejectedError) {
         stored = { status: err.status, body: { error: err.message } };
       } else {
         clearInterval(renewal);

@@ -10,7 +10,7 @@ import { demoBehaviour } from '../pipeline/demo';
 import { NonRetryableException } from '../pipeline/define';
 import type { Queryable } from '../store/db';
 import { ensureDedupeSchema } from './dedupe-store';
-import { TransitionRejected } from './delivery';
+import { TransitionRejectedError } from './delivery';
 import { createGrpcTransitionWorker } from './grpc-worker';
 import { createRestTransitionWorker, type TransitionCall } from './rest-worker';
 
@@ -19,7 +19,7 @@ function handlerFor(step: string) {
     try {
       return await demoBehaviour(input, { name: step, attempt: call.attempt, remote: true });
     } catch (err) {
-      if (err instanceof NonRetryableException) throw new TransitionRejected(err.message, 422);
+      if (err instanceof NonRetryableException) throw new TransitionRejectedError(err.message, 422);
       throw err;
     }
   };

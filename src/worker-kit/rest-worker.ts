@@ -17,7 +17,7 @@ import { Deliveries } from './delivery';
 import { IN_PROGRESS_HEADER } from '../transports/remote';
 import { parseIdempotencyKey } from '../ids';
 
-export { TransitionRejected } from './delivery';
+export { TransitionRejectedError } from './delivery';
 import type { Queryable } from '../store/db';
 
 export interface TransitionCall {

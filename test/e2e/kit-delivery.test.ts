@@ -20,7 +20,7 @@ import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
 import { createRestTransitionWorker } from '../../src/worker-kit/rest-worker';
 import { createLog } from '../../src/log';
 import { callGrpc } from '../../src/transports/grpc';
-import { IN_PROGRESS_HEADER, TransitionInProgress } from '../../src/transports/remote';
+import { IN_PROGRESS_HEADER, TransitionInProgressError } from '../../src/transports/remote';
 import { createGrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
@@ -161,7 +161,7 @@ describe('worker kit delivery under faults', () => {
       const first = callGrpc(address, {}, 30_000, ctx);
       await until(() => runsOf('grpc-1').length === 1, 10_000, 'the gRPC handler to start');
       const copy = await callGrpc(address, {}, 30_000, ctx).then(() => null, (err: unknown) => err);
-      expect(copy).toBeInstanceOf(TransitionInProgress);
+      expect(copy).toBeInstanceOf(TransitionInProgressError);
       expect(copy).toMatchObject({ code: 'TRANSITION_IN_PROGRESS', retryable: true, platform: 'kit-under-test' });
       released.add('grpc-1');
       expect(await first).toEqual({ via: 'grpc' });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutionRecordView } from '../../src/api/schemas';
 import { definePipeline, restStep } from '../../src/pipeline/define';
 import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createRestTransitionWorker, TransitionRejected } from '../../src/worker-kit/rest-worker';
+import { createRestTransitionWorker, TransitionRejectedError } from '../../src/worker-kit/rest-worker';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
@@ -38,7 +38,7 @@ async function startWorkerServer() {
       const body = input as { mode?: string; hangMs?: number; hangAttempt?: number; value?: unknown };
       if (body.mode === 'hang' && call.attempt === (body.hangAttempt ?? 1)) await new Promise((resolve) => setTimeout(resolve, body.hangMs ?? 3000));
       if (body.mode === 'slow') await new Promise((resolve) => setTimeout(resolve, 300));
-      if (body.mode === 'reject') throw new TransitionRejected('amount invalid', 422);
+      if (body.mode === 'reject') throw new TransitionRejectedError('amount invalid', 422);
       return { handledBy: 'kit', attempt: call.attempt, value: body.value ?? null };
     },
   });

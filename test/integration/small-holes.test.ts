@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLog } from '../../src/log';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { callGrpc } from '../../src/transports/grpc';
-import { RemoteFailure, type RemoteCallContext } from '../../src/transports/remote';
+import { RemoteFailureError, type RemoteCallContext } from '../../src/transports/remote';
 import { callRest } from '../../src/transports/rest';
 import { ADMIN_TOKEN, startTestEngine, SUBMIT_TOKEN, type TestEngine } from '../helpers/engine';
 
@@ -57,7 +57,7 @@ describe('correlationId', () => {
     };
     try {
       const rest = await callRest(url, {}, 5000, ctx).catch((err: unknown) => err);
-      expect(rest).toBeInstanceOf(RemoteFailure);
+      expect(rest).toBeInstanceOf(RemoteFailureError);
       expect(rest).toMatchObject({ code: 'INVALID_REQUEST_HEADER', retryable: false });
       const grpc = await callGrpc('127.0.0.1:1', {}, 5000, { ...ctx, correlationId: 'bad\nvalue' }).catch((err: unknown) => err);
       expect(grpc).toMatchObject({ code: 'INVALID_REQUEST_METADATA', retryable: false });
