@@ -209,3 +209,40 @@ describe('chunked oversized bodies', () => {
     );
   });
 });
+
+describe('every read route under random ids and query strings', () => {
+  // Every byte percent-encoded (a lone surrogate becomes U+FFFD's bytes: a URL carries bytes, not UTF-16).
+  const pct = (s: string) => [...Buffer.from(s, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+  const segment = fc.oneof(
+    { arbitrary: fc.constantFrom('tenant-a', 'fuzz-1', 'x'), weight: 3 },
+    fc.string({ maxLength: 12 }).map(pct),
+    unstorable.map(pct),
+    fc.constantFrom('%00', '%C0%80', '%ED%A0%80', '%FF', '..', '%2F'),
+  );
+  const queryValue = fc.oneof(fc.string({ maxLength: 12 }), unstorable, forgedCursor, fc.constantFrom('10.0', '-1', '1e3', '', '999999999999'));
+  const queryName = fc.constantFrom('limit', 'cursor', 'status', 'terminalReason', 'errorCode', 'window', 'since', 'until', 'x');
+  const query = fc.array(fc.tuple(queryName, queryValue), { maxLength: 2 }).map((pairs) => pairs.map(([k, v]) => `${k}=${pct(v)}`).join('&'));
+  const route = fc.constantFrom(
+    (t: string) => `/admin/tenants/${t}/executions`,
+    (t: string, e: string) => `/admin/tenants/${t}/executions/${e}`,
+    (t: string, e: string) => `/admin/tenants/${t}/executions/${e}/effects`,
+    (t: string, e: string) => `/admin/tenants/${t}/executions/${e}/history`,
+    (t: string) => `/admin/tenants/${t}/dlq`,
+    (t: string) => `/admin/tenants/${t}/dlq/groups`,
+    (t: string) => `/admin/tenants/${t}/rejects`,
+    (t: string) => `/admin/tenants/${t}/triage`,
+    (t: string) => `/admin/tenants/${t}/pipelines`,
+    () => '/admin/triage',
+  );
+
+  it('never answers 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(route, segment, segment, query, async (path, tenantId, executionId, q) => {
+        const res = await engine.request('GET', `${path(tenantId, executionId)}${q ? `?${q}` : ''}`);
+        expect(res.status, `${path(tenantId, executionId)}?${q}`).toBeLessThan(500);
+        if (res.status >= 400) expect(res.headers.get('content-type')).toBe('application/problem+json');
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
