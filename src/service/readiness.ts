@@ -7,7 +7,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
-import type { Db } from '../store/db';
+import { ping, type Db } from '../store/db';
 import { withCallDeadline } from '../temporal/call-deadline';
 
 export type CheckState = 'up' | 'down';
@@ -40,7 +40,7 @@ export class Readiness {
   async check(): Promise<ReadinessReport> {
     const { db, client, timeoutMs } = this.deps;
     const probes: Record<string, Promise<void>> = {
-      postgres: withDeadline(db.query('SELECT 1').then(() => undefined), timeoutMs, 'postgres'),
+      postgres: withDeadline(ping(db), timeoutMs, 'postgres'),
       temporal: withCallDeadline(client, timeoutMs, () => client.connection.workflowService.getSystemInfo({})).then(() => undefined),
     };
     if (this.deps.worker) {

@@ -31,6 +31,11 @@ export interface Db extends Queryable {
   readonly stats: { queries: number };
 }
 
+/** One round trip that proves the database answers (readiness). */
+export async function ping(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}
+
 // int8 and numeric arrive as strings from pg; counts and epochs here fit in a double.
 pg.types.setTypeParser(20, (value) => Number(value));
 
