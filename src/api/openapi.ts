@@ -30,7 +30,7 @@ function problems(...codes: ErrorCode[]) {
     ]),
   );
 }
-const common = problems('INVALID_ID', 'VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_CURSOR', 'UNAUTHORIZED', 'FORBIDDEN');
+const common = problems('INVALID_ID', 'VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_CURSOR', 'UNAUTHORIZED', 'FORBIDDEN', 'STORE_UNAVAILABLE');
 /** What every route with a JSON body can answer about the body itself. */
 const bodyErrors = problems('BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
 const TenantPath = z.object({ tenantId: Id.meta({ description: 'tenant id', example: 'acme' }) });
@@ -89,7 +89,7 @@ export function createOpenApiDocument(prefix: string) {
       [`${p}/admin/tenants/{tenantId}/executions/{executionId}/redrive`]: {
         post: {
           summary: 'Re-drive an execution',
-          description: 'Re-queues the same execution id as a new Temporal run resuming from the persisted input of the step to resume. Checks, in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED; 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the worker lookup cannot be reached). `overrideEvidence: true` (audited) passes the two disposition checks. The DLQ is never touched.',
+          description: 'Re-queues the same execution id as a new Temporal run resuming from the persisted input of the step to resume. Checks, in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, COMMAND_EFFECT_NOT_REDISPATCHABLE, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED; 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the worker lookup cannot be reached, TEMPORAL_UNAVAILABLE when Temporal cannot say whether a run is active). `overrideEvidence: true` (audited) passes the two disposition checks. The DLQ is never touched.',
           requestParams: { path: ExecutionPath, query: z.object({ dryRun: z.enum(['true', 'false']).optional().meta({ description: 'run every check, change nothing' }) }) },
           requestBody: json(RedriveRequest),
           responses: {
@@ -100,7 +100,7 @@ export function createOpenApiDocument(prefix: string) {
             ...problems(
               'EXECUTION_NOT_FOUND', 'VERSION_MISMATCH', 'EXECUTION_ACTIVE', 'EXECUTION_SUCCEEDED', 'ALLOW_FAILED_REQUIRED', 'RETRY_FAILED_COMMAND_INTENT_REQUIRED',
               'COMMAND_EFFECT_NOT_REDISPATCHABLE', 'DISPOSITION_UNCONFIRMED', 'DISPOSITION_CONTRADICTED', 'PIPELINE_DEFINITION_CHANGED',
-              'EXECUTION_NOT_FAILED', 'FAILED_STEP_NOT_RETAINED', 'RETRY_INTENT_UNSUPPORTED', 'DISPOSITION_EVIDENCE_UNAVAILABLE', 'TEMPORAL_UNAVAILABLE',
+              'EXECUTION_NOT_FAILED', 'FAILED_STEP_NOT_RETAINED', 'RETRY_INTENT_UNSUPPORTED', 'DISPOSITION_EVIDENCE_UNAVAILABLE', 'TEMPORAL_UNAVAILABLE', 'STORE_UNAVAILABLE',
             ),
           },
         },
