@@ -48,8 +48,11 @@ export interface GrowthOptions {
 
 export interface ReadFigure {
   read: string;
-  /** group the target applies to */
-  kind: 'signals' | 'list' | 'record';
+  /**
+   * signals and list: ≤ 50 ms at the big size and ratio ≤ 2; record: ratio ≤ 2; window: a
+   * read whose window the small store's history does not fill (24 h of triage), ≤ 50 ms only.
+   */
+  kind: 'signals' | 'list' | 'record' | 'window';
   /** median (min–max) ms per size */
   ms: { median: number; min: number; max: number }[];
   ratio: number;
@@ -134,7 +137,7 @@ function reads(): { read: string; kind: ReadFigure['kind']; path: (s: Store) => 
     fixed('GET /metrics', 'signals', '/metrics'),
     fixed('GET /admin/triage?window=15m', 'signals', '/pipeline/admin/triage?window=15m'),
     fixed('GET …/tenants/big/triage?window=15m', 'signals', `${t}/triage?window=15m`),
-    fixed('GET …/tenants/big/triage?window=24h', 'signals', `${t}/triage?window=24h`),
+    fixed('GET …/tenants/big/triage?window=24h', 'window', `${t}/triage?window=24h`),
     fixed('GET …/executions?limit=50', 'list', `${t}/executions?limit=50`),
     { read: 'GET …/executions?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/executions?limit=50&cursor=${s.executionsCursor}` },
     ...(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as const).map((status) => fixed(`GET …/executions?status=${status}&limit=50`, 'list', `${t}/executions?status=${status}&limit=50`)),
@@ -247,7 +250,9 @@ export function renderGrowth(results: GrowthResults, meta: { date: string; load:
   const met = (f: ReadFigure) => {
     const bigMs = f.ms.at(-1)!.median;
     const fast = f.kind === 'record' || bigMs <= results.targets.readMedianMs;
-    return fast && f.ratio <= results.targets.ratio ? 'met' : `**not met** (${[!fast && `> ${results.targets.readMedianMs} ms`, f.ratio > results.targets.ratio && `ratio > ${results.targets.ratio}`].filter(Boolean).join(', ')})`;
+    const flat = f.kind === 'window' || f.ratio <= results.targets.ratio;
+    const verdict = fast && flat ? 'met' : `**not met** (${[!fast && `> ${results.targets.readMedianMs} ms`, !flat && `ratio > ${results.targets.ratio}`].filter(Boolean).join(', ')})`;
+    return f.kind === 'window' ? `${verdict} (≤ ${results.targets.readMedianMs} ms; no ratio target: the small store holds less than this window)` : verdict;
   };
   const rows = [
     `Measured ${meta.date} on ${meta.machine}; load average at the start ${meta.load} (colleagues' builds and tests were running: absolute times are noisy, the two stores were measured round by round in alternation so they share the load).`,

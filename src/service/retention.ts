@@ -12,7 +12,7 @@ import type { Metrics } from '../metrics';
 import { PeriodicTask } from '../periodic-task';
 import type { Db } from '../store/db';
 import { RetentionStore, type Deleted } from '../store/retention-store';
-import { SIGNAL_MINUTES_KEPT_MS } from '../store/signals-store';
+import { SIGNAL_MINUTES_EXACT_MS, SIGNAL_MINUTES_KEPT_MS } from '../store/signals-store';
 import { purgeDedupe } from '../worker-kit/dedupe-store';
 
 /** Batches per kind per pass: a pass stays bounded however far behind it is; the next pass continues. */
@@ -81,6 +81,7 @@ export class Retention {
       () => this.store.admittedCheckpoints(p.checkpointsMs, n),
       () => this.store.startedDispatches(p.dispatchMs, n),
       () => this.store.signalMinutes(SIGNAL_MINUTES_KEPT_MS, n),
+      () => this.store.compactSignalMinutes(SIGNAL_MINUTES_EXACT_MS, n),
       () => this.store.emptyGroupDays(2 * 86_400_000, n),
       async () => ({ transition_worker_dedupe: await purgeDedupe(this.db, p.dedupeMs, n) }),
     ];

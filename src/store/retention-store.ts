@@ -74,6 +74,30 @@ export class RetentionStore {
     return this.deleteByKey('signal_minute', ['tenant_id', 'signal', 'minute', 'key', 'detail', 'shard'], `minute < ${CUTOFF} ORDER BY minute`, retentionMs, limit);
   }
 
+  /**
+   * Rolls per-minute signal counts older than `olderThanMs` (rounded down to the hour) into
+   * one row per hour (shard -1), so a long triage window reads hours, not minutes × keys ×
+   * shards. Windows up to an hour (and the hour before them) stay minute-exact.
+   */
+  async compactSignalMinutes(olderThanMs: number, limit: number): Promise<Deleted> {
+    return this.counts(
+      `WITH doomed AS (
+         SELECT tenant_id, signal, minute, key, detail, shard FROM signal_minute
+         WHERE shard >= 0 AND minute < date_trunc('hour', ${CUTOFF}) ORDER BY minute LIMIT $2 FOR UPDATE SKIP LOCKED),
+       gone AS (
+         DELETE FROM signal_minute t USING doomed d
+         WHERE t.tenant_id = d.tenant_id AND t.signal = d.signal AND t.minute = d.minute AND t.key = d.key AND t.detail = d.detail AND t.shard = d.shard
+         RETURNING t.*),
+       rolled AS (
+         INSERT INTO signal_minute (tenant_id, signal, minute, key, detail, shard, n)
+         SELECT tenant_id, signal, date_trunc('hour', minute), key, detail, -1, sum(n) FROM gone GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+         ON CONFLICT (tenant_id, signal, minute, key, detail, shard) DO UPDATE SET n = signal_minute.n + EXCLUDED.n
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM gone) AS signal_minute_compacted WHERE (SELECT count(*) FROM rolled) >= 0`,
+      [olderThanMs, limit],
+    );
+  }
+
   /** Failure-group day counts that reached zero (every envelope of that day re-driven) more than `retentionMs` ago. */
   emptyGroupDays(retentionMs: number, limit: number): Promise<Deleted> {
     return this.deleteByKey('dlq_group_day', ['tenant_id', 'group_id', 'day'], `n = 0 AND day < ${CUTOFF}`, retentionMs, limit);

@@ -8,12 +8,20 @@
  *     read through partial indexes that hold only those rows.
  * Windows are counted in whole minutes: the current window is the last ⌈window⌉ minutes
  * including the minute in progress, the previous one the same number of minutes before it.
+ * Counts older than 3 hours are rolled into hours by retention (shard -1): a longer window
+ * counts that part of itself by the hour an event fell in.
  */
 import type { TerminalFailureStatus, TerminalReason } from '../spec-words';
 import type { Db } from './db';
 
-/** How long per-minute counts are kept: the longest triage window (24h) and the one before it, plus a minute. */
+/** How long signal counts are kept: the longest triage window (24h) and the one before it, plus an hour. */
 export const SIGNAL_MINUTES_KEPT_MS = 49 * 3_600_000;
+/**
+ * How long counts stay per minute before retention rolls them into hours: a window of up to
+ * an hour, compared with the hour before it, is counted to the minute; longer windows count
+ * their older part by the hour.
+ */
+export const SIGNAL_MINUTES_EXACT_MS = 3 * 3_600_000;
 
 export type TotalSignal = 'dlq' | 'reject' | TerminalFailureStatus;
 

@@ -11,11 +11,13 @@
  *   - 1 checkpoint per 100 executions, admitted, the newest 5 pending.
  *
  * Rows are loaded with triggers off and the signal and failure-group counters rebuilt from
- * them afterwards;
- * with `rebuildIndexes` the tables' secondary indexes are dropped before the load and built
+ * them afterwards (per-minute counts older than 3 h rolled into hours, as retention does).
+ * With `rebuildIndexes` the tables' secondary indexes are dropped before the load and built
  * after it (faster for millions of rows).
  */
 import type { Db } from '../../src/store/db';
+import { RetentionStore } from '../../src/store/retention-store';
+import { SIGNAL_MINUTES_EXACT_MS } from '../../src/store/signals-store';
 
 export interface SeedOptions {
   executions: number;
@@ -119,6 +121,8 @@ export async function seedStore(db: Db, options: SeedOptions): Promise<void> {
     await tx.query('SELECT signal_rebuild()');
     await tx.query('SELECT dlq_group_rebuild()');
   });
+  // As the running service's retention pass would have: counts older than 3 h by the hour.
+  await new RetentionStore(db).compactSignalMinutes(SIGNAL_MINUTES_EXACT_MS, 10_000_000);
   say('vacuum analyze');
   await db.query(`VACUUM (ANALYZE) ${SEEDED_TABLES.join(', ')}, signal_minute, signal_total, dlq_group_day`);
 }

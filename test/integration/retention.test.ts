@@ -124,15 +124,23 @@ describe('retention on the store', () => {
     // Per-minute counts past the 49 h triage horizon (the seeded one, and the envelopes' own minutes 90 days ago).
     const expiredMinutes = Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signal_minute WHERE minute < now() - interval '49 hours'`)).rows[0].n);
     expect(expiredMinutes).toBeGreaterThanOrEqual(2);
+    // Per-minute counts older than 3 h (the old rejects' minutes) are rolled into hours, their sums kept.
+    const kept = `minute >= now() - interval '49 hours'`;
+    const toCompact = Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signal_minute WHERE ${kept} AND shard >= 0 AND minute < date_trunc('hour', now() - interval '3 hours')`)).rows[0].n);
+    expect(toCompact).toBeGreaterThan(0);
+    const sums = `SELECT tenant_id, signal, key, sum(n)::int AS n FROM signal_minute WHERE ${kept} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
+    const sumsBefore = (await db.query(sums)).rows;
 
     const retention = new Retention(db, policy({ batchSize: 7 }), log);
     const deleted = await retention.pass();
     expect(deleted).toEqual({
       execution_record: 30, command_effect: 60, execution_attempt: 90, execution_dlq: 1, redrive_audit: 1, item_reject: 60,
-      checkpoint_outbox: 30, execution_dispatch: 30, signal_minute: expiredMinutes, dlq_group_day: 0, transition_worker_dedupe: 2,
+      checkpoint_outbox: 30, execution_dispatch: 30, signal_minute: expiredMinutes, signal_minute_compacted: toCompact, dlq_group_day: 0, transition_worker_dedupe: 2,
     });
     const after = await counts(db);
     for (const table of TABLES) expect(after[table], table).toBe(before[table] - (deleted[table] ?? 0));
+    expect((await db.query(sums)).rows).toEqual(sumsBefore);
+    expect(Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signal_minute WHERE shard >= 0 AND minute < date_trunc('hour', now() - interval '3 hours')`)).rows[0].n)).toBe(0);
 
     expect(await ids(db, `SELECT execution_id AS id FROM execution_record WHERE execution_id NOT LIKE 'new-%'`)).toEqual(['FAILED', 'QUEUED', 'REMOTE_OUTCOME_UNKNOWN', 'RUNNING']);
     expect(await ids(db, `SELECT execution_id AS id FROM execution_dlq`)).toEqual(['FAILED', 'RUNNING']);
