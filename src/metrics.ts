@@ -22,7 +22,7 @@ export class Metrics {
   readonly outcomeUnknown = new Counter({ name: 'pipeline_remote_outcome_unknown_total', help: 'Executions parked as REMOTE_OUTCOME_UNKNOWN', labelNames: ['protocol'], registers: [this.registry] });
   readonly deadlineWarnings = new Counter({ name: 'pipeline_remote_deadline_warnings_total', help: 'remote_transition_deadline_warning events', labelNames: ['protocol'], registers: [this.registry] });
   readonly checkpointDuplicates = new Counter({ name: 'pipeline_checkpoint_duplicates_suppressed_total', help: 'Checkpoints skipped because their handoff key was already seen', registers: [this.registry] });
-  readonly checkpointDeliveryFailures = new Counter({ name: 'pipeline_checkpoint_delivery_failures_total', help: 'Checkpoint admissions that failed (kept and retried)', registers: [this.registry] });
+  readonly checkpointDeliveryFailures = new Counter({ name: 'pipeline_checkpoint_delivery_failures_total', help: 'Checkpoint admissions that failed, or were slow (counted the moment they passed pipeline.checkpoint.slow-admission); the checkpoint is kept and retried', registers: [this.registry] });
   readonly handoffLatency = new Histogram({ name: 'pipeline_checkpoint_handoff_latency_seconds', help: 'From checkpoint accepted to execution admitted', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
   readonly retentionDeleted = new Counter({ name: 'pipeline_retention_deleted_total', help: 'Rows deleted by retention, by table', labelNames: ['table'], registers: [this.registry] });
   readonly redrives = new Counter({ name: 'pipeline_redrives_total', help: 'Re-drives admitted, by mode', labelNames: ['mode'], registers: [this.registry] });
