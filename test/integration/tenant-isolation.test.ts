@@ -9,7 +9,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, functionStep, grpcStep, localStep, restStep } from '../../src/pipeline/define';
-import { grpcClient } from '../../src/transports/grpc';
+import { grpcClient, lookupGrpc } from '../../src/transports/grpc';
 import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
 import { createGrpcTransitionWorker, type GrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
 import { createRestTransitionWorker, type TransitionCall } from '../../src/worker-kit/rest-worker';
@@ -106,6 +106,11 @@ describe.each(['rest', 'grpc'] as const)('tenant-qualified keys over %s', (kind)
     expect(runs[`${kind}|${second}|${executionId}:0:1`]).toBe(1);
     // Records and effects keep the spec's transitionKey beside tenantId.
     expect((await engine.effects.get(second, executionId, 0))?.transitionKey).toBe(`${executionId}:0:1`);
+    // The disposition lookup answers per tenant: a third tenant's same identity was never recorded.
+    const recorded = (tenant: string) => (kind === 'rest'
+      ? fetch(`${restBase}/transition/${encodeURIComponent(`${tenant}/${executionId}:0:1`)}`).then(async (r) => ((await r.json()) as { recorded: boolean }).recorded)
+      : lookupGrpc(grpcAddress, `${tenant}/${executionId}:0:1`, 5000).then((r) => r.recorded));
+    expect([await recorded(first), await recorded(second), await recorded('nobody')]).toEqual([true, true, false]);
   });
 
   it('two tenants starting the same executionId at once each run their own handler exactly once', async () => {
