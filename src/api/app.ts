@@ -29,6 +29,8 @@ import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import type { Readiness } from '../service/readiness';
 import { mountDocs } from './docs-page';
 import { mountHealth } from './health';
+import type { AesGcmCodec } from '../temporal/codec';
+import { codecRoutes } from './codec-routes';
 import { createOpenApiDocument } from './openapi';
 import { problem, problemHandler } from './problem';
 import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES, pathId, readJson, readQuery } from './request';
@@ -55,6 +57,8 @@ export interface AppDeps {
   fleet?: FleetDeps;
   /** absent: no /readyz route */
   readiness?: Readiness;
+  /** the payload codec (pipeline.codec.keys); absent: no /codec routes */
+  codec?: AesGcmCodec;
 }
 
 const Limit = z.string().regex(/^\d{1,6}$/, 'must be a whole number, e.g. 50').transform(Number).pipe(z.number().int().min(1).max(500)).default(50);
@@ -188,6 +192,9 @@ export function createApp(deps: AppDeps) {
     return c.json(await triage(deps.signals, query.window));
   });
 
+  if (deps.codec) {
+    app.route('/codec', codecRoutes({ codec: deps.codec, tokens, origins: config['pipeline.codec.cors-origins'], bodyReadTimeoutMs: config['pipeline.server.body-read-timeout'], log }));
+  }
   app.route(`${prefix}/api`, api);
   app.route(`${prefix}/admin`, admin);
   return app;

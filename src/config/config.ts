@@ -46,6 +46,15 @@ export const TokenConfig = z.object({
 });
 export type TokenConfig = z.infer<typeof TokenConfig>;
 
+/** A payload encryption key (pipeline.codec.keys). */
+export const CodecKey = z.object({
+  /** printable id stored in each sealed payload's metadata (never the key) */
+  id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'id must be 1–64 of [A-Za-z0-9._-]'),
+  /** 32 bytes, base64 */
+  key: z.string().refine((value) => Buffer.from(value, 'base64').length === 32, 'key must be 32 bytes in base64 (openssl rand -base64 32)'),
+});
+export type CodecKey = z.infer<typeof CodecKey>;
+
 /** The schema, with defaults. Keys are the spec's flat dotted names. */
 export const ConfigSchema = z.object({
   /** Orchestration mode; only `QUEUE_ASYNC` (background execution) is implemented. */
@@ -81,6 +90,20 @@ export const ConfigSchema = z.object({
       return z.NEVER;
     }
   }).default([]),
+  /** Payload encryption keys as a JSON array of { id, key (32 bytes base64) }; the first encrypts, all decrypt. Absent = payloads in clear. */
+  'pipeline.codec.keys': z.union([z.string(), z.array(z.unknown())]).transform((value, ctx) => {
+    try {
+      const keys = z.array(CodecKey).parse(typeof value === 'string' ? JSON.parse(value) : value);
+      if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new Error('key ids must be unique');
+      return keys;
+    } catch (err) {
+      const detail = err instanceof z.ZodError ? err.issues.map((issue) => issue.message).join('; ') : err instanceof Error ? err.message.split('\n')[0] : 'invalid';
+      ctx.addIssue({ code: 'custom', message: `pipeline.codec.keys must be a JSON array of { "id", "key": 32 bytes base64 } (${detail})` });
+      return z.NEVER;
+    }
+  }).default([]),
+  /** Origins allowed to call the codec endpoint from a browser (the Temporal UI), comma-separated. */
+  'pipeline.codec.cors-origins': z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
   /** What this process runs: all (default), api, worker. */
   'pipeline.role': z.enum(ROLES, { message: `pipeline.role must be one of ${ROLES.join(', ')}` }).default('all'),
   /** How long a stopping process lets in-flight HTTP requests and running activities finish. Default 30s. */

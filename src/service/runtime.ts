@@ -31,6 +31,7 @@ import { RejectStore } from '../store/reject-store';
 import { FailureGroupStore } from '../store/failure-group-store';
 import { HistoryStore } from '../store/history-store';
 import { SignalsStore } from '../store/signals-store';
+import { AesGcmCodec } from '../temporal/codec';
 import { connectClient, temporalConnectOptions, type TemporalConnectOptions } from '../temporal/connection';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
@@ -167,7 +168,10 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const connection = await connectClient(connectOptions);
   stack.push(() => connection.close());
   if (!devServer) await registerSearchAttributes(connection, namespace, log);
-  const client = new Client({ connection, namespace });
+  // Opt-in payload encryption: the client and the worker seal what they send to Temporal.
+  const codec = config['pipeline.codec.keys'].length > 0 ? new AesGcmCodec(config['pipeline.codec.keys']) : undefined;
+  const dataConverter = codec ? { payloadCodecs: [codec] } : undefined;
+  const client = new Client({ connection, namespace, dataConverter });
 
   const registry = new PipelineRegistry(effective, options.pipelines);
   const store = new ExecutionStore(db);
@@ -191,7 +195,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   let worker: Worker | undefined;
   const runWorker = options.worker ?? role !== 'api';
   const readiness = new Readiness({ db, client, worker: runWorker ? () => worker : undefined, timeoutMs: config['pipeline.temporal.call-timeout'] });
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints, readiness,
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints, readiness, codec,
     fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) } });
 
   let workerDone: Promise<void> | undefined;
@@ -200,7 +204,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     const created = await createEngineWorker({
       address, connect: connectOptions, namespace, taskQueue, deps: { store, effects, registry, log, metrics },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
-      worker: { shutdownGraceTime: grace },
+      worker: { shutdownGraceTime: grace, dataConverter },
     });
     worker = created.worker;
     workerDone = worker.run().finally(() => created.connection.close());
