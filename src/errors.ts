@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   UNKNOWN_PIPELINE: { status: 422, title: 'no pipeline of that name is registered' },
   EXECUTION_NOT_FAILED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on an execution that is not FAILED' },
   FAILED_STEP_NOT_RETAINED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on an execution that does not keep its failed step index' },
+  CODEC_PAYLOAD_UNREADABLE: { status: 422, title: 'codec endpoint: a payload sealed under a key id no longer configured, or tampered' },
   RETRY_INTENT_UNSUPPORTED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on a store without durable retry intent' },
   INTERNAL: { status: 500, title: 'an unexpected error; the service log has its kind' },
   CONFIG_INVALID: { status: 500, title: 'the configuration cannot be used; the service does not start' },

@@ -56,7 +56,7 @@ export function codecRoutes(deps: CodecRoutesDeps) {
 
   for (const direction of ['encode', 'decode'] as const) {
     routes.post(`/${direction}`, async (c) => {
-      const body = await readJson(c, CodecRequest, MAX_CODEC_BODY_BYTES);
+      const body = await readJson(c, CodecRequest, { maxBytes: MAX_CODEC_BODY_BYTES });
       let payloads: Payload[];
       try {
         payloads = await deps.codec[direction](body.payloads.map(fromJson));
