@@ -77,6 +77,9 @@ export class Retention {
       () => this.store.succeededExecutions(p.succeededExecutionsMs, n),
       () => this.store.redrivenEnvelopes(p.dlqMs, n),
       () => this.store.redriveAudit(p.redriveAuditMs, n),
+      // A bulk job explains the re-drives it made: it goes with the audit's retention.
+      () => this.store.finishedJobItems(p.redriveAuditMs, n),
+      () => this.store.finishedJobs(p.redriveAuditMs, n),
       () => this.store.itemRejects(p.rejectsMs, n),
       () => this.store.admittedCheckpoints(p.checkpointsMs, n),
       () => this.store.startedDispatches(p.dispatchMs, n),

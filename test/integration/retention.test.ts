@@ -112,6 +112,18 @@ describe('retention on the store', () => {
     await db.query(
       `INSERT INTO signal_minute (tenant_id, signal, minute, shard, n) VALUES ('t', 'succeeded', date_trunc('minute', now() - interval '3 days'), 0, 4), ('t', 'succeeded', date_trunc('minute', now() - interval '2 hours'), 0, 2)`,
     );
+    // Bulk re-drive jobs: one finished long ago (it goes, with its items), one finished
+    // recently and one still running since long ago (both kept).
+    await db.query(
+      `INSERT INTO redrive_job (tenant_id, job_id, status, principal, reason, request, batch_size, rate_per_second, created_at, finished_at) VALUES
+         ('t', 'old-done', 'COMPLETED', 'ops', 'why', '{}', 10, 5, now() - interval '3 days', now() - interval '2 days'),
+         ('t', 'new-done', 'ABORTED', 'ops', 'why', '{}', 10, 5, now() - interval '3 days', now() - interval '1 hour'),
+         ('t', 'running', 'RUNNING', 'ops', 'why', '{}', 10, 5, now() - interval '3 days', NULL)`,
+    );
+    await db.query(
+      `INSERT INTO redrive_job_item (tenant_id, job_id, execution_id, ordinal, expected_version)
+       SELECT 't', j, 'x' || o, o, 1 FROM unnest(ARRAY['old-done', 'new-done', 'running']) j, generate_series(1, 3) o`,
+    );
     await ensureDedupeSchema(db);
     await db.query(
       `INSERT INTO transition_worker_dedupe (idempotency_key, tenant_id, state, lease_until, completed_at) VALUES
@@ -134,7 +146,7 @@ describe('retention on the store', () => {
     const retention = new Retention(db, policy({ batchSize: 7 }), log);
     const deleted = await retention.pass();
     expect(deleted).toEqual({
-      execution_record: 30, command_effect: 60, execution_attempt: 90, execution_dlq: 1, redrive_audit: 1, item_reject: 60,
+      execution_record: 30, command_effect: 60, execution_attempt: 90, execution_dlq: 1, redrive_audit: 1, redrive_job: 1, redrive_job_item: 3, item_reject: 60,
       checkpoint_outbox: 30, execution_dispatch: 30, signal_minute: expiredMinutes, signal_minute_compacted: toCompact, dlq_group_day: 0, transition_worker_dedupe: 2,
     });
     const after = await counts(db);
@@ -148,6 +160,8 @@ describe('retention on the store', () => {
     expect(await ids(db, `SELECT execution_id AS id FROM execution_dispatch WHERE status = 'PENDING'`)).toEqual(['QUEUED']);
     expect(await ids(db, `SELECT handoff_key AS id FROM checkpoint_outbox WHERE status = 'PENDING'`)).toEqual(['pending']);
     expect(await ids(db, `SELECT idempotency_key AS id FROM transition_worker_dedupe`)).toEqual(['t/new-done:0:1', 't/working:0:1']);
+    expect(await ids(db, `SELECT DISTINCT job_id AS id FROM redrive_job_item`)).toEqual(['new-done', 'running']);
+    expect(await ids(db, `SELECT job_id AS id FROM redrive_job`)).toEqual(['new-done', 'running']);
     for (const table of ['execution_record', 'command_effect', 'item_reject', 'checkpoint_outbox', 'execution_dispatch']) {
       expect(await ids(db, `SELECT DISTINCT execution_id AS id FROM ${table} WHERE execution_id LIKE 'old-%'`), table).toEqual([]);
     }
