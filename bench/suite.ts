@@ -55,6 +55,10 @@ export interface BenchOptions {
   progress?: (line: string) => void;
   /** run only these figures (overhead, events, roundtrips, redrive, memory, dlq); all when absent */
   only?: string[];
+  /** executions per pipeline when counting round trips (figure 3); default 10 */
+  roundTripExecutions?: number;
+  /** RSS samples (0.5 s apart) per memory phase; default max(5, runs) */
+  memorySamples?: number;
 }
 
 export interface BenchResults {
@@ -220,7 +224,7 @@ async function measureEvents(bench: Bench) {
 /** Figure 3: Postgres round trips per step (marginal: 5-step minus 1-step executions, per step), from the query counter. */
 async function measureRoundTrips(bench: Bench) {
   bench.say('postgres round trips');
-  const queriesPer = async (pipeline: string, count = 10) => {
+  const queriesPer = async (pipeline: string, count = bench.options.roundTripExecutions ?? 10) => {
     const before = bench.database.db.stats.queries;
     for (let i = 0; i < count; i++) await bench.runEngine(pipeline);
     return (bench.database.db.stats.queries - before) / count;
@@ -367,7 +371,7 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
     const memExecutions = new ExecutionService(ctx.store, ctx.registry, new Dispatcher(ctx.store.db, ctx.client, ctx.registry, taskQueue, ctx.log), ctx.log);
     const sample = async () => {
       const values: number[] = [];
-      for (let i = 0; i < Math.max(5, options.runs); i++) {
+      for (let i = 0; i < (options.memorySamples ?? Math.max(5, options.runs)); i++) {
         values.push(rssMb(child.pid!));
         await new Promise((resolve) => setTimeout(resolve, 500));
       }

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLog } from './log';
 import { PeriodicTask } from './periodic-task';
 
@@ -8,43 +8,96 @@ function capture() {
   const log = createLog({ destination: new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }) });
   return { log, lines };
 }
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A task whose passes the test ends one by one: each pass waits until `finish()` (or `fail()`) is called. */
+function controlledTask() {
+  const pending: { resolve: () => void; reject: (err: Error) => void }[] = [];
+  let running = 0;
+  let overlapped = false;
+  const task = {
+    passes: 0,
+    get overlapped() { return overlapped; },
+    run: () => {
+      task.passes++;
+      if (running++ > 0) overlapped = true;
+      return new Promise<void>((resolve, reject) => pending.push({ resolve, reject })).finally(() => { running--; });
+    },
+    finish: () => pending.shift()!.resolve(),
+    fail: (message: string) => pending.shift()!.reject(new Error(message)),
+  };
+  return task;
+}
 
 describe('PeriodicTask', () => {
-  it('runs passes one at a time, survives a failing pass, and stop() waits for the pass in progress', async () => {
-    const { log, lines } = capture();
-    let running = 0;
-    let overlapped = false;
-    let passes = 0;
-    let finished = 0;
-    const task = new PeriodicTask('demo_failed', 5, async () => {
-      if (running++ > 0) overlapped = true;
-      passes++;
-      await sleep(15);
-      running--;
-      finished++;
-      if (passes === 2) throw new Error('boom');
-    }, log);
-    task.start();
-    await sleep(120);
-    await task.stop();
-    const atStop = passes;
-    expect(finished).toBe(passes);
-    await sleep(50);
-    expect(passes).toBe(atStop);
-    expect(passes).toBeGreaterThanOrEqual(3);
-    expect(overlapped).toBe(false);
-    expect(lines.filter((l) => l.event === 'demo_failed')).toHaveLength(1);
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
-  it('runs soon after kick() instead of waiting for the interval', async () => {
+  it('runs a pass every interval, never two at once, and schedules the next only after a pass ends', async () => {
     const { log } = capture();
-    let passes = 0;
-    const task = new PeriodicTask('x', 10_000, async () => { passes++; }, log);
-    task.start();
-    task.kick();
-    await sleep(30);
-    expect(passes).toBe(1);
-    await task.stop();
+    const work = controlledTask();
+    const loop = new PeriodicTask('demo_failed', 1000, work.run, log);
+    loop.start();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(work.passes).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(work.passes).toBe(1);
+    // The pass is still running: however long it takes, no second one starts.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(work.passes).toBe(1);
+    work.finish();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(work.passes).toBe(2);
+    expect(work.overlapped).toBe(false);
+    work.finish();
+    await loop.stop();
+  });
+
+  it('logs a failed pass once under its event and carries on', async () => {
+    const { log, lines } = capture();
+    const work = controlledTask();
+    const loop = new PeriodicTask('demo_failed', 100, work.run, log);
+    loop.start();
+    await vi.advanceTimersByTimeAsync(100);
+    work.fail('boom');
+    await vi.advanceTimersByTimeAsync(100);
+    expect(work.passes).toBe(2);
+    expect(lines.filter((line) => line.event === 'demo_failed')).toEqual([expect.objectContaining({ error: 'boom' })]);
+    work.finish();
+    await loop.stop();
+  });
+
+  it('stop() waits for the pass in progress and no pass follows it', async () => {
+    const { log } = capture();
+    const work = controlledTask();
+    const loop = new PeriodicTask('demo_failed', 100, work.run, log);
+    loop.start();
+    await vi.advanceTimersByTimeAsync(100);
+    let stopped = false;
+    const stopping = loop.stop().then(() => { stopped = true; });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(stopped).toBe(false);
+    work.finish();
+    await stopping;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(work.passes).toBe(1);
+  });
+
+  it('runs a pass right after kick() instead of waiting for the interval, and ignores a kick during a pass', async () => {
+    const { log } = capture();
+    const work = controlledTask();
+    const loop = new PeriodicTask('x', 60_000, work.run, log);
+    loop.start();
+    loop.kick();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(work.passes).toBe(1);
+    loop.kick();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(work.passes).toBe(1);
+    work.finish();
+    await loop.stop();
   });
 });

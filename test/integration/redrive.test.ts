@@ -136,9 +136,10 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
   });
 
   it('5. answers 409 EXECUTION_SUCCEEDED for a SUCCEEDED execution, with or without intent', async () => {
-    const done = await engine.waitFor('tenant-a', 'active-1', ['SUCCEEDED']);
-    await expectRejected('active-1', { expectedVersion: done.version, reason: 'r', allowFailed: true }, 409, 'EXECUTION_SUCCEEDED');
-    await expectRejected('active-1', { expectedVersion: done.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 409, 'EXECUTION_SUCCEEDED');
+    await engine.start('tenant-a', { pipeline: 'plain', executionId: 'succeeded-1' });
+    const done = await engine.waitFor('tenant-a', 'succeeded-1', ['SUCCEEDED']);
+    await expectRejected('succeeded-1', { expectedVersion: done.version, reason: 'r', allowFailed: true }, 409, 'EXECUTION_SUCCEEDED');
+    await expectRejected('succeeded-1', { expectedVersion: done.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 409, 'EXECUTION_SUCCEEDED');
   });
 
   it('5. answers 409 RETRY_FAILED_COMMAND_INTENT_REQUIRED when the failed Command step keeps its effect', async () => {
@@ -193,8 +194,8 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     const refused = await redrive('checks-1', { ...ok(), expectedVersion: 1 }, { query: '?dryRun=true' });
     expect(refused.status).toBe(200);
     expect(await refused.json()).toMatchObject({ admitted: false, status: 409, code: 'VERSION_MISMATCH', currentVersion: failed.version });
-    const cmd = await engine.service.store.get('tenant-a', 'checks-cmd');
-    const preview = await (await redrive('checks-cmd', { expectedVersion: cmd!.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, { query: '?dryRun=true' })).json();
+    const cmd = await failedExecution('command', 'preview-cmd');
+    const preview = await (await redrive('preview-cmd', { expectedVersion: cmd.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, { query: '?dryRun=true' })).json();
     expect(preview).toMatchObject({ admitted: true, mode: 'RETRY_FAILED_COMMAND', effectStatus: 'FAILED_RETRYABLE' });
     RedrivePreviewSchema.parse(preview);
     // Auth and body errors answer as usual under dryRun.
@@ -380,7 +381,8 @@ describe('accepted re-drives', () => {
     }
     expect(refusals).toBe(2);
     expect(engine.logs.some((l) => l.event === 'execution_dispatch_swept' && l.executionId === 'sweep-1')).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // more sweeps pass
+    // A later sweep starts nothing more: run one and count.
+    expect(await engine.service.dispatcher.sweepOnce()).toBe(0);
     expect(await engine.runsOf('tenant-a', 'sweep-1', 2)).toHaveLength(2);
     const dispatch = await engine.service.db.query("SELECT status FROM execution_dispatch WHERE execution_id = 'sweep-1' ORDER BY created_at");
     expect(dispatch.rows.map((r) => r.status)).toEqual(['STARTED', 'STARTED']);

@@ -14,6 +14,7 @@ import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
 import { createRestTransitionWorker, TransitionRejectedError } from '../../src/worker-kit/rest-worker';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { retryUntilSuccess } from '../helpers/until';
 
 const SENTINEL = 'SENTINEL-PAN-4111111111111111';
 let engine: TestEngine;
@@ -104,7 +105,8 @@ describe('REST transport', () => {
     const unknown = mine('remote_transition_outcome_unknown');
     expect(warnings).toHaveLength(1);
     expect(warnings[0].elapsedMs).toBeGreaterThanOrEqual(1450);
-    expect(warnings[0].elapsedMs).toBeLessThan(1900);
+    // The warning comes before the deadline (the order of events, not how fast a loaded machine logs).
+    expect(warnings[0].elapsedMs).toBeLessThan(unknown[0].elapsedMs);
     expect(unknown).toHaveLength(1);
     expect(unknown[0]).toMatchObject({
       tenantId: 'acme', executionId: 'rest-hang', attempt: 1, transitionKey: 'rest-hang:0:1', protocol: 'REST',
@@ -114,16 +116,18 @@ describe('REST transport', () => {
     expect(JSON.stringify([...warnings, ...unknown])).not.toContain(SENTINEL);
     expect(JSON.stringify(engine.logs)).not.toContain(SENTINEL);
 
-    expect(requests['acme/rest-hang:0:1']).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 6000)); // 3× the deadline
+    // No retry: once the run has closed no attempt can follow, so count the requests then.
+    expect(await engine.runsOf('acme', 'rest-hang', 1)).toEqual([expect.objectContaining({ status: 'FAILED' })]);
     expect(requests['acme/rest-hang:0:1']).toBe(1);
     expect(Object.keys(requests).filter((key) => key.startsWith('acme/rest-hang:'))).toEqual(['acme/rest-hang:0:1']);
     expect((await engine.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-hang')).toEqual([]);
 
-    // What an operator sees: the call, and the worker's own word (it finished after the deadline).
-    const view = ExecutionRecordView.parse(await (await engine.request('GET', '/admin/tenants/acme/executions/rest-hang')).json());
-    expect(view.remoteCall).toMatchObject({ transitionKey: 'rest-hang:0:1', protocol: 'REST', target: `${base}/kit/transition`, deadlineMs: 2000 });
-    expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
+    // What an operator sees: the call, and the worker's own word once its handler has finished (after the deadline).
+    await retryUntilSuccess(async () => {
+      const view = ExecutionRecordView.parse(await (await engine.request('GET', '/admin/tenants/acme/executions/rest-hang')).json());
+      expect(view.remoteCall).toMatchObject({ transitionKey: 'rest-hang:0:1', protocol: 'REST', target: `${base}/kit/transition`, deadlineMs: 2000 });
+      expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
+    });
   }, 30_000);
 
   it('refuses to re-drive REMOTE_OUTCOME_UNKNOWN without allowFailed or without a confirmed disposition', async () => {
@@ -185,7 +189,6 @@ describe('REST transport', () => {
     expect((await engine.waitFor('acme', 'rest-503', ['SUCCEEDED', 'FAILED'], 20_000)).status).toBe('SUCCEEDED');
     const [first, second] = arrivals['/flaky503'].slice(before);
     expect(second - first).toBeGreaterThanOrEqual(950);
-    expect(second - first).toBeLessThan(5000);
     expect(engine.logs.find((l) => l.event === 'execution_step_retry_scheduled' && l.executionId === 'rest-503')).toMatchObject({ errorCode: 'HTTP_503', delayMs: 1000 });
   });
 
