@@ -206,6 +206,7 @@ export class RedriveService {
       mode: plan.mode, fromStatus: record.status, fromVersion: record.version, version: moved.version,
       resumeStepIndex: plan.resumeStepIndex, attempt: moved.attempt, dispatch: outcome.dispatch,
       fromPipelineVersion: record.pipelineVersion, pipelineVersion: moved.pipelineVersion,
+      ...(body.overrideEvidence ? { evidenceOverridden: true } : {}),
     });
     return {
       tenantId, executionId, version: moved.version, status: 'QUEUED', pipelineVersion: moved.pipelineVersion, resumeStepIndex: plan.resumeStepIndex,

@@ -176,6 +176,7 @@ describe('REST transport', () => {
     expect(res.status).toBe(202);
     const audit = await engine.service.db.query<{ reason: string; request: Record<string, unknown> }>("SELECT reason, request FROM redrive_audit WHERE execution_id = 'rest-hang'");
     expect(audit.rows).toEqual([{ reason: 'domain side checked: the notification was never sent', request: expect.objectContaining({ overrideEvidence: true, confirmedDisposition: 'NOT_APPLIED' }) }]);
+    expect(engine.logs.find((l) => l.event === 'execution_redrive_admitted' && l.executionId === 'rest-hang')).toMatchObject({ evidenceOverridden: true });
     const done = await engine.waitFor('acme', 'rest-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000);
     expect(done.status).toBe('SUCCEEDED');
     expect(requests['acme/rest-hang:0:2']).toBe(1);
