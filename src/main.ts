@@ -46,6 +46,10 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // Started by a launcher (`npm start` runs tsx, which runs this): if the launcher is killed (-9),
+  // stop with it instead of living on as an orphan that holds the ports and the dev server.
+  const launcher = process.ppid;
+  if (launcher > 1) setInterval(() => process.ppid !== launcher && void stop('LAUNCHER_EXITED'), 1000).unref();
 }
 
 main().catch((err) => {

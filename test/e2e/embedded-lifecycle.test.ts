@@ -85,6 +85,23 @@ describe('embedded lifecycle', () => {
     expect(await portInUse(Number(env.PIPELINE_TEMPORAL_DEV_SERVER_PORT))).toBe(false);
   }, 180_000);
 
+  it('stops the service and its dev server when the npm start launcher (tsx) is killed with -9', async () => {
+    const env = await portsEnv();
+    const launcher = spawn(join('node_modules', '.bin', 'tsx'), ['src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(launcher);
+    let [stdout, stderr] = ['', ''];
+    launcher.stdout!.on('data', (chunk) => (stdout += chunk));
+    launcher.stderr!.on('data', (chunk) => (stderr += chunk));
+    await until(() => {
+      if (launcher.exitCode !== null) throw new Error(`tsx src/main.ts exited ${launcher.exitCode}: ${stderr}`);
+      return stderr.includes('Admin token');
+    }, 120_000, 'the service to start');
+    const devServer = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line)).find((l) => l.event === 'temporal_dev_server_started');
+    launcher.kill('SIGKILL');
+    await until(() => !alive(devServer.pid) && !alive(devServer.watchdogPid), 60_000, 'the service to stop its dev server after its launcher died');
+    await until(async () => !(await portInUse(Number(env.PIPELINE_SERVER_PORT))), 30_000, 'the API port to be released');
+  }, 180_000);
+
   it('refuses a foreign Temporal server on the dev server port instead of adopting it', async () => {
     const env = await portsEnv();
     const foreign = await startDevServer({ port: Number(env.PIPELINE_TEMPORAL_DEV_SERVER_PORT) });
