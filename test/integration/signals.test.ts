@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgliteDb, type Db } from '../../src/store/db';
 import { migrate } from '../../src/store/migrate';
 import { SignalsStore } from '../../src/store/signals-store';
+import { createLog } from '../../src/log';
+import { Retention } from '../../src/service/retention';
+import { FailureGroupStore } from '../../src/store/failure-group-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 
 let database: TestDatabase;
@@ -117,5 +120,25 @@ describe('signal counters under concurrent commits', () => {
     }));
     expect(await totals(signals)).toEqual({ ...before, dlq: before.dlq + 40, reject: before.reject + 120 });
     expect((await signals.triage(60_000, 'busy')).topFingerprint).toEqual({ fingerprint: 'same', n: 80, total: 120 });
+  });
+});
+
+describe('the embedded store (PGlite)', () => {
+  it('runs the retention pass and the failure-group counts', async () => {
+    await record(lite, 'g', 'gf', 'FAILED');
+    await lite.query(
+      `INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope, group_id, signature)
+       VALUES ('g', 'gf', 'gf:0:1', 'retry_exhausted', 'TIMEOUT', 1, '{}', 'grp', '{"step":"s"}')`,
+    );
+    expect((await new FailureGroupStore(lite).groups('g', {}, 10)).map((g) => [g.group_id, g.count])).toEqual([['grp', 1]]);
+    await setStatus(lite, 'g', 'gf', 'QUEUED');
+    expect(await new FailureGroupStore(lite).groups('g', {}, 10)).toEqual([]);
+    await setStatus(lite, 'g', 'gf', 'SUCCEEDED');
+    const zero = { succeededExecutionsMs: 0, dlqMs: 0, redriveAuditMs: 0, rejectsMs: 0, checkpointsMs: 0, dispatchMs: 0, dedupeMs: 0, batchSize: 100 };
+    const deleted = await new Retention(lite, zero, createLog({ level: 'silent' })).pass();
+    // Everything re-driven or succeeded in this database goes (gf's, and e1's from the test above).
+    expect(deleted).toMatchObject({ execution_record: 2, execution_dlq: 2, transition_worker_dedupe: 0 });
+    expect((await lite.query(`SELECT 1 FROM execution_record WHERE execution_id = 'gf'`)).rowCount).toBe(0);
+    expect((await lite.query(`SELECT 1 FROM execution_dlq WHERE execution_id IN ('gf', 'e1')`)).rowCount).toBe(0);
   });
 });
