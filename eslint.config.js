@@ -1,6 +1,11 @@
-// Lint: TypeScript rules everywhere, and determinism guards for workflow code, which
-// runs in Temporal's sandbox and must not reach Node, the network or the database.
+// Lint: TypeScript rules everywhere (with type information, for promises nobody awaits),
+// and determinism guards for workflow code, which runs in Temporal's sandbox and must not
+// reach Node, the network or the database.
+import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
+
+/** Every Node built-in, bare and `node:`-prefixed (os, util, events, timers, stream, … included). */
+const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => [name, `${name}/*`, `node:${name}`, `node:${name}/*`]))];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', '.tools/**', 'bench/results/**'] },
@@ -12,11 +17,19 @@ export default tseslint.config(
     },
   },
   {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // A promise nobody awaits loses its error and its ordering; `void` says it is deliberate.
+      '@typescript-eslint/no-floating-promises': 'error',
+    },
+  },
+  {
     files: ['src/workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
         patterns: [
-          { group: ['node:*', 'fs', 'path', 'crypto', 'http', 'https', 'net', 'child_process'], message: 'Workflow code is deterministic: no Node modules.' },
+          { group: NODE_BUILTINS, message: 'Workflow code is deterministic: no Node modules.' },
           { group: ['pg', 'hono', 'hono/*', '@hono/*', 'pino', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'], message: 'Workflow code may not reach I/O libraries.' },
           { group: ['../activities/*', '../store/*', '../api/*', '../service/*'], allowTypeImports: true, message: 'Import activities and stores with `import type` only.' },
         ],

@@ -146,7 +146,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
 
   const db = config['pipeline.store.url'] ? createPgDb(storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']), { log }) : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
-  await migrate(db);
+  await migrate(db, log);
 
   let devServer: DevServer | undefined;
   let address = config['pipeline.temporal.address'];

@@ -1,11 +1,14 @@
 /**
  * Versioned migrations: ordered SQL files `YYYYMMDDHHMMSS_what.sql` in ./migrations,
  * each applied together with its row in `schema_migration` in one transaction, under
- * an advisory lock so two processes starting at once do not race.
+ * an advisory lock so two processes starting at once do not race. A database that holds
+ * migrations this build does not know (a newer build migrated it; this one is older) is
+ * said in the log, once per start: the schema may not be what this code expects.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Log } from '../log';
 import type { Db } from './db';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -19,7 +22,7 @@ export function listMigrations(): { version: string; name: string; sql: string }
 }
 
 /** Applies every migration not yet applied; returns the versions it applied. */
-export async function migrate(db: Db): Promise<string[]> {
+export async function migrate(db: Db, log?: Log): Promise<string[]> {
   await db.exec(`CREATE TABLE IF NOT EXISTS schema_migration (
     version text CONSTRAINT schema_migration_pkey PRIMARY KEY,
     name text NOT NULL,
@@ -36,7 +39,21 @@ export async function migrate(db: Db): Promise<string[]> {
     });
     if (done) applied.push(migration.version);
   }
+  const unknown = await unknownMigrations(db);
+  if (unknown.length > 0) {
+    log?.warn({
+      event: 'schema_migrations_unknown', versions: unknown,
+      detail: 'the database has migrations this build does not know: a newer build migrated it. Run that build, or check its migrations are compatible with this one',
+    });
+  }
   return applied;
+}
+
+/** Versions recorded in the database that no migration file of this build has, oldest first. */
+export async function unknownMigrations(db: Db): Promise<string[]> {
+  const known = new Set(listMigrations().map((migration) => migration.version));
+  const recorded = await db.query<{ version: string }>('SELECT version FROM schema_migration ORDER BY version');
+  return recorded.rows.map((row) => row.version).filter((version) => !known.has(version));
 }
 
 /** Migrations hold plain DDL: statements end with `;` at the end of a line. */

@@ -17,6 +17,12 @@ function app() {
 const get = (path: string, auth?: string) => app().request(path, { headers: auth ? { authorization: auth } : {} });
 
 describe('bearerAuth', () => {
+  it('refuses a malformed configured digest when it is created, naming the token', () => {
+    for (const sha256 of ['abc', sha256Hex('x').slice(0, 63), `${sha256Hex('x').slice(0, 63)}z`, '']) {
+      expect(() => bearerAuth({ tokens: [{ sha256, role: 'admin', name: 'ops' }], role: 'admin' })).toThrow(/token ops has no valid sha256/);
+    }
+    expect(() => bearerAuth({ tokens: [{ sha256: sha256Hex('x').toUpperCase(), role: 'admin' }], role: 'admin' })).not.toThrow();
+  });
   it('rejects a missing token with 401 and a Bearer challenge', async () => {
     const res = await get('/admin/tenants/a/x');
     expect(res.status).toBe(401);

@@ -23,7 +23,13 @@ export function sha256Hex(token: string): string {
 
 export function bearerAuth(options: { tokens: TokenConfig[]; role: 'admin' | 'submit'; log?: Log }): MiddlewareHandler<AuthEnv> {
   if (!Array.isArray(options.tokens)) throw new TypeError('bearerAuth: tokens must be an array');
-  const entries = options.tokens.map((token, index) => ({ digest: Buffer.from(token.sha256.toLowerCase(), 'hex'), token, index }));
+  const entries = options.tokens.map((token, index) => {
+    // Checked here, once: a digest of the wrong length would make timingSafeEqual throw on every request.
+    if (typeof token.sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(token.sha256)) {
+      throw new TypeError(`bearerAuth: token ${token.name ?? index} has no valid sha256 (64 hex characters expected)`);
+    }
+    return { digest: Buffer.from(token.sha256.toLowerCase(), 'hex'), token, index };
+  });
   return async function bearerAuthMiddleware(c, next) {
     const header = c.req.header('authorization') ?? '';
     // RFC 7235: the scheme is case-insensitive and followed by one or more spaces.
