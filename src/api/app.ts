@@ -31,6 +31,7 @@ import { mountDocs } from './docs-page';
 import { mountHealth } from './health';
 import type { AesGcmCodec } from '../temporal/codec';
 import { codecRoutes } from './codec-routes';
+import { httpTracing } from '../trace-context';
 import { createOpenApiDocument } from './openapi';
 import { problem, problemHandler } from './problem';
 import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES, pathId, readJson, readQuery } from './request';
@@ -57,6 +58,8 @@ export interface AppDeps {
   fleet?: FleetDeps;
   /** absent: no /readyz route */
   readiness?: Readiness;
+  /** HTTP server spans (tracing is on) */
+  tracing?: boolean;
   /** the payload codec (pipeline.codec.keys); absent: no /codec routes */
   codec?: AesGcmCodec;
 }
@@ -91,6 +94,7 @@ export function createApp(deps: AppDeps) {
   const prefix = `/${config['pipeline.admin.prefix']}`;
   const tokens = config['pipeline.auth.tokens'];
   const app = new Hono<AuthEnv>();
+  if (deps.tracing) app.use('*', httpTracing());
   app.onError(problemHandler(log));
   app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`));
 

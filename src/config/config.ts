@@ -104,6 +104,8 @@ export const ConfigSchema = z.object({
   }).default([]),
   /** Origins allowed to call the codec endpoint from a browser (the Temporal UI), comma-separated. */
   'pipeline.codec.cors-origins': z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
+  /** OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces. Absent = tracing off. */
+  'pipeline.tracing.otlp-endpoint': z.string().url('must be a URL such as http://collector:4318/v1/traces').optional(),
   /** What this process runs: all (default), api, worker. */
   'pipeline.role': z.enum(ROLES, { message: `pipeline.role must be one of ${ROLES.join(', ')}` }).default('all'),
   /** How long a stopping process lets in-flight HTTP requests and running activities finish. Default 30s. */
@@ -172,6 +174,7 @@ const ALIASES: Record<string, keyof Config> = {
   TEMPORAL_ADDRESS: 'pipeline.temporal.address',
   TEMPORAL_NAMESPACE: 'pipeline.temporal.namespace',
   PORT: 'pipeline.server.port',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'pipeline.tracing.otlp-endpoint',
 };
 
 export function envName(key: string): string {

@@ -31,7 +31,9 @@ import { RejectStore } from '../store/reject-store';
 import { FailureGroupStore } from '../store/failure-group-store';
 import { HistoryStore } from '../store/history-store';
 import { SignalsStore } from '../store/signals-store';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AesGcmCodec } from '../temporal/codec';
+import { startTracing } from '../tracing';
 import { connectClient, temporalConnectOptions, type TemporalConnectOptions } from '../temporal/connection';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
@@ -53,6 +55,8 @@ export interface ServiceOptions {
   worker?: boolean;
   /** serve HTTP (default true; the worker role serves only /healthz, /readyz, /metrics) */
   http?: boolean;
+  /** trace spans to this processor (tests); otherwise `pipeline.tracing.otlp-endpoint` decides */
+  spanProcessor?: SpanProcessor;
   /** where the Temporal client profile (TEMPORAL_*, TOML) is read from; default process.env */
   env?: Record<string, string | undefined>;
 }
@@ -171,7 +175,9 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   // Opt-in payload encryption: the client and the worker seal what they send to Temporal.
   const codec = config['pipeline.codec.keys'].length > 0 ? new AesGcmCodec(config['pipeline.codec.keys']) : undefined;
   const dataConverter = codec ? { payloadCodecs: [codec] } : undefined;
-  const client = new Client({ connection, namespace, dataConverter });
+  const tracing = startTracing({ endpoint: config['pipeline.tracing.otlp-endpoint'], spanProcessor: options.spanProcessor });
+  if (tracing) stack.push(() => tracing.shutdown());
+  const client = new Client({ connection, namespace, dataConverter, interceptors: tracing?.client });
 
   const registry = new PipelineRegistry(effective, options.pipelines);
   const store = new ExecutionStore(db);
@@ -195,7 +201,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   let worker: Worker | undefined;
   const runWorker = options.worker ?? role !== 'api';
   const readiness = new Readiness({ db, client, worker: runWorker ? () => worker : undefined, timeoutMs: config['pipeline.temporal.call-timeout'] });
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints, readiness, codec,
+  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints, readiness, codec, tracing: tracing !== undefined,
     fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) } });
 
   let workerDone: Promise<void> | undefined;
@@ -204,7 +210,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     const created = await createEngineWorker({
       address, connect: connectOptions, namespace, taskQueue, deps: { store, effects, registry, log, metrics },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
-      worker: { shutdownGraceTime: grace, dataConverter },
+      worker: { shutdownGraceTime: grace, dataConverter, ...tracing?.worker },
     });
     worker = created.worker;
     workerDone = worker.run().finally(() => created.connection.close());
@@ -246,6 +252,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       await connection.close();
       await devServer?.stop();
       await db.close();
+      await tracing?.shutdown();
     },
   };
 }

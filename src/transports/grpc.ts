@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { PLATFORM_HEADER } from './rest';
 import { TransitionWorkerClient } from './grpc-proto';
 import { IN_PROGRESS_HEADER, RemoteFailureError, RemoteOutcomeUnknownError, TransitionInProgressError, withDeadline, type RemoteCallContext } from './remote';
+import { injectTraceContext } from '../trace-context';
 
 const clients = new Map<string, grpc.Client & Record<string, any>>();
 
@@ -35,6 +36,7 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
     throw new RemoteFailureError(`the call to ${address} was not sent: a metadata value (correlationId) cannot be encoded in gRPC`, 'INVALID_REQUEST_METADATA', false, null);
   }
+  injectTraceContext((key, value) => metadata.set(key, value));
   return withDeadline('GRPC', address, deadlineMs, ctx, (signal) =>
     new Promise((resolve, reject) => {
       let platform: string | null = null;

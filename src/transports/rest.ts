@@ -6,6 +6,7 @@
  * (capped by the retry policy's max-backoff).
  */
 import { IN_PROGRESS_HEADER, RemoteFailureError, TransitionInProgressError, withDeadline, type RemoteCallContext } from './remote';
+import { injectTraceContext } from '../trace-context';
 
 export const PLATFORM_HEADER = 'x-transition-worker-platform';
 const RETRYABLE_STATUS = new Set([408, 425, 429]);
@@ -31,6 +32,8 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
     throw new RemoteFailureError(`the call to ${url} was not sent: a header value (correlationId) cannot be encoded in HTTP`, 'INVALID_REQUEST_HEADER', false, null);
   }
+  // The step's trace continues in the transition worker (W3C traceparent); nothing when tracing is off.
+  injectTraceContext((key, value) => headers.set(key, value));
   return withDeadline('REST', url, deadlineMs, ctx, async (signal) => {
     let response: Response;
     try {

@@ -13,6 +13,7 @@ import { Deliveries } from './delivery';
 import { IN_PROGRESS_HEADER } from '../transports/remote';
 import { parseIdempotencyKey } from '../ids';
 import { transitionCallOf, type TransitionCall } from './rest-worker';
+import { withRemoteParent } from '../trace-context';
 
 export interface GrpcTransitionWorkerOptions {
   db: Queryable;
@@ -55,7 +56,8 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
         return callback(fail(grpc.status.INVALID_ARGUMENT, 'input_json is not JSON'));
       }
       try {
-        const outcome = await deliveries.deliver(key, () => options.handler(input, transition));
+        const handle = () => withRemoteParent('worker-kit gRPC handle', (name) => first(name) ?? undefined, { 'pipeline.transition_key': transition.transitionKey, 'pipeline.platform': options.platform }, () => options.handler(input, transition));
+        const outcome = await deliveries.deliver(key, handle);
         if (outcome.kind === 'in-progress') {
           // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).
           const inProgress = platformMetadata();

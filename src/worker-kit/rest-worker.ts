@@ -19,6 +19,7 @@ import { parseIdempotencyKey } from '../ids';
 
 export { TransitionRejectedError } from './delivery';
 import type { Queryable } from '../store/db';
+import { withRemoteParent } from '../trace-context';
 
 export interface TransitionCall {
   /** the key the kit dedupes on: `{tenantId}/{executionId}:{stepIndex}:{attempt}`; send it to anything the handler calls */
@@ -76,7 +77,9 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
     } catch {
       return c.json({ error: 'body must be JSON' }, 400);
     }
-    const outcome = await deliveries.deliver(key, () => options.handler(input, call));
+    // The handler runs in a span continuing the orchestrator's trace (traceparent), when tracing is on.
+    const handle = () => withRemoteParent('worker-kit REST handle', (name) => c.req.header(name), { 'pipeline.transition_key': call.transitionKey, 'pipeline.platform': options.platform }, () => options.handler(input, call));
+    const outcome = await deliveries.deliver(key, handle);
     if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
     if (outcome.kind === 'in-progress') {
       // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).

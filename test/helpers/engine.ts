@@ -16,6 +16,7 @@ import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import type { ExecutionRecord, ExecutionStatus } from '../../src/store/execution-store';
 import { createTestDatabase, type TestDatabase } from './postgres';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 export const TENANT_A_TOKEN = 'test-tenant-a-token';
@@ -52,7 +53,7 @@ export const FAST_RETRY: ConfigInput = {
 export async function startTestEngine(
   pipelines: PipelineDefinition[],
   overrides: ConfigInput = {},
-  options: { worker?: boolean; /** serve HTTP on pipeline.server.host/port too (default: in-process only) */ http?: boolean; databaseSettings?: Record<string, string>; /** the URL the service uses for the fresh database (e.g. through a proxy) */ storeUrl?: (databaseUrl: string) => string } = {},
+  options: { worker?: boolean; /** serve HTTP on pipeline.server.host/port too (default: in-process only) */ http?: boolean; databaseSettings?: Record<string, string>; /** the URL the service uses for the fresh database (e.g. through a proxy) */ storeUrl?: (databaseUrl: string) => string; /** trace to this span processor (tracing on) */ spanProcessor?: SpanProcessor } = {},
 ): Promise<TestEngine> {
   const database = await createTestDatabase(options.databaseSettings);
   const taskQueue = `test-${randomBytes(5).toString('hex')}`;
@@ -73,7 +74,7 @@ export async function startTestEngine(
     ...FAST_RETRY,
     ...overrides,
   });
-  const service = await startService({ config, log, pipelines, http: options.http ?? false, worker: options.worker });
+  const service = await startService({ config, log, pipelines, http: options.http ?? false, worker: options.worker, spanProcessor: options.spanProcessor });
   const prefix = `/${config['pipeline.admin.prefix']}`;
 
   const engine: TestEngine = {
