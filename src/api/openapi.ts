@@ -129,7 +129,7 @@ export function createOpenApiDocument(prefix: string) {
       },
       [`${p}/admin/tenants/{tenantId}/triage`]: {
         get: {
-          summary: "Triage one tenant's signals (spec rule 4)",
+          summary: "Triage one tenant's signals: DLQ growth (systemic failure), rejects rising while successes hold (data drift), checkpoint backlog (admission pressure)",
           requestParams: { path: TenantPath, query: Window },
           responses: { '200': { description: 'the last window against the one before', ...json(TriageSchema) }, ...common },
         },
