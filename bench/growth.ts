@@ -80,7 +80,8 @@ interface Store {
   /** a SUCCEEDED execution of tenant big, and the cursors of a second page */
   record: string;
   executionsCursor: string;
-  idCursor: string;
+  dlqCursor: string;
+  rejectsCursor: string;
 }
 
 const round1 = (x: number) => Math.round(x * 10) / 10;
@@ -119,8 +120,9 @@ async function openStore(size: number, options: GrowthOptions, lazyClient: Clien
   const record = `e${String(middle).padStart(9, '0')}`;
   const page = async (path: string) => (await (await call(base, path)).json()) as { nextCursor: string };
   const executionsCursor = (await page('/pipeline/admin/tenants/big/executions?limit=50')).nextCursor;
-  const idCursor = (await page('/pipeline/admin/tenants/big/rejects?limit=50')).nextCursor;
-  return { size, database, server, base, record, executionsCursor, idCursor, seedSeconds };
+  const dlqCursor = (await page('/pipeline/admin/tenants/big/dlq?limit=50')).nextCursor;
+  const rejectsCursor = (await page('/pipeline/admin/tenants/big/rejects?limit=50')).nextCursor;
+  return { size, database, server, base, record, executionsCursor, dlqCursor, rejectsCursor, seedSeconds };
 }
 
 async function call(base: string, path: string): Promise<Response> {
@@ -149,9 +151,9 @@ function reads(): { read: string; kind: ReadFigure['kind']; path: (s: Store) => 
     fixed('GET …/dlq?terminalReason=non_retryable', 'list', `${t}/dlq?terminalReason=non_retryable&limit=50`),
     fixed(`GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent} (none)`, 'list', `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent}&limit=50`),
     fixed(`GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}`, 'list', `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}&limit=50`),
-    { read: 'GET …/dlq?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/dlq?limit=50&cursor=${s.idCursor}` },
+    { read: 'GET …/dlq?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/dlq?limit=50&cursor=${s.dlqCursor}` },
     fixed('GET …/rejects?limit=50', 'list', `${t}/rejects?limit=50`),
-    { read: 'GET …/rejects?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/rejects?limit=50&cursor=${s.idCursor}` },
+    { read: 'GET …/rejects?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/rejects?limit=50&cursor=${s.rejectsCursor}` },
     fixed('GET …/dlq/groups', 'list', `${t}/dlq/groups`),
     fixed(`GET …/dlq/groups?errorCode=${SEEDED_CODES.rare}`, 'list', `${t}/dlq/groups?errorCode=${SEEDED_CODES.rare}`),
     { read: 'GET …/executions/{id}', kind: 'record', path: (s) => `${t}/executions/${s.record}` },
