@@ -9,8 +9,11 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+// A default import: @temporalio/proto is CommonJS whose names Node's ESM loader cannot see (tsx, npm start).
+import proto from '@temporalio/proto';
 import type { CodecKey } from '../config/config';
+
+const { temporal } = proto;
 
 export const ENCODING = 'binary/encrypted';
 export const KEY_ID_METADATA = 'encryption-key-id';
