@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/engine-activities';
 import { workflowIdFor } from '../../src/ids';
 import { createLog } from '../../src/log';
-import { definePipeline, localStep } from '../../src/pipeline/define';
+import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { EffectStore } from '../../src/store/effect-store';
 import { FailureTypes, type TerminalDetails } from '../../src/workflows/types';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
@@ -32,6 +32,18 @@ const pipelines = [
         return {};
       }),
       localStep('never', () => ({})),
+    ],
+  }),
+  definePipeline({
+    name: 'raced',
+    steps: [
+      localStep('first', async (_input: unknown, ctx) => {
+        invocations[ctx.executionId] = (invocations[ctx.executionId] ?? 0) + 1;
+        // Another delivery of this very attempt committed its success first; this one then fails.
+        await engine.service.store.commitSucceeded({ tenantId: ctx.tenantId, executionId: ctx.executionId, stepIndex: ctx.stepIndex, attempt: ctx.attempt, output: { by: 'other' } });
+        throw new NonRetryableException('too late', 'LATE_FAILURE');
+      }),
+      localStep('second', (input: unknown) => input),
     ],
   }),
   definePipeline({ name: 'plain', steps: [localStep('one', (_input: unknown, ctx) => { invocations[ctx.executionId] = (invocations[ctx.executionId] ?? 0) + 1; return {}; })] }),
@@ -95,5 +107,17 @@ describe('terminal failures', () => {
     const activities = createActivities({ store: engine.service.store, effects: new EffectStore(engine.service.db), registry: engine.service.registry, log: createLog({ level: 'silent' }) });
     const details = await activities.abandonStep({ tenantId: 'acme', executionId: 'nowhere', stepIndex: 0, reason: 'worker kept dying' });
     expect(details).toMatchObject({ status: 'FAILED', errorCode: 'EXECUTION_RECORD_MISSING', stepIndex: 0, transitionKey: 'nowhere:0:1' });
+  });
+
+  it('answers the settled success when a failure commit lost its race to the same attempt\'s success, instead of ending the run FAILED', async () => {
+    await engine.start('acme', { pipeline: 'raced', executionId: 'raced-1' });
+    const handle = engine.service.client.workflow.getHandle(workflowIdFor('acme', 'raced-1'));
+    expect(await handle.result()).toEqual({ by: 'other' });
+    const record = await engine.waitFor('acme', 'raced-1', ['SUCCEEDED', 'FAILED']);
+    expect(record.status).toBe('SUCCEEDED');
+    expect(invocations['raced-1']).toBe(1);
+    const dlq = await engine.service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_dlq WHERE execution_id = 'raced-1'`);
+    expect(dlq.rows[0].n).toBe(0);
+    expect(engine.logs.filter((l) => l.event === 'execution_failed' && l.executionId === 'raced-1')).toEqual([]);
   });
 });
