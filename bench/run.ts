@@ -29,7 +29,7 @@ const { values } = parseArgs({
     smoke: { type: 'boolean', default: false },
     only: { type: 'string' },
     'growth-sizes': { type: 'string', default: '10000,10000000' },
-    'growth-samples': { type: 'string', default: '21' },
+    'growth-samples': { type: 'string', default: '31' },
   },
 });
 
