@@ -118,7 +118,11 @@ async function openStore(size: number, options: GrowthOptions, lazyClient: Clien
   let middle = Math.floor(size / 2);
   while (middle % 50 === 0 || middle % 33 === 0 || middle % 1000 === 7) middle++;
   const record = `e${String(middle).padStart(9, '0')}`;
-  const page = async (path: string) => (await (await call(base, path)).json()) as { nextCursor: string };
+  // `&cursor=…` of a first page's next page; nothing when a small store has one page only.
+  const page = async (path: string) => {
+    const next = ((await (await call(base, path)).json()) as { nextCursor: string | null }).nextCursor;
+    return { nextCursor: next ? `&cursor=${next}` : '' };
+  };
   const executionsCursor = (await page('/pipeline/admin/tenants/big/executions?limit=50')).nextCursor;
   const dlqCursor = (await page('/pipeline/admin/tenants/big/dlq?limit=50')).nextCursor;
   const rejectsCursor = (await page('/pipeline/admin/tenants/big/rejects?limit=50')).nextCursor;
@@ -141,7 +145,7 @@ function reads(): { read: string; kind: ReadFigure['kind']; path: (s: Store) => 
     fixed('GET …/tenants/big/triage?window=15m', 'signals', `${t}/triage?window=15m`),
     fixed('GET …/tenants/big/triage?window=24h', 'window', `${t}/triage?window=24h`),
     fixed('GET …/executions?limit=50', 'list', `${t}/executions?limit=50`),
-    { read: 'GET …/executions?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/executions?limit=50&cursor=${s.executionsCursor}` },
+    { read: 'GET …/executions?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/executions?limit=50${s.executionsCursor}` },
     ...(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as const).map((status) => fixed(`GET …/executions?status=${status}&limit=50`, 'list', `${t}/executions?status=${status}&limit=50`)),
     fixed('GET …/dlq?limit=50', 'list', `${t}/dlq?limit=50`),
     fixed(`GET …/dlq?errorCode=${SEEDED_CODES.frequent}`, 'list', `${t}/dlq?errorCode=${SEEDED_CODES.frequent}&limit=50`),
@@ -151,9 +155,9 @@ function reads(): { read: string; kind: ReadFigure['kind']; path: (s: Store) => 
     fixed('GET …/dlq?terminalReason=non_retryable', 'list', `${t}/dlq?terminalReason=non_retryable&limit=50`),
     fixed(`GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent} (none)`, 'list', `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent}&limit=50`),
     fixed(`GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}`, 'list', `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}&limit=50`),
-    { read: 'GET …/dlq?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/dlq?limit=50&cursor=${s.dlqCursor}` },
+    { read: 'GET …/dlq?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/dlq?limit=50${s.dlqCursor}` },
     fixed('GET …/rejects?limit=50', 'list', `${t}/rejects?limit=50`),
-    { read: 'GET …/rejects?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/rejects?limit=50&cursor=${s.rejectsCursor}` },
+    { read: 'GET …/rejects?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/rejects?limit=50${s.rejectsCursor}` },
     fixed('GET …/dlq/groups', 'list', `${t}/dlq/groups`),
     fixed(`GET …/dlq/groups?errorCode=${SEEDED_CODES.rare}`, 'list', `${t}/dlq/groups?errorCode=${SEEDED_CODES.rare}`),
     { read: 'GET …/executions/{id}', kind: 'record', path: (s) => `${t}/executions/${s.record}` },
