@@ -4,10 +4,8 @@
  * body before touching anything.
  */
 import { Hono } from 'hono';
-import { z } from 'zod';
 import type { Config } from '../config/config';
 import { ExecutionNotFoundError, ForbiddenError } from '../errors';
-import { parseDuration } from '../config/duration';
 import type { Log } from '../log';
 import { triage } from '../service/triage';
 import type { Metrics } from '../metrics';
@@ -37,7 +35,7 @@ import { problem, problemHandler } from './problem';
 import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES, pathId, readJson, readQuery } from './request';
 import { bodyLimits } from './middleware/body-limits';
 import { isValidId } from '../ids';
-import { ExecutionStatusSchema, TerminalReasonSchema } from './schemas';
+import { ListDlqQuery, ListExecutionsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from './queries';
 import { effectView, existingExecutionView, recordView } from './views';
 
 export interface AppDeps {
@@ -63,31 +61,6 @@ export interface AppDeps {
   /** the payload codec (pipeline.codec.keys); absent: no /codec routes */
   codec?: AesGcmCodec;
 }
-
-const Limit = z.string().regex(/^\d{1,6}$/, 'must be a whole number, e.g. 50').transform(Number).pipe(z.number().int().min(1).max(500)).default(50);
-const ListExecutionsQuery = z.object({
-  status: ExecutionStatusSchema.optional(),
-  limit: Limit,
-  cursor: z.string().max(512).optional(),
-}).strict();
-const ListRejectsQuery = z.object({ limit: Limit, cursor: z.string().max(512).optional() }).strict();
-const TriageQuery = z.object({
-  window: z.string().default('15m').transform((value, ctx) => {
-    const ms = parseDuration(value);
-    if (ms === undefined || ms < 60_000 || ms > 86_400_000) {
-      ctx.addIssue({ code: 'custom', message: 'window must be a duration from 1m to 24h, e.g. 15m' });
-      return z.NEVER;
-    }
-    return ms;
-  }),
-}).strict();
-const RedriveQuery = z.object({ dryRun: z.enum(['true', 'false']).optional() }).strict();
-const ListDlqQuery = z.object({
-  terminalReason: TerminalReasonSchema.optional(),
-  errorCode: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/).optional(),
-  limit: Limit,
-  cursor: z.string().max(512).optional(),
-}).strict();
 
 export function createApp(deps: AppDeps) {
   const { config, log } = deps;

@@ -7,12 +7,13 @@ import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../errors';
 import { Id } from '../ids';
+import { ListDlqQuery, ListExecutionsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from './queries';
 import { StartExecutionRequest } from '../service/executions';
 import { PublishCheckpointRequest } from '../service/checkpoints';
 import { RedriveRequest } from '../service/redrive';
 import {
-  DlqList, EffectList, PipelineList, ExecutionList, ExecutionRecordView, ExecutionStatusSchema, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
-  RejectList, StartExecutionResponse, ExistingExecutionResponse, TerminalReasonSchema, TriageSchema,
+  DlqList, EffectList, PipelineList, ExecutionList, ExecutionRecordView, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
+  RejectList, StartExecutionResponse, ExistingExecutionResponse, TriageSchema,
 } from './schemas';
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
@@ -35,9 +36,6 @@ const common = problems('INVALID_ID', 'VALIDATION_FAILED', 'INVALID_JSON', 'INVA
 const bodyErrors = problems('BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
 const TenantPath = z.object({ tenantId: Id.meta({ description: 'tenant id', example: 'acme' }) });
 const ExecutionPath = TenantPath.extend({ executionId: Id.meta({ description: 'execution id', example: 'order-1' }) });
-const Limit = z.string().regex(/^\d+$/).optional().meta({ description: '1–500, default 50' });
-const Cursor = z.string().optional().meta({ description: 'nextCursor of the previous page' });
-const Window = z.object({ window: z.string().optional().meta({ description: 'a duration from 1m to 24h; default 15m' }) });
 
 export function createOpenApiDocument(prefix: string) {
   const p = `/${prefix}`;
@@ -68,7 +66,7 @@ export function createOpenApiDocument(prefix: string) {
       [`${p}/admin/tenants/{tenantId}/executions`]: {
         get: {
           summary: 'List executions, newest first',
-          requestParams: { path: TenantPath, query: z.object({ status: ExecutionStatusSchema.optional(), limit: Limit, cursor: Cursor }) },
+          requestParams: { path: TenantPath, query: ListExecutionsQuery },
           responses: { '200': { description: 'a page of records', ...json(ExecutionList) }, ...common },
         },
       },
@@ -90,7 +88,7 @@ export function createOpenApiDocument(prefix: string) {
         post: {
           summary: 'Re-drive an execution',
           description: 'Re-queues the same execution id as a new Temporal run resuming from the persisted input of the step to resume. Checks, in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, COMMAND_EFFECT_NOT_REDISPATCHABLE, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED; 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the worker lookup cannot be reached, TEMPORAL_UNAVAILABLE when Temporal cannot say whether a run is active). `overrideEvidence: true` (audited) passes the two disposition checks. The DLQ is never touched.',
-          requestParams: { path: ExecutionPath, query: z.object({ dryRun: z.enum(['true', 'false']).optional().meta({ description: 'run every check, change nothing' }) }) },
+          requestParams: { path: ExecutionPath, query: RedriveQuery },
           requestBody: json(RedriveRequest),
           responses: {
             '202': { description: 'admitted', ...json(RedriveAcceptedSchema) },
@@ -123,21 +121,21 @@ export function createOpenApiDocument(prefix: string) {
       [`${p}/admin/tenants/{tenantId}/rejects`]: {
         get: {
           summary: 'List item reject envelopes (metadata only, read-only)',
-          requestParams: { path: TenantPath, query: z.object({ limit: Limit, cursor: Cursor }) },
+          requestParams: { path: TenantPath, query: ListRejectsQuery },
           responses: { '200': { description: 'newest first', ...json(RejectList) }, ...common },
         },
       },
       [`${p}/admin/tenants/{tenantId}/triage`]: {
         get: {
           summary: "Triage one tenant's signals: DLQ growth (systemic failure), rejects rising while successes hold (data drift), checkpoint backlog (admission pressure)",
-          requestParams: { path: TenantPath, query: Window },
+          requestParams: { path: TenantPath, query: TriageQuery },
           responses: { '200': { description: 'the last window against the one before', ...json(TriageSchema) }, ...common },
         },
       },
       [`${p}/admin/triage`]: {
         get: {
           summary: 'Triage across tenants (admin token without a tenant allow-list)',
-          requestParams: { query: Window },
+          requestParams: { query: TriageQuery },
           responses: { '200': { description: 'the last window against the one before', ...json(TriageSchema) }, ...common },
         },
       },
@@ -153,7 +151,7 @@ export function createOpenApiDocument(prefix: string) {
           summary: 'List Execution DLQ envelopes (read-only)',
           requestParams: {
             path: TenantPath,
-            query: z.object({ terminalReason: TerminalReasonSchema.optional(), errorCode: z.string().optional(), limit: Limit, cursor: Cursor }),
+            query: ListDlqQuery,
           },
           responses: { '200': { description: 'newest first', ...json(DlqList) }, ...common },
         },

@@ -196,6 +196,12 @@ export const ProblemSchema = z
     detail: z.string(),
     code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).meta({ description: 'stable machine code; the error table of docs/api.md says what each means' }),
     issues: z.array(z.object({ path: z.string(), code: z.string(), message: z.string() })).optional(),
+    // The extra fields some codes carry (the document forbade them before, and clients that validate failed on them).
+    parameter: z.string().optional().meta({ description: 'INVALID_ID: the path parameter that is not a valid id' }),
+    effectStatus: EffectStatusSchema.optional().meta({ description: 'COMMAND_EFFECT_NOT_REDISPATCHABLE: the retained effect\'s status' }),
+    evidence: z.record(z.string(), z.unknown()).optional().meta({ description: "DISPOSITION_CONTRADICTED, DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker's lookup said" }),
+    checks: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: each readiness check, up or down' }),
+    errors: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: why each down check is down' }),
   })
   .meta({ id: 'Problem' });
 
