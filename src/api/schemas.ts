@@ -205,14 +205,7 @@ export const ProblemSchema = z
   })
   .meta({ id: 'Problem' });
 
-export const PublishOutcomeSchema = z
-  .object({
-    handoffKey: z.string(),
-    executionId: z.string().meta({ description: 'the execution the checkpoint is admitted as (derived from the handoff key)' }),
-    duplicate: z.boolean(),
-    status: z.enum(['PENDING', 'ADMITTED']),
-  })
-  .meta({ id: 'PublishCheckpointResponse' });
+export { PublishOutcome as PublishOutcomeSchema } from '../service/checkpoints';
 
 export const RejectList = z
   .object({

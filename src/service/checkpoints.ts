@@ -17,7 +17,8 @@ import type { Metrics } from '../metrics';
 import { PeriodicTask } from '../periodic-task';
 import { retryDelayMs, type Backoff } from '../retry';
 import type { PipelineRegistry } from '../pipeline/registry';
-import type { CheckpointStatus, CheckpointStore, DueCheckpoint } from '../store/checkpoint-store';
+import type { CheckpointStore, DueCheckpoint } from '../store/checkpoint-store';
+import { CHECKPOINT_STATUSES } from '../store/rows';
 import type { Dispatcher } from '../temporal/dispatcher';
 import type { ExecutionService } from './executions';
 
@@ -30,12 +31,16 @@ export const PublishCheckpointRequest = z
   .strict();
 export type PublishCheckpointRequest = z.infer<typeof PublishCheckpointRequest>;
 
-export interface PublishOutcome {
-  handoffKey: string;
-  executionId: string;
-  duplicate: boolean;
-  status: CheckpointStatus;
-}
+/** What a publish answers (the API's response body). */
+export const PublishOutcome = z
+  .object({
+    handoffKey: z.string(),
+    executionId: z.string().meta({ description: 'the execution the checkpoint is admitted as (derived from the handoff key)' }),
+    duplicate: z.boolean(),
+    status: z.enum(CHECKPOINT_STATUSES),
+  })
+  .meta({ id: 'PublishCheckpointResponse' });
+export type PublishOutcome = z.infer<typeof PublishOutcome>;
 
 export interface CheckpointOptions {
   /** admissions in flight at once; default 8 */

@@ -87,7 +87,8 @@ export interface ItemRejectRow {
 }
 
 /** Status of a checkpoint in the outbox: accepted, or admitted as an execution whose run started. */
-export type CheckpointStatus = 'PENDING' | 'ADMITTED';
+export const CHECKPOINT_STATUSES = ['PENDING', 'ADMITTED'] as const;
+export type CheckpointStatus = (typeof CHECKPOINT_STATUSES)[number];
 
 export interface CheckpointOutboxRow {
   tenant_id: string;
