@@ -18,6 +18,8 @@ import type { Db } from '../store/db';
 import { DispatchStore } from '../store/dispatch-store';
 import type { DispatchLease, ExecutionRecord } from '../store/execution-store';
 import { PipelineExecutionId, PipelineName, PipelineTenant } from '../workflows/search-attributes';
+// The workflow function itself (not its name): `args` is then type-checked against its parameter.
+import { pipelineWorkflow } from '../workflows/pipeline-workflow';
 import type { PipelineRunInput } from '../workflows/types';
 
 export interface DispatchSpec {
@@ -118,7 +120,7 @@ export class Dispatcher {
   private async startRun(workflowId: string, dispatchId: string, run: PipelineRunInput, spec: DispatchSpec, attempt = 0): Promise<string> {
     const { tenantId, executionId, pipeline, pipelineVersion } = run;
     try {
-      const handle = await this.client.workflow.start('pipelineWorkflow', {
+      const handle = await this.client.workflow.start(pipelineWorkflow, {
         workflowId,
         taskQueue: this.taskQueue,
         args: [run],
