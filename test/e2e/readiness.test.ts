@@ -7,19 +7,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { until } from '../helpers/until';
 
 const CALL_TIMEOUT_MS = 1000;
 let server: DevServer | undefined;
 let engine: TestEngine;
+let postgres: TcpProxy;
 
 beforeAll(async () => {
   server = await startDevServer();
-  engine = await startTestEngine([], { 'pipeline.temporal.address': server.address, 'pipeline.role': 'api', 'pipeline.temporal.call-timeout': `${CALL_TIMEOUT_MS}ms` });
+  // Postgres through a proxy this file can take down.
+  postgres = await startTcpProxy({ host: '127.0.0.1', port: 5432 });
+  engine = await startTestEngine([], { 'pipeline.temporal.address': server.address, 'pipeline.role': 'api', 'pipeline.temporal.call-timeout': `${CALL_TIMEOUT_MS}ms` }, {
+    storeUrl: (url) => {
+      const proxied = new URL(url);
+      proxied.host = `127.0.0.1:${postgres.port}`;
+      return proxied.toString();
+    },
+  });
 });
 afterAll(async () => {
   await engine?.stop();
   await server?.stop();
+  await postgres?.close();
 });
 
 async function readyz(): Promise<{ status: number; body: any; ms: number }> {
@@ -47,6 +58,18 @@ describe('/readyz', () => {
 
     server = await startDevServer({ port });
     await until(async () => (await readyz()).status === 200, 60_000, '/readyz to answer 200 after Temporal returned');
+  });
+
+  it('answers 503 naming Postgres within the call deadline while it is unreachable, and 200 when it returns', async () => {
+    expect((await readyz()).status).toBe(200);
+    await postgres.setDown(true);
+    const down = await readyz();
+    expect(down.status).toBe(503);
+    expect(down.body).toMatchObject({ code: 'NOT_READY', detail: 'not ready: postgres', checks: { postgres: 'down', temporal: 'up' } });
+    expect(down.ms).toBeLessThan(CALL_TIMEOUT_MS + 4000);
+    expect((await engine.service.app.request('/healthz')).status).toBe(200);
+    await postgres.setDown(false);
+    await until(async () => (await readyz()).status === 200, 60_000, '/readyz to answer 200 after Postgres returned');
   });
 
   it('answers 503 while the process shuts down', async () => {
