@@ -54,7 +54,7 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
 }
 
 /**
- * DESIGN.md's `DISPOSITION_CONTRADICTED`: an operator's `NOT_APPLIED` attestation is
+ * `DISPOSITION_CONTRADICTED`: an operator's `NOT_APPLIED` attestation is
  * checked against the worker's own record before a REMOTE_OUTCOME_UNKNOWN re-drive is
  * admitted. Recorded → 409 with the evidence; lookup offered but unreachable → 503 with
  * what failed (no guess either way); no lookup offered → the attestation stands.

@@ -1,6 +1,6 @@
 /**
- * Triage (spec rule 4) over the live signals: compare the last window with the one
- * before it and classify.
+ * Triage over the live signals: three failure channels mean three different problems, so
+ * compare the last window with the one before it and say which channel moved.
  *   - a growing Execution DLQ → systemic execution failure (with the dominant errorCode);
  *   - a rising checkpoint backlog → admission pressure before execution started;
  *   - rising item rejects with stable execution success → data-quality / business-rule drift;
@@ -41,7 +41,7 @@ export const FIRST_ACTION = {
   healthy: 'none',
 } as const;
 
-/** The classification of spec rule 4, from the window's signals. Pure. */
+/** Which channel moved, from the window's signals (the rules listed above). Pure. */
 export function classify(windowSeconds: number, input: TriageSignals): TriageAnswer {
   const dlq = signal(input.executionDlq);
   const rejects = signal(input.itemRejects);

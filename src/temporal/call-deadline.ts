@@ -1,6 +1,6 @@
 /**
  * Deadlines for Temporal calls made while answering a request
- * (`pipeline.temporal.call-timeout`, DESIGN.md "Temporal on the request path"): the call
+ * (`pipeline.temporal.call-timeout`; a request never waits on Temporal longer): the call
  * carries a gRPC deadline and an abort signal, so neither a paused server nor the client's
  * own retries of an unreachable one can hold a request longer than the timeout.
  */
