@@ -120,10 +120,18 @@ function splitAddress(address: string): { host: string; port: number } {
 
 /** Turns a connection failure into a start-up error that names the setting to check. */
 async function explainConnectFailure(err: unknown, options: TemporalConnectOptions): Promise<Error> {
-  const message = err instanceof Error ? err.message : String(err);
+  // The SDK wraps the gRPC error ("Failed to connect to Temporal server"): read the whole cause chain.
+  const chain: string[] = [];
+  const codes: unknown[] = [];
+  for (let at: unknown = err; at && chain.length < 5; at = (at as { cause?: unknown }).cause) {
+    chain.push(at instanceof Error ? at.message : String(at));
+    codes.push((at as { code?: unknown }).code);
+  }
+  const message = chain.join(': ');
   const diagnosed = await diagnoseTls(options).catch(() => undefined);
   if (diagnosed) return diagnosed;
-  if (/unauthenticated|permission|api key/i.test(message)) {
+  // gRPC 16 UNAUTHENTICATED, 7 PERMISSION_DENIED
+  if (codes.includes(16) || codes.includes(7) || /unauthenticated|permission denied|api key/i.test(message)) {
     return new ConfigError(`${options.apiKey ? SETTING.apiKey : `${SETTING.apiKey} or ${SETTING.clientCert}`}: cannot connect to Temporal at ${options.address}: the server refused the credentials — ${message}`);
   }
   return new Error(`cannot connect to Temporal at ${options.address}: ${message}`);

@@ -3,7 +3,8 @@
  * (node:tls, ALPN h2, client certificate required, verified against the test's CA) sits in
  * front of it. Certificates are made here with the openssl CLI. The service is configured
  * only through the temporal CLI's variables (TEMPORAL_TLS_*) and connects with
- * verification on, client and worker both; an execution runs through the proxy. A wrong
+ * verification on, client and worker both; an execution runs through the proxy. An API key
+ * (Temporal Cloud) is sent on every call through a gRPC gateway that checks it. A wrong
  * CA, a missing client certificate, a certificate without its key and an unreadable file
  * are start-up errors naming the variable.
  */
@@ -12,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as netConnect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as h2Connect, constants as h2, createSecureServer, type Http2SecureServer, type IncomingHttpHeaders } from 'node:http2';
 import { createServer, type Server, type TLSSocket } from 'node:tls';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -45,6 +47,11 @@ function makeCertificates(): void {
 
 let proxy: Server;
 let proxyAddress: string;
+/** The API-key gateway: a gRPC (HTTP/2) proxy that answers UNAUTHENTICATED unless `authorization: Bearer <API_KEY>`. */
+let gateway: Http2SecureServer;
+let gatewayAddress: string;
+const API_KEY = 'test-api-key-7d1f';
+const authorizations: (string | undefined)[] = [];
 let database: TestDatabase;
 const clientCertificates: (string | undefined)[] = [];
 const services: Service[] = [];
@@ -76,12 +83,52 @@ beforeAll(async () => {
   proxy.on('tlsClientError', () => undefined);
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   proxyAddress = `localhost:${(proxy.address() as AddressInfo).port}`;
+
+  const upstream = h2Connect(`http://${inject('temporalAddress')}`);
+  upstream.on('error', () => undefined);
+  gateway = createSecureServer({ key: readFileSync(file('server.key')), cert: readFileSync(file('server.pem')), ALPNProtocols: ['h2'] });
+  gateway.on('stream', (stream, headers: IncomingHttpHeaders) => {
+    const authorization = headers.authorization;
+    authorizations.push(authorization);
+    stream.on('error', () => undefined);
+    if (authorization !== `Bearer ${API_KEY}`) {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '16', 'grpc-message': 'invalid API key' }, { endStream: true });
+      return;
+    }
+    const forwarded: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(headers)) {
+      if (value !== undefined && !name.startsWith(':') && name !== 'connection') forwarded[name] = value;
+    }
+    const request = upstream.request({ [h2.HTTP2_HEADER_METHOD]: headers[':method']!, [h2.HTTP2_HEADER_PATH]: headers[':path']!, ...forwarded });
+    request.on('error', () => stream.close(h2.NGHTTP2_INTERNAL_ERROR));
+    let trailers: Record<string, string | string[]> = {};
+    // Either side may go away mid-call (a service stopping cancels its long polls).
+    const quietly = (fn: () => void) => {
+      try {
+        if (!stream.destroyed && !stream.closed) fn();
+      } catch {
+        // the client already left
+      }
+    };
+    request.on('response', (responseHeaders, flags) => {
+      const trailersOnly = (flags & h2.NGHTTP2_FLAG_END_STREAM) !== 0;
+      quietly(() => stream.respond(responseHeaders, trailersOnly ? { endStream: true } : { waitForTrailers: true }));
+    });
+    request.on('trailers', (received) => (trailers = received as Record<string, string | string[]>));
+    stream.on('wantTrailers', () => quietly(() => stream.sendTrailers(trailers)));
+    stream.on('close', () => request.close());
+    stream.pipe(request);
+    request.pipe(stream);
+  });
+  await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+  gatewayAddress = `localhost:${(gateway.address() as AddressInfo).port}`;
   database = await createTestDatabase();
 });
 
 afterAll(async () => {
   for (const service of services) await service.stop();
   proxy?.close();
+  gateway?.close();
   await database?.drop();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -89,10 +136,10 @@ afterAll(async () => {
 const quiet = createLog({ level: 'fatal', destination: new Writable({ write: (_chunk, _encoding, done) => done() }) });
 const pipeline = definePipeline({ name: 'tls', steps: [localStep('one', (input: { n: number }) => ({ n: input.n + 1 }))] });
 
-function start(env: Record<string, string>): Promise<Service> {
+function start(env: Record<string, string>, address = proxyAddress): Promise<Service> {
   const config = loadConfig({}, {
     'pipeline.store.url': database.url,
-    'pipeline.temporal.address': proxyAddress,
+    'pipeline.temporal.address': address,
     'pipeline.temporal.task-queue': `tls-${Date.now()}`,
     'pipeline.auth.tokens': TEST_TOKENS,
     'pipeline.sweeper.interval': '500ms',
@@ -140,5 +187,23 @@ describe('Temporal over mTLS (TEMPORAL_TLS_* variables)', () => {
     const { TEMPORAL_TLS_CLIENT_KEY_PATH: _key, ...withoutKey } = MTLS();
     await expect(start(withoutKey)).rejects.toThrow(/^TEMPORAL_TLS_CLIENT_KEY_PATH .* is missing/);
     await expect(start({ ...MTLS(), TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('absent.pem') })).rejects.toThrow(/^TEMPORAL_TLS_SERVER_CA_CERT_PATH .*cannot read .*absent\.pem: ENOENT/);
+  });
+
+  it('sends TEMPORAL_API_KEY on every call, client and worker, over TLS (Temporal Cloud); a refused key names the variable', async () => {
+    const service = await start({ TEMPORAL_API_KEY: API_KEY, TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem') }, gatewayAddress);
+    services.push(service);
+    const res = await service.app.request('/pipeline/api/tenants/acme/executions', {
+      method: 'POST',
+      headers: { authorization: 'Bearer test-admin-token', 'content-type': 'application/json' },
+      body: JSON.stringify({ pipeline: 'tls', executionId: 'api-key-1', input: { n: 1 } }),
+    });
+    expect(res.status).toBe(202);
+    await until(async () => (await service.store.get('acme', 'api-key-1'))?.status === 'SUCCEEDED', 60_000, 'the execution to succeed through the API-key gateway');
+    expect(authorizations.length).toBeGreaterThan(3);
+    expect(new Set(authorizations)).toEqual(new Set([`Bearer ${API_KEY}`]));
+
+    const refused = await start({ TEMPORAL_API_KEY: 'wrong-key', TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem') }, gatewayAddress).catch((err) => err);
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect(refused.message).toMatch(/^TEMPORAL_API_KEY .*refused the credentials/);
   });
 });
