@@ -17,6 +17,19 @@ export function injectTraceContext(set: (key: string, value: string) => void): v
   for (const [key, value] of Object.entries(carrier)) set(key, value);
 }
 
+/** The active trace context as a plain carrier to store (a dispatch row), or undefined when there is none. */
+export function traceCarrier(): Record<string, string> | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return Object.keys(carrier).length > 0 ? carrier : undefined;
+}
+
+/** Runs `fn` in the trace context stored in `carrier` (a run the sweeper starts later joins its request's trace). */
+export function withTraceCarrier<T>(carrier: Record<string, string> | undefined, fn: () => Promise<T>): Promise<T> {
+  if (!carrier) return fn();
+  return context.with(propagation.extract(context.active(), carrier), fn);
+}
+
 /** Runs `fn` in a span continuing the caller's trace (read from its headers or metadata through `get`). */
 export async function withRemoteParent<T>(name: string, get: (key: string) => string | undefined, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
   const getter: TextMapGetter<undefined> = { get: (_carrier, key) => get(key), keys: () => ['traceparent', 'tracestate'] };

@@ -14,6 +14,7 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import { DefinitionStore } from '../store/definition-store';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import type { Dispatcher, DispatchOutcome } from '../temporal/dispatcher';
+import { traceCarrier } from '../trace-context';
 
 export const StartExecutionRequest = z
   .object({
@@ -68,7 +69,7 @@ export class ExecutionService {
         resourceType: request.resource?.type ?? null,
         resourceName: request.resource?.name ?? null,
       },
-      {},
+      { trace: traceCarrier() },
       this.dispatcher.lease(),
     );
     if (!record) {

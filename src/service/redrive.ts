@@ -24,6 +24,7 @@ import type { Dispatcher } from '../temporal/dispatcher';
 import type { RedriveMode } from '../spec-words';
 import { checkDispositionAttestation } from './disposition';
 import { redriveTarget, type RedriveTarget } from './redrive-definition';
+import { traceCarrier } from '../trace-context';
 
 export const RedriveRequest = z
   .object({
@@ -175,7 +176,7 @@ export class RedriveService {
       const { name, version, fingerprint, steps } = plan.target.definition;
       await this.definitions.remember({ pipeline: name, version, fingerprint, steps: steps.map((step) => step.name) });
     }
-    const spec = { redrive: { redriveId, intent: plan.mode } };
+    const spec = { redrive: { redriveId, intent: plan.mode }, trace: traceCarrier() };
     const moved = await this.store.admitRedrive({
       tenantId,
       executionId,

@@ -21,9 +21,12 @@ import { PipelineExecutionId, PipelineName, PipelineTenant } from '../workflows/
 // The workflow function itself (not its name): `args` is then type-checked against its parameter.
 import { pipelineWorkflow } from '../workflows/pipeline-workflow';
 import type { PipelineRunInput } from '../workflows/types';
+import { withTraceCarrier } from '../trace-context';
 
 export interface DispatchSpec {
   redrive?: PipelineRunInput['redrive'];
+  /** the admitting request's trace context (traceparent), so a run the sweeper starts joins its trace */
+  trace?: Record<string, string>;
 }
 
 export interface DispatchOutcome {
@@ -101,7 +104,7 @@ export class Dispatcher {
       };
       await this.beforeStart?.(tenantId, executionId, dispatchId);
       // A start that cannot finish within the deadline stays pending: the sweeper starts it later.
-      const runId = await withCallDeadline(this.client, this.callTimeoutMs, () => this.startRun(record.workflowId, dispatchId, run, spec));
+      const runId = await withCallDeadline(this.client, this.callTimeoutMs, () => withTraceCarrier(spec.trace, () => this.startRun(record.workflowId, dispatchId, run, spec)));
       return { dispatch: 'started', runId };
     } catch (err) {
       const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';

@@ -98,4 +98,32 @@ describe('tracing', () => {
     // No payload in any span attribute.
     expect(JSON.stringify(spans.map((span) => span.attributes))).not.toContain('"n":1');
   });
+
+  it('keeps a run that the sweeper starts later (the start on the request failed) in the trace of its request', async () => {
+    const trace = 'aaf92f3577b34da6a3ce929d0e0e4736';
+    let refused = 0;
+    engine.service.dispatcher.beforeStart = (_tenant, executionId) => {
+      if (executionId === 'trace-swept' && refused++ === 0) throw new Error('Temporal unreachable (test)');
+    };
+    try {
+      const res = await engine.request('POST', '/api/tenants/acme/executions', {
+        body: { pipeline: 'traced', executionId: 'trace-swept', input: { n: 2 } },
+        headers: { traceparent: `00-${trace}-${CALLER_SPAN}-01` },
+      });
+      expect(res.status).toBe(202);
+      expect((await res.json()).dispatch).toBe('pending');
+      expect((await engine.waitFor('acme', 'trace-swept', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+    } finally {
+      engine.service.dispatcher.beforeStart = undefined;
+    }
+    expect(refused).toBeGreaterThanOrEqual(2);
+    const inTrace = () => exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === trace);
+    await until(() => inTrace().some((span) => span.name === 'RunWorkflow:pipelineWorkflow'), 30_000, 'the workflow span of the swept run');
+    const spans = inTrace();
+    const http = spans.find((span) => span.name === 'HTTP POST /pipeline/api/tenants/:tenantId/executions')!;
+    const starts = spans.filter((span) => span.name === 'StartWorkflow:pipelineWorkflow');
+    expect(starts).toHaveLength(1);
+    expect(starts[0].parentSpanId).toBe(http.spanContext().spanId);
+    expect(spans.filter((span) => span.name.startsWith('worker-kit'))).toHaveLength(2);
+  });
 });
