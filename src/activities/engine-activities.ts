@@ -1,9 +1,10 @@
 /**
  * The engine's activities, built by a factory so tests can hand in other parts.
  *
- * `runStep` is the whole life of one step attempt: learn the committed attempt (only
- * when it may differ from what the workflow knows), claim the Command effect, invoke the
- * operator, and commit the outcome in one statement. On a retryable failure it commits
+ * `runStep` is the whole life of one step attempt: learn the committed attempt
+ * (`resolveAttempt`, only when it may differ from what the workflow knows), claim the
+ * Command effect (`claimEffect`), invoke the operator, and commit the outcome in one
+ * statement. On a retryable failure it commits
  * the retry intent first and then asks Temporal to retry after the computed delay.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -13,7 +14,8 @@ import type { Metrics } from '../metrics';
 import type { PipelineRegistry, StepResolution } from '../pipeline/registry';
 import { retryDelayMs } from '../retry';
 import type { EffectStore } from '../store/effect-store';
-import type { EffectChange, ExecutionRecord, ExecutionStore } from '../store/execution-store';
+import type { EffectChange, ExecutionRecord, ExecutionStore, StepKey } from '../store/execution-store';
+import type { StepDefinition } from '../pipeline/define';
 import type { TerminalReason } from '../spec-words';
 import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
 import { invokeStep } from './invoke-step';
@@ -105,30 +107,61 @@ export function createActivities(deps: EngineDeps) {
     throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `execution ${req.executionId} moved to ${record.status} step ${record.currentStepIndex} attempt ${record.attempt}` });
   }
 
+  /**
+   * The attempt this delivery runs as. Only a run's first step or a Temporal retry can see
+   * a committed attempt the workflow does not know, so only those read (and begin) the
+   * record; they may also find the step already settled (a redelivery after its commit),
+   * or the run a duplicate of another start of the same dispatch.
+   */
+  async function resolveAttempt(req: StepRequest, activity: Context): Promise<{ attempt: number } | { settled: StepResult }> {
+    if (!req.firstOfRun && activity.info.attempt === 1) return { attempt: req.attempt };
+    const runId = activity.info.workflowExecution?.runId ?? 'unknown';
+    const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
+    if (!record) throw recordMissingFailure(req);
+    if (req.firstOfRun && record.runId !== runId) {
+      // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.
+      log.warn({ event: 'execution_duplicate_run_ignored', tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId });
+      throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: `run ${runId} is a duplicate; ${record.runId} owns execution ${req.executionId}` });
+    }
+    if (record.currentStepIndex > req.stepIndex) return { settled: { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null } };
+    const terminal = committedTerminal(record, req.stepIndex);
+    if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
+    return { attempt: record.attempt };
+  }
+
+  /**
+   * A Command step claims its effect before the operator runs. A claim that fails finds the
+   * effect already there: SUCCEEDED → its stored result is committed and reused (never
+   * invoked again); any other status → the step ends, the effect is never redispatched.
+   */
+  async function claimEffect(
+    req: StepRequest,
+    step: StepDefinition,
+    stepKey: StepKey,
+    transitionKey: string,
+    fail: (failure: StepFailure, effect?: EffectChange) => Promise<StepResult>,
+  ): Promise<{ effect: EffectChange } | { settled: StepResult }> {
+    const claim = await effects.claim({ ...stepKey, stepName: step.name, transitionKey, onlyNew: req.redriveIntent === 'ORDINARY' });
+    if (claim.claimed) return { effect: { status: 'SUCCEEDED', transitionKey } };
+    if (claim.effect.status !== 'SUCCEEDED') {
+      return { settled: await fail({ retryable: false, errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE', errorMessage: `Command effect of step ${req.stepIndex} is ${claim.effect.status}; it is never redispatched`, terminalEffectStatus: claim.effect.status }) };
+    }
+    const committed = await store.commitSucceeded({ ...stepKey, output: claim.effect.result });
+    if (!committed.committed) return { settled: await settle(req) };
+    if (committed.status === 'SUCCEEDED') metrics?.succeeded.inc();
+    return { settled: { output: claim.effect.result } };
+  }
+
   async function runStep(req: StepRequest): Promise<StepResult> {
     const activity = Context.current();
     const resolved = resolveStep(req);
     // A worker behind a rollout (the pinned version is newer than any it has) leaves the step to one that has it, committing nothing.
     if (!resolved.found && !resolved.gone) throw ApplicationFailure.create({ type: FailureTypes.retryable, message: resolved.reason });
-    let attempt = req.attempt;
-
-    // Only a run's first step or a Temporal retry can see a committed attempt the workflow does not know.
-    if (req.firstOfRun || activity.info.attempt > 1) {
-      const runId = activity.info.workflowExecution?.runId ?? 'unknown';
-      const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
-      if (!record) throw recordMissingFailure(req);
-      if (req.firstOfRun && record.runId !== runId) {
-        // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.
-        log.warn({ event: 'execution_duplicate_run_ignored', tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId });
-        throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: `run ${runId} is a duplicate; ${record.runId} owns execution ${req.executionId}` });
-      }
-      if (record.currentStepIndex > req.stepIndex) return { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null };
-      const terminal = committedTerminal(record, req.stepIndex);
-      if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
-      attempt = record.attempt;
-    }
+    const resolvedAttempt = await resolveAttempt(req, activity);
+    if ('settled' in resolvedAttempt) return resolvedAttempt.settled;
+    const { attempt } = resolvedAttempt;
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, attempt);
-    const stepKey = { tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt };
+    const stepKey: StepKey = { tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt };
     const stepName = resolved.found ? resolved.step.name : (req.stepName ?? `#${req.stepIndex}`);
     const logFields = { tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: req.correlationId, step: stepName, pipelineVersion: req.pipelineVersion ?? 1 };
     const fail = (failure: StepFailure, effect?: EffectChange) => failStep(req, attempt, transitionKey, resolved.found ? resolved.step.transport : (req.transport ?? 'LOCAL'), failure, logFields, effect);
@@ -145,18 +178,9 @@ export function createActivities(deps: EngineDeps) {
 
     let effect: EffectChange | undefined;
     if (step.command) {
-      const claim = await effects.claim({ ...stepKey, stepName: step.name, transitionKey, onlyNew: req.redriveIntent === 'ORDINARY' });
-      if (!claim.claimed) {
-        if (claim.effect.status === 'SUCCEEDED') {
-          // The effect happened already: reuse its stored result, never invoke again.
-          const committed = await store.commitSucceeded({ ...stepKey, output: claim.effect.result });
-          if (!committed.committed) return settle(req);
-          if (committed.status === 'SUCCEEDED') metrics?.succeeded.inc();
-          return { output: claim.effect.result };
-        }
-        return fail({ retryable: false, errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE', errorMessage: `Command effect of step ${req.stepIndex} is ${claim.effect.status}; it is never redispatched`, terminalEffectStatus: claim.effect.status });
-      }
-      effect = { status: 'SUCCEEDED', transitionKey };
+      const claimed = await claimEffect(req, step, stepKey, transitionKey, fail);
+      if ('settled' in claimed) return claimed.settled;
+      effect = claimed.effect;
     }
 
     const rejects = new RejectBuffer(step.name);
