@@ -14,9 +14,9 @@ import type { Metrics } from '../metrics';
 import type { PipelineRegistry, StepResolution } from '../pipeline/registry';
 import { retryDelayMs } from '../retry';
 import type { EffectStore } from '../store/effect-store';
-import type { EffectChange, ExecutionRecord, ExecutionStore, StepKey } from '../store/execution-store';
+import type { EffectChange, ExecutionRecord, ExecutionStore, StepKey, TerminalFailure } from '../store/execution-store';
 import type { StepDefinition } from '../pipeline/define';
-import type { TerminalReason } from '../spec-words';
+import type { TerminalReason, Transport } from '../spec-words';
 import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
 import { invokeStep } from './invoke-step';
 import { RejectBuffer } from './rejects';
@@ -39,7 +39,7 @@ export interface AbandonRequest {
   stepIndex: number;
   /** the step's name and transport from the run's plan; absent in runs from before versions */
   stepName?: string;
-  transport?: string;
+  transport?: Transport;
   reason: string;
 }
 
@@ -223,7 +223,7 @@ export function createActivities(deps: EngineDeps) {
     req: StepRequest,
     attempt: number,
     transitionKey: string,
-    transport: string,
+    transport: Transport,
     failure: StepFailure,
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
@@ -320,7 +320,7 @@ export function createActivities(deps: EngineDeps) {
     const stepName = req.stepName ?? pinnedStep?.name ?? `#${req.stepIndex}`;
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
     const errorCode = 'STEP_ABANDONED';
-    const envelope = {
+    const envelope: TerminalFailure['envelope'] = {
       tenantId: req.tenantId, executionId: req.executionId, transitionKey, transport, platform,
       terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode,
       errorMessage: req.reason, retryable: true, retriesObserved: record.attempt - 1,

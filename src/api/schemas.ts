@@ -4,6 +4,7 @@
  * against them, so the document cannot drift from the behaviour.
  */
 import { z } from 'zod';
+import { DlqEnvelope } from '../dlq/envelope';
 import { ERROR_CODES, type ErrorCode } from '../errors';
 import { EFFECT_STATUSES, EXECUTION_STATUSES, REDRIVE_MODES, TERMINAL_REASONS } from '../spec-words';
 
@@ -98,28 +99,7 @@ export const CommandEffectView = z
 
 export const EffectList = z.object({ items: z.array(CommandEffectView) }).meta({ id: 'CommandEffectList' });
 
-export const DlqEnvelopeSchema = z
-  .object({
-    tenantId: z.string(),
-    executionId: z.string(),
-    executionKey: z.string().nullable(),
-    transitionKey: z.string(),
-    correlationId: z.string().nullable(),
-    resourceType: z.string().nullable(),
-    resourceName: z.string().nullable(),
-    pipeline: z.string().optional().meta({ description: 'absent on envelopes written before definition versions' }),
-    pipelineVersion: z.number().int().optional().meta({ description: 'the definition version the execution failed under' }),
-    transport: z.string(),
-    platform: z.string(),
-    terminalStatus: z.string(),
-    createdAtEpochMs: z.number().int(),
-    terminalReason: TerminalReasonSchema,
-    errorCode: z.string(),
-    errorMessage: z.string(),
-    retryable: z.boolean(),
-    retriesObserved: z.number().int(),
-  })
-  .meta({ id: 'DlqEnvelope' });
+export const DlqEnvelopeSchema = DlqEnvelope;
 
 export const DlqList = z
   .object({

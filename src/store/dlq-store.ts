@@ -4,27 +4,11 @@
  * the terminal-failure commit in ExecutionStore.
  */
 import type { TerminalReason } from '../spec-words';
+import type { DlqEnvelope } from '../dlq/envelope';
 import type { Db } from './db';
 import type { ExecutionDlqRow } from './rows';
 
-export interface DlqEnvelope {
-  tenantId: string;
-  executionId: string;
-  executionKey: string | null;
-  transitionKey: string;
-  correlationId: string | null;
-  resourceType: string | null;
-  resourceName: string | null;
-  transport: string;
-  platform: string;
-  terminalStatus: string;
-  createdAtEpochMs: number;
-  terminalReason: TerminalReason;
-  errorCode: string;
-  errorMessage: string;
-  retryable: boolean;
-  retriesObserved: number;
-}
+export type { DlqEnvelope };
 
 /** An envelope leased for publication to the broker. */
 export interface UnpublishedEnvelope {

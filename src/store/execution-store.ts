@@ -8,6 +8,7 @@
 import type { EffectStatus, ExecutionStatus, RedriveMode, TerminalReason } from '../spec-words';
 import { failureGroup } from '../dlq/failure-group';
 import { randomUUID } from 'node:crypto';
+import type { DlqEnvelope } from '../dlq/envelope';
 import type { Db, Queryable } from './db';
 import { iso, isoOrNull, type ExecutionRecordRow } from './rows';
 
@@ -144,7 +145,7 @@ export interface TerminalFailure {
   errorMessage: string;
   transitionKey: string;
   /** the envelope's own fields; execution key, correlation and resource fields are added from the record */
-  envelope: Record<string, unknown>;
+  envelope: Omit<DlqEnvelope, 'executionKey' | 'correlationId' | 'resourceType' | 'resourceName'>;
   /** the failed step's name: part of the envelope's failure group */
   step: string;
 }
