@@ -50,15 +50,20 @@ export async function withRemoteParent<T>(name: string, get: (key: string) => st
 export function httpTracing(): MiddlewareHandler {
   return async (c, next) => {
     const method = c.req.method;
-    await withRemoteParent(`HTTP ${method}`, (key) => c.req.header(key), { 'http.request.method': method }, async () => {
-      const span = trace.getActiveSpan();
-      try {
-        await next();
-      } finally {
-        span?.updateName(`HTTP ${method} ${c.req.routePath}`);
-        span?.setAttributes({ 'http.route': c.req.routePath, 'http.response.status_code': c.res.status });
-        if (c.res.status >= 500) span?.setStatus({ code: SpanStatusCode.ERROR });
-      }
-    });
+    await withRemoteParent(
+      `HTTP ${method}`,
+      (key) => c.req.header(key),
+      { 'http.request.method': method },
+      async () => {
+        const span = trace.getActiveSpan();
+        try {
+          await next();
+        } finally {
+          span?.updateName(`HTTP ${method} ${c.req.routePath}`);
+          span?.setAttributes({ 'http.route': c.req.routePath, 'http.response.status_code': c.res.status });
+          if (c.res.status >= 500) span?.setStatus({ code: SpanStatusCode.ERROR });
+        }
+      },
+    );
   };
 }

@@ -21,7 +21,10 @@ import { readJson } from './request';
 /** A history page of payloads: larger than the API's 64 KiB bodies. */
 export const MAX_CODEC_BODY_BYTES = 4 * 1024 * 1024;
 
-const Base64 = z.string().max(MAX_CODEC_BODY_BYTES).regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'must be base64');
+const Base64 = z
+  .string()
+  .max(MAX_CODEC_BODY_BYTES)
+  .regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'must be base64');
 export const CodecRequest = z.object({
   payloads: z.array(z.object({ metadata: z.record(z.string(), Base64).optional(), data: Base64.optional() })).max(10_000),
 });
@@ -33,7 +36,9 @@ function fromJson(payload: JsonPayload): Payload {
 }
 
 function toJson(payload: Payload): { metadata: Record<string, string>; data: string } {
-  const metadata = Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value ?? new Uint8Array()).toString('base64')]));
+  const metadata = Object.fromEntries(
+    Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value ?? new Uint8Array()).toString('base64')]),
+  );
   return { metadata, data: Buffer.from(payload.data ?? new Uint8Array()).toString('base64') };
 }
 
@@ -48,11 +53,25 @@ export interface CodecRoutesDeps {
 export function codecRoutes(deps: CodecRoutesDeps) {
   const routes = new Hono<AuthEnv>();
   // Preflights carry no token: CORS answers them before authentication.
-  routes.use('*', cors({ origin: deps.origins, allowMethods: ['POST', 'OPTIONS'], allowHeaders: ['Authorization', 'Content-Type', 'X-Namespace'], credentials: true, maxAge: 600 }));
-  routes.use('*', bearerAuth({ tokens: deps.tokens, role: 'admin', log: deps.log }), async (c, next) => {
-    if (c.get('principal').tenants) throw new ForbiddenError('the codec endpoint needs an admin token without a tenant allow-list');
-    await next();
-  }, bodyLimits({ maxBytes: MAX_CODEC_BODY_BYTES, readTimeoutMs: deps.bodyReadTimeoutMs }));
+  routes.use(
+    '*',
+    cors({
+      origin: deps.origins,
+      allowMethods: ['POST', 'OPTIONS'],
+      allowHeaders: ['Authorization', 'Content-Type', 'X-Namespace'],
+      credentials: true,
+      maxAge: 600,
+    }),
+  );
+  routes.use(
+    '*',
+    bearerAuth({ tokens: deps.tokens, role: 'admin', log: deps.log }),
+    async (c, next) => {
+      if (c.get('principal').tenants) throw new ForbiddenError('the codec endpoint needs an admin token without a tenant allow-list');
+      await next();
+    },
+    bodyLimits({ maxBytes: MAX_CODEC_BODY_BYTES, readTimeoutMs: deps.bodyReadTimeoutMs }),
+  );
 
   for (const direction of ['encode', 'decode'] as const) {
     routes.post(`/${direction}`, async (c) => {

@@ -32,7 +32,8 @@ export function mountHealth(app: Hono<any>, deps: HealthDeps): void {
   }
   if (deps.metrics) {
     const registry = deps.metrics.registry;
-    if (deps.metricsTokenSha256) app.use('/metrics', bearerAuth({ tokens: [{ sha256: deps.metricsTokenSha256, role: 'submit', name: 'metrics' }], role: 'submit', log: deps.log }));
+    if (deps.metricsTokenSha256)
+      app.use('/metrics', bearerAuth({ tokens: [{ sha256: deps.metricsTokenSha256, role: 'submit', name: 'metrics' }], role: 'submit', log: deps.log }));
     app.get('/metrics', async (c) => c.body(await registry.metrics(), 200, { 'content-type': registry.contentType }));
   }
 }
@@ -41,7 +42,9 @@ export function mountHealth(app: Hono<any>, deps: HealthDeps): void {
 export function createHealthApp(deps: HealthDeps & { log: Log }) {
   const app = new Hono();
   app.onError(problemHandler(deps.log));
-  app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path} (this process runs the worker role: /healthz, /readyz, /metrics only)`));
+  app.notFound((c) =>
+    problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path} (this process runs the worker role: /healthz, /readyz, /metrics only)`),
+  );
   mountHealth(app, deps);
   return app;
 }

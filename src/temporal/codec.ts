@@ -22,7 +22,10 @@ const TAG_BYTES = 16;
 
 /** A payload the codec cannot open: an unknown key id, or ciphertext that fails authentication. */
 export class CodecError extends Error {
-  constructor(message: string, readonly keyId?: string) {
+  constructor(
+    message: string,
+    readonly keyId?: string,
+  ) {
     super(message);
     this.name = 'CodecError';
   }

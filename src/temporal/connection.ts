@@ -89,13 +89,21 @@ export async function diagnoseTls(options: TemporalConnectOptions, timeoutMs = 5
       resolve(result);
     };
     // TLS 1.3: the server judges our certificate after our handshake completes, so wait a moment for its alert.
-    const timer = setTimeout(() => done({ stage: secured ? 'ok' : 'handshake', error: secured ? undefined : new Error('no TLS handshake in time') }), timeoutMs);
+    const timer = setTimeout(
+      () => done({ stage: secured ? 'ok' : 'handshake', error: secured ? undefined : new Error('no TLS handshake in time') }),
+      timeoutMs,
+    );
     socket.once('secureConnect', () => {
       secured = true;
       setTimeout(() => done({ stage: 'ok' }), 500).unref();
     });
     socket.once('error', (error) => done({ stage: secured ? 'after' : 'handshake', error }));
-    socket.once('close', () => done({ stage: secured ? 'after' : 'handshake', error: secured ? new Error('the server closed the connection after the handshake') : new Error('connection closed during the handshake') }));
+    socket.once('close', () =>
+      done({
+        stage: secured ? 'after' : 'handshake',
+        error: secured ? new Error('the server closed the connection after the handshake') : new Error('connection closed during the handshake'),
+      }),
+    );
   });
   const reason = outcome.error ? `${outcome.error.code ? `${outcome.error.code}: ` : ''}${outcome.error.message}` : '';
   const code = outcome.error?.code ?? '';
@@ -103,12 +111,16 @@ export async function diagnoseTls(options: TemporalConnectOptions, timeoutMs = 5
     return new ConfigError(`${SETTING.serverName}: ${where}: the server's certificate is not for this name — ${reason}`);
   }
   if (outcome.stage === 'handshake' && /CERT|SELF_SIGNED|UNABLE_TO|VERIFY|ISSUER/.test(code)) {
-    return new ConfigError(`${SETTING.serverCa}: ${where}: the server's certificate does not verify against ${tls.serverRootCACertificate ? 'the configured CA' : "the system's CAs (set the server's CA)"} — ${reason}`);
+    return new ConfigError(
+      `${SETTING.serverCa}: ${where}: the server's certificate does not verify against ${tls.serverRootCACertificate ? 'the configured CA' : "the system's CAs (set the server's CA)"} — ${reason}`,
+    );
   }
   if (outcome.stage === 'after' || /ALERT|CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA/.test(code)) {
     return tls.clientCertPair
       ? new ConfigError(`${SETTING.clientCert}: ${where}: the server refused the client certificate — ${reason}`)
-      : new ConfigError(`${SETTING.clientCert} and ${SETTING.clientKey}: ${where}: the server requires a client certificate (mTLS) and none is configured — ${reason}`);
+      : new ConfigError(
+          `${SETTING.clientCert} and ${SETTING.clientKey}: ${where}: the server requires a client certificate (mTLS) and none is configured — ${reason}`,
+        );
   }
   return undefined;
 }
@@ -132,7 +144,9 @@ async function explainConnectFailure(err: unknown, options: TemporalConnectOptio
   if (diagnosed) return diagnosed;
   // gRPC 16 UNAUTHENTICATED, 7 PERMISSION_DENIED
   if (codes.includes(16) || codes.includes(7) || /unauthenticated|permission denied|api key/i.test(message)) {
-    return new ConfigError(`${options.apiKey ? SETTING.apiKey : `${SETTING.apiKey} or ${SETTING.clientCert}`}: cannot connect to Temporal at ${options.address}: the server refused the credentials — ${message}`);
+    return new ConfigError(
+      `${options.apiKey ? SETTING.apiKey : `${SETTING.apiKey} or ${SETTING.clientCert}`}: cannot connect to Temporal at ${options.address}: the server refused the credentials — ${message}`,
+    );
   }
   return new Error(`cannot connect to Temporal at ${options.address}: ${message}`);
 }

@@ -29,4 +29,3 @@ export function temporalProfile(env: Record<string, string | undefined>): Client
 function definedOnly(env: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
-

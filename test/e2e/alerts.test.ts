@@ -25,7 +25,8 @@ function findPromtool(): string | undefined {
   return found.status === 0 ? found.stdout.trim() : undefined;
 }
 const promtool = findPromtool();
-if (!promtool) console.warn('alerts.test.ts: promtool not found; install it with `apt-get install -y prometheus` (.ci/run does). Skipping the promtool checks.');
+if (!promtool)
+  console.warn('alerts.test.ts: promtool not found; install it with `apt-get install -y prometheus` (.ci/run does). Skipping the promtool checks.');
 
 const run = (args: string[], input?: string) => spawnSync(promtool!, args, { encoding: 'utf8', input });
 
@@ -37,7 +38,10 @@ const ALERTS: Record<string, { labels: Record<string, string>; push: Record<stri
     push: { pipeline_item_reject_top_fingerprint_share: () => '0.9x45', pipeline_item_rejects_total: (v) => `${v}+5x45` },
   },
   PipelineCheckpointLag: { labels: { severity: 'page', channel: 'checkpoint-publication' }, push: { pipeline_checkpoint_lag_seconds: () => '900x45' } },
-  PipelineRemoteOutcomeUnknownParks: { labels: { severity: 'ticket', channel: 'execution-dlq' }, push: { pipeline_executions_remote_outcome_unknown: () => '3x45' } },
+  PipelineRemoteOutcomeUnknownParks: {
+    labels: { severity: 'ticket', channel: 'execution-dlq' },
+    push: { pipeline_executions_remote_outcome_unknown: () => '3x45' },
+  },
   PipelineRetrySaturation: { labels: { severity: 'ticket', channel: 'execution-dlq' }, push: { pipeline_retry_saturation: () => '50x45' } },
 };
 
@@ -88,10 +92,12 @@ describe.skipIf(!promtool)('alert rules and dashboard (promtool)', () => {
     // A service with one execution that succeeded and rejected an item, so the labelled counters exist too.
     const pipeline = definePipeline({
       name: 'alerting',
-      steps: [localStep('filter', (input: unknown, ctx) => {
-        ctx.reject({ sku: 'x' }, { errorCode: 'INVALID_SKU', reason: 'not in the catalogue' });
-        return input;
-      })],
+      steps: [
+        localStep('filter', (input: unknown, ctx) => {
+          ctx.reject({ sku: 'x' }, { errorCode: 'INVALID_SKU', reason: 'not in the catalogue' });
+          return input;
+        }),
+      ],
     });
     engine = await startTestEngine([pipeline]);
     await engine.start('acme', { pipeline: 'alerting', executionId: 'alert-1', input: {} });
@@ -144,12 +150,24 @@ describe.skipIf(!promtool)('alert rules and dashboard (promtool)', () => {
       expect(pushed, `${name}: the live scrape has the series it pushes`).toEqual(Object.keys(push));
       return `  - interval: 1m\n    input_series:\n${series.join('\n')}\n    alert_rule_test:\n${expected}`;
     };
-    const quiet = Object.keys(ALERTS).map((alert) => `      - eval_time: 40m\n        alertname: ${alert}\n        exp_alerts: []`).join('\n');
+    const quiet = Object.keys(ALERTS)
+      .map((alert) => `      - eval_time: 40m\n        alertname: ${alert}\n        exp_alerts: []`)
+      .join('\n');
     const cases = [testCase('as scraped', {}, quiet)];
     for (const [alert, spec] of Object.entries(ALERTS)) {
-      const labels = Object.entries({ job: 'pipeline', ...spec.labels }).map(([k, v]) => `${k}: ${v}`).join(', ');
-      const others = Object.keys(ALERTS).filter((other) => other !== alert).map((other) => `      - eval_time: 40m\n        alertname: ${other}\n        exp_alerts: []`);
-      cases.push(testCase(alert, spec.push, [`      - eval_time: 40m\n        alertname: ${alert}\n        exp_alerts:\n          - exp_labels: { ${labels} }`, ...others].join('\n')));
+      const labels = Object.entries({ job: 'pipeline', ...spec.labels })
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ');
+      const others = Object.keys(ALERTS)
+        .filter((other) => other !== alert)
+        .map((other) => `      - eval_time: 40m\n        alertname: ${other}\n        exp_alerts: []`);
+      cases.push(
+        testCase(
+          alert,
+          spec.push,
+          [`      - eval_time: 40m\n        alertname: ${alert}\n        exp_alerts:\n          - exp_labels: { ${labels} }`, ...others].join('\n'),
+        ),
+      );
     }
     const file = join(dir, 'live.test.yml');
     writeFileSync(file, `rule_files:\n  - ${rules}\nevaluation_interval: 1m\ntests:\n${cases.join('\n')}\n`);

@@ -23,7 +23,10 @@ const K2 = { id: 'k2', key: key() };
 
 const pipeline = definePipeline({
   name: 'secret',
-  steps: [localStep('copy', (input: { secret: string }) => ({ copied: input.secret })), localStep('again', (input: { copied: string }) => ({ again: input.copied }))],
+  steps: [
+    localStep('copy', (input: { secret: string }) => ({ copied: input.secret })),
+    localStep('again', (input: { copied: string }) => ({ again: input.copied })),
+  ],
 });
 
 let sealed: TestEngine;
@@ -44,7 +47,9 @@ async function history(engine: TestEngine, executionId: string): Promise<{ cli: 
   const cli = resolveTemporalCli();
   if (cli.type !== 'existing-path') throw new Error('the temporal CLI binary is needed (scripts/install-temporal.sh)');
   const workflowId = workflowIdFor('acme', executionId);
-  const text = execFileSync(cli.path, ['workflow', 'show', '--workflow-id', workflowId, '--address', inject('temporalAddress'), '--output', 'json'], { encoding: 'utf8' });
+  const text = execFileSync(cli.path, ['workflow', 'show', '--workflow-id', workflowId, '--address', inject('temporalAddress'), '--output', 'json'], {
+    encoding: 'utf8',
+  });
   const events = (await engine.service.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   const payloads: Payload[] = [];
   const walk = (value: unknown): void => {
@@ -123,14 +128,20 @@ describe('payload codec', () => {
     expect(new Set(decoded.payloads.map((p) => Buffer.from(p.metadata.encoding, 'base64').toString()))).not.toContain('binary/encrypted');
 
     // encode round-trips through decode
-    const plain = { payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from(JSON.stringify(SENTINEL)).toString('base64') }] };
+    const plain = {
+      payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from(JSON.stringify(SENTINEL)).toString('base64') }],
+    };
     const encoded = (await (await codecCall('/codec/encode', plain, ADMIN_TOKEN)).json()) as typeof plain;
     expect(Buffer.from(encoded.payloads[0].data, 'base64').includes(SENTINEL)).toBe(false);
     const back = (await (await codecCall('/codec/decode', encoded, ADMIN_TOKEN)).json()) as typeof plain;
     expect(back).toEqual(plain);
 
     // Nobody else: no token 401, a submit token 403, a tenant-scoped admin 403; none of them sees data.
-    for (const [token, status] of [[null, 401], [SUBMIT_TOKEN, 403], [TENANT_A_TOKEN, 403]] as const) {
+    for (const [token, status] of [
+      [null, 401],
+      [SUBMIT_TOKEN, 403],
+      [TENANT_A_TOKEN, 403],
+    ] as const) {
       const refused = await codecCall('/codec/decode', body, token);
       expect(refused.status).toBe(status);
       expect(await refused.text()).not.toContain(Buffer.from(SENTINEL).toString('base64').slice(0, 8));

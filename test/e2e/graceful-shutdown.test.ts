@@ -47,17 +47,30 @@ describe('graceful shutdown', () => {
 
     // A request in flight: headers and half of its body sent.
     let answer: { status: number; body: string } | undefined;
-    const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/pipeline/api/tenants/acme/executions', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-      let body = '';
-      res.on('data', (chunk) => (body += chunk));
-      res.on('end', () => (answer = { status: res.statusCode!, body }));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/pipeline/api/tenants/acme/executions',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk) => (body += chunk));
+        res.on('end', () => (answer = { status: res.statusCode!, body }));
+      },
+    );
     req.write('{"pipeline":"held","executionId":"held-2",');
     await until(() => (req.socket?.bytesWritten ?? 0) > 0, 10_000, 'the first half of the body to be sent');
 
     const stopping = engine.service.stop().then(() => (stopped = true));
     // Not ready at once; the worker drains (its activity is still running).
-    await until(async () => /DRAINING|STOPPING|DRAINED/.test((await engine.service.readiness.check()).errors.worker ?? ''), 30_000, 'the worker to start draining');
+    await until(
+      async () => /DRAINING|STOPPING|DRAINED/.test((await engine.service.readiness.check()).errors.worker ?? ''),
+      30_000,
+      'the worker to start draining',
+    );
     const report = await engine.service.readiness.check();
     expect(report.ready).toBe(false);
     expect(report.errors.process).toBe('shutting down');
@@ -72,7 +85,9 @@ describe('graceful shutdown', () => {
     // The activity finishes inside the grace period and its commit lands before stop() returns.
     release();
     await stopping;
-    const record = await engine.database.db.query<{ version: number; current_step_index: number }>(`SELECT version, current_step_index FROM execution_record WHERE execution_id = 'held-1'`);
+    const record = await engine.database.db.query<{ version: number; current_step_index: number }>(
+      `SELECT version, current_step_index FROM execution_record WHERE execution_id = 'held-1'`,
+    );
     expect(record.rows[0].current_step_index).toBe(1);
     // created + RUNNING + the held step's commit
     expect(record.rows[0].version).toBe(3);

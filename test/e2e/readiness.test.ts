@@ -19,13 +19,17 @@ beforeAll(async () => {
   server = await startDevServer();
   // Postgres through a proxy this file can take down.
   postgres = await startTcpProxy({ host: '127.0.0.1', port: 5432 });
-  engine = await startTestEngine([], { 'pipeline.temporal.address': server.address, 'pipeline.role': 'api', 'pipeline.temporal.call-timeout': `${CALL_TIMEOUT_MS}ms` }, {
-    storeUrl: (url) => {
-      const proxied = new URL(url);
-      proxied.host = `127.0.0.1:${postgres.port}`;
-      return proxied.toString();
+  engine = await startTestEngine(
+    [],
+    { 'pipeline.temporal.address': server.address, 'pipeline.role': 'api', 'pipeline.temporal.call-timeout': `${CALL_TIMEOUT_MS}ms` },
+    {
+      storeUrl: (url) => {
+        const proxied = new URL(url);
+        proxied.host = `127.0.0.1:${postgres.port}`;
+        return proxied.toString();
+      },
     },
-  });
+  );
 });
 afterAll(async () => {
   await engine?.stop();

@@ -52,10 +52,14 @@ async function startRole(role: 'api' | 'worker'): Promise<RoleProcess> {
   processes.push(started);
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
-  await until(() => {
-    if (child.exitCode !== null) throw new Error(`${role} process exited with ${child.exitCode}`);
-    return out.includes(`ready ${role}`);
-  }, 90_000, `the ${role} process to start`);
+  await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`${role} process exited with ${child.exitCode}`);
+      return out.includes(`ready ${role}`);
+    },
+    90_000,
+    `the ${role} process to start`,
+  );
   return started;
 }
 
@@ -67,7 +71,9 @@ async function readyz(proc: RoleProcess): Promise<{ status: number; body: any }>
 beforeAll(async () => {
   database = await createTestDatabase();
   taskQueue = `roles-${process.pid}-${Date.now()}`;
-  await database.db.query(`CREATE TABLE test_step_run (id bigserial PRIMARY KEY, transition_key text NOT NULL, phase text NOT NULL, pid integer NOT NULL, identity text NOT NULL)`);
+  await database.db.query(
+    `CREATE TABLE test_step_run (id bigserial PRIMARY KEY, transition_key text NOT NULL, phase text NOT NULL, pid integer NOT NULL, identity text NOT NULL)`,
+  );
 });
 
 afterAll(async () => {
@@ -84,7 +90,11 @@ describe('one API process and two worker processes', () => {
     for (const worker of [first, second]) {
       expect(await readyz(worker)).toEqual({ status: 200, body: { status: 'ready', checks: { postgres: 'up', temporal: 'up', worker: 'up' } } });
       // The worker role serves the health routes only.
-      const submit = await fetch(`${worker.url}/pipeline/api/tenants/acme/executions`, { method: 'POST', headers: { authorization: `Bearer ${SUBMIT_TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
+      const submit = await fetch(`${worker.url}/pipeline/api/tenants/acme/executions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${SUBMIT_TOKEN}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(submit.status).toBe(404);
       expect((await fetch(`${worker.url}/metrics`)).status).toBe(200);
     }
@@ -106,31 +116,43 @@ describe('one API process and two worker processes', () => {
       }
     };
     for (let i = 0; i < ids.length; i += 10) {
-      await Promise.all(ids.slice(i, i + 10).map(async (executionId) => {
-        const res = await fetch(`${api.url}/pipeline/api/tenants/acme/executions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${SUBMIT_TOKEN}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ pipeline: 'spread', executionId, input: { n: executionId } }),
-        });
-        expect(res.status).toBe(202);
-      }));
+      await Promise.all(
+        ids.slice(i, i + 10).map(async (executionId) => {
+          const res = await fetch(`${api.url}/pipeline/api/tenants/acme/executions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${SUBMIT_TOKEN}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ pipeline: 'spread', executionId, input: { n: executionId } }),
+          });
+          expect(res.status).toBe(202);
+        }),
+      );
       await killFirstMidStep();
     }
-    await until(async () => {
-      await killFirstMidStep();
-      return killed;
-    }, 120_000, `the first worker to have run ${KILL_AFTER_STEPS} steps and be inside one`);
+    await until(
+      async () => {
+        await killFirstMidStep();
+        return killed;
+      },
+      120_000,
+      `the first worker to have run ${KILL_AFTER_STEPS} steps and be inside one`,
+    );
     if (first.child.exitCode === null && first.child.signalCode === null) await once(first.child, 'exit');
     const killedPid = first.child.pid!;
     const survivorPid = second.child.pid!;
 
     // Everything finishes on the survivor.
-    await until(async () => {
-      const done = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'SUCCEEDED'`);
-      return done.rows[0].n === EXECUTIONS;
-    }, 240_000, `all ${EXECUTIONS} executions to succeed`);
+    await until(
+      async () => {
+        const done = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_record WHERE status = 'SUCCEEDED'`);
+        return done.rows[0].n === EXECUTIONS;
+      },
+      240_000,
+      `all ${EXECUTIONS} executions to succeed`,
+    );
 
-    const records = await database.db.query<{ execution_id: string; status: string; version: number }>(`SELECT execution_id, status, version FROM execution_record`);
+    const records = await database.db.query<{ execution_id: string; status: string; version: number }>(
+      `SELECT execution_id, status, version FROM execution_record`,
+    );
     expect(records.rowCount).toBe(EXECUTIONS);
     // created + RUNNING + one commit per step: no transition was committed twice.
     expect(records.rows.filter((row) => row.version !== 2 + STEPS)).toEqual([]);
@@ -168,7 +190,9 @@ describe('one API process and two worker processes', () => {
       const client = new Client({ connection });
       const executionId = interrupted.rows[0].transition_key.split(':')[0];
       const history = await client.workflow.getHandle(workflowIdFor('acme', executionId)).fetchHistory();
-      const identities = new Set(history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.identity));
+      const identities = new Set(
+        history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.identity),
+      );
       const known = new Set(byPid.rows.map((row) => row.identity));
       expect([...identities].every((identity) => known.has(identity!))).toBe(true);
     } finally {

@@ -37,7 +37,23 @@ function makeCertificates(): void {
   }
   const sign = (name: string, subject: string) => {
     openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', subject, '-keyout', file(`${name}.key`), '-out', file(`${name}.csr`));
-    openssl('x509', '-req', '-in', file(`${name}.csr`), '-CA', file('ca.pem'), '-CAkey', file('ca.key'), '-CAcreateserial', '-days', '2', '-out', file(`${name}.pem`), '-extfile', file(`${name}.ext`));
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      file(`${name}.csr`),
+      '-CA',
+      file('ca.pem'),
+      '-CAkey',
+      file('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-out',
+      file(`${name}.pem`),
+      '-extfile',
+      file(`${name}.ext`),
+    );
   };
   writeFileSync(file('server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
   writeFileSync(file('client.ext'), 'extendedKeyUsage=clientAuth\n');
@@ -137,13 +153,16 @@ const quiet = createLog({ level: 'fatal', destination: new Writable({ write: (_c
 const pipeline = definePipeline({ name: 'tls', steps: [localStep('one', (input: { n: number }) => ({ n: input.n + 1 }))] });
 
 function start(env: Record<string, string>, address = proxyAddress): Promise<Service> {
-  const config = loadConfig({}, {
-    'pipeline.store.url': database.url,
-    'pipeline.temporal.address': address,
-    'pipeline.temporal.task-queue': `tls-${Date.now()}`,
-    'pipeline.auth.tokens': TEST_TOKENS,
-    'pipeline.sweeper.interval': '500ms',
-  });
+  const config = loadConfig(
+    {},
+    {
+      'pipeline.store.url': database.url,
+      'pipeline.temporal.address': address,
+      'pipeline.temporal.task-queue': `tls-${Date.now()}`,
+      'pipeline.auth.tokens': TEST_TOKENS,
+      'pipeline.sweeper.interval': '500ms',
+    },
+  );
   return startService({ config, log: quiet, pipelines: [pipeline], http: false, env });
 }
 
@@ -186,7 +205,9 @@ describe('Temporal over mTLS (TEMPORAL_TLS_* variables)', () => {
   it('names the variable of a certificate without its key, and of an unreadable file', async () => {
     const { TEMPORAL_TLS_CLIENT_KEY_PATH: _key, ...withoutKey } = MTLS();
     await expect(start(withoutKey)).rejects.toThrow(/^TEMPORAL_TLS_CLIENT_KEY_PATH .* is missing/);
-    await expect(start({ ...MTLS(), TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('absent.pem') })).rejects.toThrow(/^TEMPORAL_TLS_SERVER_CA_CERT_PATH .*cannot read .*absent\.pem: ENOENT/);
+    await expect(start({ ...MTLS(), TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('absent.pem') })).rejects.toThrow(
+      /^TEMPORAL_TLS_SERVER_CA_CERT_PATH .*cannot read .*absent\.pem: ENOENT/,
+    );
   });
 
   it('sends TEMPORAL_API_KEY on every call, client and worker, over TLS (Temporal Cloud); a refused key names the variable', async () => {
@@ -198,7 +219,11 @@ describe('Temporal over mTLS (TEMPORAL_TLS_* variables)', () => {
       body: JSON.stringify({ pipeline: 'tls', executionId: 'api-key-1', input: { n: 1 } }),
     });
     expect(res.status).toBe(202);
-    await until(async () => (await service.store.get('acme', 'api-key-1'))?.status === 'SUCCEEDED', 60_000, 'the execution to succeed through the API-key gateway');
+    await until(
+      async () => (await service.store.get('acme', 'api-key-1'))?.status === 'SUCCEEDED',
+      60_000,
+      'the execution to succeed through the API-key gateway',
+    );
     expect(authorizations.length).toBeGreaterThan(3);
     expect(new Set(authorizations)).toEqual(new Set([`Bearer ${API_KEY}`]));
 

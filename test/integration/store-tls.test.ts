@@ -24,8 +24,12 @@ describe('storeConnectionString', () => {
   });
 
   it('names the key of an unreadable CA file or a non-verifying sslmode', () => {
-    expect(() => storeConnectionString('postgres://u@db/p', '/nonexistent/ca.pem')).toThrow(/^pipeline\.store\.ca-file: cannot read \/nonexistent\/ca\.pem: ENOENT/);
-    expect(() => storeConnectionString('postgres://u@db/p?sslmode=disable', caFile)).toThrow(/pipeline\.store\.ca-file is set but pipeline\.store\.url has sslmode=disable/);
+    expect(() => storeConnectionString('postgres://u@db/p', '/nonexistent/ca.pem')).toThrow(
+      /^pipeline\.store\.ca-file: cannot read \/nonexistent\/ca\.pem: ENOENT/,
+    );
+    expect(() => storeConnectionString('postgres://u@db/p?sslmode=disable', caFile)).toThrow(
+      /pipeline\.store\.ca-file is set but pipeline\.store\.url has sslmode=disable/,
+    );
   });
 
   it('makes pg insist on TLS: a server without TLS is refused rather than used in clear', async () => {
