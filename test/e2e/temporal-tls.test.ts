@@ -202,6 +202,27 @@ describe('Temporal over mTLS (TEMPORAL_TLS_* variables)', () => {
     expect(error.message).toMatch(/^TEMPORAL_TLS_CLIENT_CERT_PATH .* and TEMPORAL_TLS_CLIENT_KEY_PATH/);
   });
 
+  it('connects from a temporal CLI TOML profile (TEMPORAL_CONFIG_FILE + TEMPORAL_PROFILE) as well as from the variables', async () => {
+    const toml = file('temporal.toml');
+    writeFileSync(
+      toml,
+      [
+        '[profile.prod]',
+        `address = "${proxyAddress}"`,
+        '[profile.prod.tls]',
+        `server_ca_cert_path = "${file('ca.pem')}"`,
+        `client_cert_path = "${file('client.pem')}"`,
+        `client_key_path = "${file('client.key')}"`,
+        '',
+      ].join('\n'),
+    );
+    const before = clientCertificates.length;
+    const service = await start({ TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'prod' });
+    services.push(service);
+    expect((await service.readiness.check()).checks).toEqual({ postgres: 'up', temporal: 'up', worker: 'up' });
+    expect(clientCertificates.slice(before)).toContain('pipeline-worker');
+  });
+
   it('names the variable of a certificate without its key, and of an unreadable file', async () => {
     const { TEMPORAL_TLS_CLIENT_KEY_PATH: _key, ...withoutKey } = MTLS();
     await expect(start(withoutKey)).rejects.toThrow(/^TEMPORAL_TLS_CLIENT_KEY_PATH .* is missing/);
