@@ -54,3 +54,33 @@ export class Latch<T = void> {
     });
   }
 }
+
+/**
+ * Latches by key (an execution id, say): an operator waits on its gate, the test opens it.
+ * A gate opened before anyone waits stays open.
+ */
+export class Gates {
+  private readonly latches = new Map<string, Latch>();
+
+  private latch(key: string): Latch {
+    let latch = this.latches.get(key);
+    if (!latch) this.latches.set(key, (latch = new Latch()));
+    return latch;
+  }
+
+  open(key: string): void {
+    this.latch(key).open();
+  }
+
+  /** Resolves when the gate opens, or when `signal` aborts (a step's deadline or a cancelled activity). */
+  wait(key: string, signal?: AbortSignal): Promise<void> {
+    const opened = this.latch(key).wait(24 * 3600_000, `gate ${key}`);
+    if (!signal) return opened;
+    return Promise.race([opened, new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })))]);
+  }
+
+  /** Opens every gate (end of a test file: nothing stays blocked). */
+  openAll(): void {
+    for (const latch of this.latches.values()) latch.open();
+  }
+}

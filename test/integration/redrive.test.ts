@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EffectList, RedriveAcceptedSchema, RedrivePreviewSchema } from '../../src/api/schemas';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
-import { until } from '../helpers/until';
+import { Gates, until } from '../helpers/until';
 
 let engine: TestEngine;
 
@@ -17,7 +17,8 @@ const failing = new Set<string>();
 /** Invocations per `executionId/step`, with the transition keys seen. */
 const calls: Record<string, string[]> = {};
 const record = (step: string, ctx: { executionId: string; transitionKey: string }) => (calls[`${ctx.executionId}/${step}`] ??= []).push(ctx.transitionKey);
-const released = new Set<string>();
+/** The 'slow' pipeline's first step waits at its execution's gate until the test opens it. */
+const gates = new Gates();
 
 const pass = (name: string) => localStep(name, (input: unknown, ctx) => { record(name, ctx); return input ?? {}; });
 const flaky = (name: string, command: boolean) =>
@@ -34,7 +35,7 @@ const pipelines = [
     name: 'slow',
     steps: [localStep('wait', async (_input: unknown, ctx) => {
       record('wait', ctx);
-      while (!released.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
+      await gates.wait(ctx.executionId, ctx.signal);
       return {};
     }), pass('after')],
   }),
@@ -78,7 +79,7 @@ beforeAll(async () => {
   engine = await startTestEngine(pipelines);
 });
 afterAll(async () => {
-  released.clear();
+  gates.openAll();
   await engine?.stop();
 });
 
@@ -130,7 +131,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     await engine.waitFor('tenant-a', 'active-1', ['RUNNING']);
     const current = await engine.service.store.get('tenant-a', 'active-1');
     await expectRejected('active-1', { expectedVersion: current!.version, reason: 'r', allowFailed: false }, 409, 'EXECUTION_ACTIVE');
-    released.add('active-1');
+    gates.open('active-1');
     expect(started.executionId).toBe('active-1');
     await engine.waitFor('tenant-a', 'active-1', ['SUCCEEDED']);
   });
@@ -307,7 +308,7 @@ describe('accepted re-drives', () => {
     // Terminating a run does not stop its in-flight activity: it finishes and commits step 0
     // (a truthful commit, guarded by step and attempt). The execution then sits RUNNING at
     // step 1 with no run: stalled.
-    released.add('stalled-1');
+    gates.open('stalled-1');
     await until(async () => (await engine.service.store.get('tenant-a', 'stalled-1'))!.currentStepIndex === 1, 15_000, 'the orphaned activity to commit');
     const stalled = (await engine.service.store.get('tenant-a', 'stalled-1'))!;
     expect(stalled).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 1 });
