@@ -85,4 +85,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PIPELINE_RETENTION_DEDUPE: '10m' })).toThrow(/pipeline\.retention\.dedupe must be at least 5440 s/);
     expect(loadConfig({ PIPELINE_RETENTION_DEDUPE: '10m', PIPELINE_DEFAULTS_RETRY_LIMIT: '0', PIPELINE_ORCHESTRATOR_WORKER_STEP_TIMEOUT: '5s', PIPELINE_DEFAULTS_MAX_BACKOFF: '1000' })['pipeline.retention.dedupe']).toBe(600_000);
   });
+
+  it('reads payload codec keys and the tracing endpoint, naming the key of a bad value', () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    expect(loadConfig({ PIPELINE_CODEC_KEYS: JSON.stringify([{ id: 'k2', key }, { id: 'k1', key }]), PIPELINE_CODEC_CORS_ORIGINS: 'http://localhost:8233, https://ui.example' })).toMatchObject({
+      'pipeline.codec.keys': [{ id: 'k2', key }, { id: 'k1', key }],
+      'pipeline.codec.cors-origins': ['http://localhost:8233', 'https://ui.example'],
+    });
+    expect(loadConfig({})['pipeline.codec.keys']).toEqual([]);
+    expect(() => loadConfig({ PIPELINE_CODEC_KEYS: JSON.stringify([{ id: 'k1', key: 'c2hvcnQ=' }]) })).toThrow(/pipeline\.codec\.keys must be .*key must be 32 bytes in base64/);
+    expect(() => loadConfig({ PIPELINE_CODEC_KEYS: JSON.stringify([{ id: 'k1', key }, { id: 'k1', key }]) })).toThrow(/pipeline\.codec\.keys .*key ids must be unique/);
+    expect(() => loadConfig({ PIPELINE_CODEC_KEYS: 'not json' })).toThrow(/pipeline\.codec\.keys must be a JSON array/);
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' })['pipeline.tracing.otlp-endpoint']).toBe('http://collector:4318/v1/traces');
+    expect(() => loadConfig({ PIPELINE_TRACING_OTLP_ENDPOINT: 'collector' })).toThrow(/pipeline\.tracing\.otlp-endpoint: must be a URL/);
+  });
 });
