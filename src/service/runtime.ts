@@ -205,15 +205,24 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) } });
 
   let workerDone: Promise<void> | undefined;
+  let stopping = false;
   const grace = config['pipeline.shutdown.grace-period'];
   if (runWorker) {
     const created = await createEngineWorker({
       address, connect: connectOptions, namespace, taskQueue, deps: { store, effects, registry, log, metrics },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
-      worker: { shutdownGraceTime: grace, dataConverter, ...tracing?.worker },
+      // An activity that ignores its cancellation must not hold the process: past as long again
+      // (at most 10 s more), the worker gives up on it (Temporal redelivers it elsewhere).
+      worker: { shutdownGraceTime: grace, shutdownForceTime: grace + Math.min(grace, 10_000), dataConverter, ...tracing?.worker },
     });
     worker = created.worker;
-    workerDone = worker.run().finally(() => created.connection.close());
+    workerDone = worker
+      .run()
+      .catch((err) => {
+        if (!stopping) throw err;
+        log.warn({ event: 'worker_shutdown_forced', error: err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : String(err) });
+      })
+      .finally(() => created.connection.close());
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
     checkpoints.start();
     relay?.start();
@@ -237,6 +246,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       // Graceful: not ready from now on; in-flight requests and running activities get the
       // grace period to finish, while nothing new is accepted or polled.
       readiness.markStopping();
+      stopping = true;
       if (worker?.getState() === 'RUNNING') worker.shutdown();
       await Promise.all([
         drainHttp(server, grace),

@@ -94,3 +94,32 @@ describe('graceful shutdown', () => {
     expect(invocations).toBe(1);
   });
 });
+
+describe('graceful shutdown past the grace period', () => {
+  it('does not let a step that ignores its cancellation hold the process', async () => {
+    let started = 0;
+    const stuck = definePipeline({
+      name: 'stuck',
+      steps: [
+        localStep('forever', async () => {
+          started++;
+          await new Promise(() => undefined);
+        }),
+      ],
+    });
+    const other = await startTestEngine([stuck], { 'pipeline.shutdown.grace-period': '1s' });
+    try {
+      await other.start('acme', { pipeline: 'stuck', executionId: 'stuck-1', input: null });
+      await until(() => started === 1, 30_000, 'the stuck step to start');
+      await other.service.stop();
+      // stop() returned: the step was cancelled after the grace period and, as it ignored that, given up on.
+      const record = await other.database.db.query<{ status: string; version: number }>(
+        `SELECT status, version FROM execution_record WHERE execution_id = 'stuck-1'`,
+      );
+      expect(record.rows[0]).toEqual({ status: 'RUNNING', version: 2 });
+      expect(other.logs.filter((line) => line.event === 'worker_shutdown_forced')).toHaveLength(1);
+    } finally {
+      await other.database.drop();
+    }
+  });
+});
