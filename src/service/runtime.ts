@@ -227,6 +227,13 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     checkpoints.start();
     relay?.start();
     retention.start();
+    // Undone if a later start-up step fails (the HTTP server cannot listen after all): else the worker and the loops outlive the failed start.
+    const started = { worker, workerDone };
+    stack.push(async () => {
+      await Promise.all([dispatcher.stopSweeper(), checkpoints.stop(), relay?.stop(), retention.stop()]);
+      if (started.worker.getState() === 'RUNNING') started.worker.shutdown();
+      await started.workerDone;
+    });
   }
 
   let server: ServerType | undefined;
