@@ -11,11 +11,13 @@ import { ListDlqQuery, ListExecutionsQuery, ListRejectsQuery, RedriveQuery, Tria
 import { StartExecutionRequest } from '../service/executions';
 import { PublishCheckpointRequest } from '../service/checkpoints';
 import { RedriveRequest } from '../service/redrive';
+import { CodecRequest } from './codec-routes';
 import {
   DlqList, EffectList, PipelineList, ExecutionList, ExecutionRecordView, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
   RejectList, StartExecutionResponse, ExistingExecutionResponse, TriageSchema,
 } from './schemas';
 
+const ReadyView = z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.enum(['up', 'down'])) });
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
 /**
  * The problem+json responses for these codes, one per status, each described from
@@ -156,6 +158,28 @@ export function createOpenApiDocument(prefix: string) {
           responses: { '200': { description: 'newest first', ...json(DlqList) }, ...common },
         },
       },
+      '/healthz': {
+        get: { summary: 'Liveness: 200 while the process answers', security: [], responses: { '200': { description: 'alive', ...json(z.object({ status: z.literal('ok') })) } } },
+      },
+      '/readyz': {
+        get: {
+          summary: 'Readiness: Postgres and Temporal answer within pipeline.temporal.call-timeout and (worker roles) the worker is RUNNING',
+          security: [],
+          responses: { '200': { description: 'ready', ...json(ReadyView) }, ...problems('NOT_READY') },
+        },
+      },
+      ...Object.fromEntries(
+        (['decode', 'encode'] as const).map((direction) => [
+          `/codec/${direction}`,
+          {
+            post: {
+              summary: `Temporal codec server: ${direction} payloads (when pipeline.codec.keys is set; admin token without a tenant allow-list)`,
+              requestBody: json(CodecRequest),
+              responses: { '200': { description: `the payloads, ${direction}d in order`, ...json(CodecRequest) }, ...problems('VALIDATION_FAILED', 'INVALID_JSON', 'UNAUTHORIZED', 'FORBIDDEN', 'CODEC_PAYLOAD_UNREADABLE'), ...bodyErrors },
+            },
+          },
+        ]),
+      ),
     },
   });
 }
