@@ -17,7 +17,7 @@ import { ConfigError } from '../errors';
 import type { Log } from '../log';
 import type { PipelineDefinition } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
-import { createPgDb, createPgliteDb, storeConnectionString, type Db } from '../store/db';
+import { createPgDb, createPgliteDb, explainStoreFailure, storeConnectionString, type Db } from '../store/db';
 import { CheckpointStore } from '../store/checkpoint-store';
 import { DlqStore } from '../store/dlq-store';
 import { EffectStore } from '../store/effect-store';
@@ -150,7 +150,9 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
 
   const db = config['pipeline.store.url'] ? createPgDb(storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']), { log }) : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
-  await migrate(db, log);
+  await migrate(db, log).catch((err) => {
+    throw config['pipeline.store.url'] ? explainStoreFailure(err, config['pipeline.store.url'], config['pipeline.store.ca-file']) : err;
+  });
 
   let devServer: DevServer | undefined;
   let address = config['pipeline.temporal.address'];

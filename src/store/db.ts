@@ -107,6 +107,37 @@ export function storeConnectionString(url: string, caFile?: string): string {
   return parsed.toString();
 }
 
+/**
+ * A failure to reach Postgres at start-up that a TLS setting explains becomes a ConfigError
+ * naming the key: the CA file (the server's certificate does not verify) or the URL's
+ * sslmode (the server has no TLS, or refuses a plain connection).
+ */
+export function explainStoreFailure(err: unknown, url: string, caFile?: string): unknown {
+  // The store may wrap the driver's error (StoreUnavailableError): read the cause chain.
+  const messages: string[] = [];
+  const codes: string[] = [];
+  for (let at: unknown = err, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
+    messages.push(at instanceof Error ? at.message : String(at));
+    codes.push(String((at as { code?: unknown }).code ?? ''));
+  }
+  const message = messages.join(': ');
+  const code = codes.find((c) => /CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|HOSTNAME/.test(c)) ?? '';
+  if (/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|HOSTNAME/.test(code) || /certificate|self.signed/i.test(message)) {
+    const key = caFile ? 'pipeline.store.ca-file' : 'pipeline.store.ca-file (unset: the system CAs were used)';
+    return new ConfigError(`${key}: the Postgres server's certificate does not verify (${code || message.slice(0, 200)}); set the CA that signed it, or check the host name in pipeline.store.url`, { cause: err });
+  }
+  if (/does not support SSL|no pg_hba.conf entry .*no encryption|SSL off/i.test(message)) {
+    let mode = '';
+    try {
+      mode = new URL(url).searchParams.get('sslmode') ?? '';
+    } catch {
+      // not a URL: the message says enough
+    }
+    return new ConfigError(`pipeline.store.url: ${mode ? `sslmode=${mode}` : 'the TLS setting'} does not match the server (${message.slice(0, 200)})`, { cause: err });
+  }
+  return err;
+}
+
 export function createPgDb(connectionString: string, options: { max?: number; log?: Log } = {}): Db {
   const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
   // An idle client losing its connection must not crash the process (the pool replaces it), but it is news.

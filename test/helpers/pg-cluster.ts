@@ -4,7 +4,7 @@
  * Runs the server binaries as the `postgres` user when this process is root (initdb refuses root).
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -28,7 +28,8 @@ function binDir(): string {
   return join(root, version, 'bin');
 }
 
-export async function startPgCluster(): Promise<PgCluster> {
+/** `ssl`: PEM files of the server's certificate and key; the server then accepts TLS (ssl=on). */
+export async function startPgCluster(options: { ssl?: { cert: string; key: string } } = {}): Promise<PgCluster> {
   const bin = binDir();
   const dir = mkdtempSync(join(tmpdir(), 'pg-cluster-'));
   const data = join(dir, 'data');
@@ -39,12 +40,24 @@ export async function startPgCluster(): Promise<PgCluster> {
     chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
   }
   chmodSync(dir, 0o700);
-  const pg = (tool: string, args: string[]) =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]) : run(join(bin, tool), args);
+  const pg = (tool: string, args: string[]) => (asRoot ? run('runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]) : run(join(bin, tool), args));
   const port = await freePort();
   await pg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync']);
+  let ssl = '';
+  if (options.ssl) {
+    // The server reads its key only when the postgres user owns it with mode 0600.
+    for (const [from, to] of [
+      [options.ssl.cert, 'server.crt'],
+      [options.ssl.key, 'server.key'],
+    ]) {
+      copyFileSync(from, join(dir, to));
+      chmodSync(join(dir, to), 0o600);
+      if (asRoot) await run('chown', ['postgres:postgres', join(dir, to)]);
+    }
+    ssl = ` -c ssl=on -c ssl_cert_file=${join(dir, 'server.crt')} -c ssl_key_file=${join(dir, 'server.key')}`;
+  }
   const start = async () => {
-    await pg('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
+    await pg('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${ssl}`, 'start']);
   };
   await start();
   return {

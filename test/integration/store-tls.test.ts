@@ -2,12 +2,21 @@
  * Postgres TLS: pipeline.store.ca-file turns verification on in the connection string pg
  * uses (sslrootcert + verify-full). Against this machine's Postgres, which has ssl=off, the
  * client then insists on TLS and is refused, which proves TLS is asked for, not skipped.
+ * Against a cluster of this test with ssl=on and a certificate made here, the session is
+ * encrypted with verification on, and a wrong CA stops start-up naming the key.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig } from '../../src/config/config';
+import { ConfigError } from '../../src/errors';
+import { createLog } from '../../src/log';
+import { startService } from '../../src/service/runtime';
+import { TEST_TOKENS } from '../helpers/engine';
+import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
 import { storeConnectionString } from '../../src/store/db';
 import { ADMIN_URL } from '../helpers/postgres';
 
@@ -36,5 +45,82 @@ describe('storeConnectionString', () => {
     const client = new pg.Client({ connectionString: storeConnectionString(ADMIN_URL, caFile) });
     await expect(client.connect()).rejects.toThrow(/does not support SSL/);
     await client.end().catch(() => undefined);
+  });
+
+  describe('against a Postgres server with TLS on (a cluster of this test, certificates made here)', () => {
+    let cluster: PgCluster;
+    const dir = mkdtempSync(join(tmpdir(), 'store-tls-'));
+    const file = (name: string) => join(dir, name);
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+
+    beforeAll(async () => {
+      for (const ca of ['ca', 'other-ca']) {
+        openssl(
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-days',
+          '2',
+          '-subj',
+          `/CN=test ${ca}`,
+          '-keyout',
+          file(`${ca}.key`),
+          '-out',
+          file(`${ca}.pem`),
+        );
+      }
+      writeFileSync(file('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+      openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', file('server.key'), '-out', file('server.csr'));
+      openssl(
+        'x509',
+        '-req',
+        '-in',
+        file('server.csr'),
+        '-CA',
+        file('ca.pem'),
+        '-CAkey',
+        file('ca.key'),
+        '-CAcreateserial',
+        '-days',
+        '2',
+        '-out',
+        file('server.pem'),
+        '-extfile',
+        file('server.ext'),
+      );
+      cluster = await startPgCluster({ ssl: { cert: file('server.pem'), key: file('server.key') } });
+    });
+    afterAll(async () => {
+      await cluster?.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('connects with verification on and the session is encrypted', async () => {
+      const client = new pg.Client({ connectionString: storeConnectionString(cluster.url, file('ca.pem')) });
+      await client.connect();
+      try {
+        const row = await client.query<{ ssl: boolean }>('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+        expect(row.rows[0].ssl).toBe(true);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it('refuses to start with a CA that did not sign the server certificate, naming pipeline.store.ca-file', async () => {
+      const config = loadConfig(
+        {},
+        {
+          'pipeline.store.url': cluster.url,
+          'pipeline.store.ca-file': file('other-ca.pem'),
+          'pipeline.temporal.address': inject('temporalAddress'),
+          'pipeline.auth.tokens': TEST_TOKENS,
+        },
+      );
+      const error = await startService({ config, log: createLog({ level: 'fatal' }), pipelines: [] }).catch((err) => err);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toMatch(/^pipeline\.store\.ca-file: the Postgres server's certificate does not verify/);
+    });
   });
 });
