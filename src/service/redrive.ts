@@ -2,7 +2,7 @@
  * Re-drive: re-queue the same execution id as a new Temporal run that resumes from the
  * persisted segment input of the step to resume, guarded by `expectedVersion`.
  *
- * Checks run in DESIGN.md's order (auth and body are the API's): the execution exists
+ * Checks run in a fixed order (auth and body are the API's): the execution exists
  * (404), the version matches (409 VERSION_MISMATCH), then state admission (409/422).
  * Admission is one statement (version bump, QUEUED, new attempt, audit row, dispatch
  * row); the Temporal start follows the commit, and the sweeper covers a failed start.
@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import { storableText } from '../storable';
-import { ConflictError, NotFoundError, PipelineError, TemporalUnavailableError, type ErrorCode } from '../errors';
+import { ExecutionNotFoundError, PipelineError, RedriveRefusedError, TemporalUnavailableError, VersionMismatchError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
@@ -52,8 +52,6 @@ export type RedriveRequest = z.infer<typeof RedriveRequest>;
 
 export type { RedriveMode };
 
-class AdmissionError extends PipelineError {}
-const refuse = (status: 409 | 422, code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) => new AdmissionError(detail, code, status, extra);
 
 export interface RedrivePlan {
   mode: RedriveMode;
@@ -99,9 +97,9 @@ export class RedriveService {
   /** Checks 3–5. Throws a PipelineError with the check's status and code. */
   async evaluate(tenantId: string, executionId: string, body: RedriveRequest): Promise<{ record: ExecutionRecord; plan: RedrivePlan }> {
     const record = await this.store.get(tenantId, executionId);
-    if (!record) throw new NotFoundError(`execution ${executionId} not found in tenant ${tenantId}`, 'EXECUTION_NOT_FOUND');
+    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
     if (record.version !== body.expectedVersion) {
-      throw new ConflictError(`execution ${executionId} is at version ${record.version}, not ${body.expectedVersion}`, 'VERSION_MISMATCH', { currentVersion: record.version });
+      throw new VersionMismatchError(executionId, record.version, `execution ${executionId} is at version ${record.version}, not ${body.expectedVersion}`);
     }
     this.registry.get(record.pipeline); // 422 UNKNOWN_PIPELINE: this service could not run the re-drive
     // The step to resume, in the definition the run will follow; a changed definition answers after state admission.
@@ -113,38 +111,38 @@ export class RedriveService {
     return { record, plan: { mode, fromStatus: record.status, resumeStepIndex: target.resumeStepIndex, attempt: record.attempt + 1, effectStatus: effect?.status ?? null, target } };
   }
 
-  /** Check 5, state admission, in DESIGN.md's order. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
+  /** Check 5, state admission: no active run, not SUCCEEDED, allowFailed, then the Command-effect and disposition rules. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
   private async admit(record: ExecutionRecord, body: RedriveRequest, effect: CommandEffect | null): Promise<RedriveMode> {
     const { executionId } = record;
     if ((record.status === 'QUEUED' || record.status === 'RUNNING') && (await this.runIsActive(record))) {
-      throw refuse(409, 'EXECUTION_ACTIVE', `execution ${executionId} has an active run (${record.status}); wait for it to end`);
+      throw new RedriveRefusedError('EXECUTION_ACTIVE', `execution ${executionId} has an active run (${record.status}); wait for it to end`);
     }
     if (record.status === 'SUCCEEDED') {
-      throw refuse(409, 'EXECUTION_SUCCEEDED', `execution ${executionId} SUCCEEDED; start a new execution instead`);
+      throw new RedriveRefusedError('EXECUTION_SUCCEEDED', `execution ${executionId} SUCCEEDED; start a new execution instead`);
     }
     if (record.status === 'FAILED' && !body.allowFailed) {
-      throw refuse(409, 'ALLOW_FAILED_REQUIRED', `execution ${executionId} is FAILED; re-driving it needs allowFailed=true`);
+      throw new RedriveRefusedError('ALLOW_FAILED_REQUIRED', `execution ${executionId} is FAILED; re-driving it needs allowFailed=true`);
     }
     if (record.status === 'FAILED' && !body.intent && effect) {
-      throw refuse(409, 'RETRY_FAILED_COMMAND_INTENT_REQUIRED', `the failed step ${effect.stepIndex} is a Command whose effect is retained (${effect.status}); retrying it needs intent=RETRY_FAILED_COMMAND`);
+      throw new RedriveRefusedError('RETRY_FAILED_COMMAND_INTENT_REQUIRED', `the failed step ${effect.stepIndex} is a Command whose effect is retained (${effect.status}); retrying it needs intent=RETRY_FAILED_COMMAND`);
     }
     if (body.intent === 'RETRY_FAILED_COMMAND') {
-      if (record.status !== 'FAILED') throw refuse(422, 'EXECUTION_NOT_FAILED', `execution ${executionId} is ${record.status}, not FAILED; RETRY_FAILED_COMMAND applies only to a FAILED execution`);
-      if (record.failedStepIndex === null) throw refuse(422, 'FAILED_STEP_NOT_RETAINED', `execution ${executionId} does not retain the failed step index`);
-      if (!(await this.store.supportsDurableRetryIntent())) throw refuse(422, 'RETRY_INTENT_UNSUPPORTED', 'the execution store lacks durable retry intent support (fsync or synchronous_commit is off, or the store is in memory)');
+      if (record.status !== 'FAILED') throw new RedriveRefusedError('EXECUTION_NOT_FAILED', `execution ${executionId} is ${record.status}, not FAILED; RETRY_FAILED_COMMAND applies only to a FAILED execution`);
+      if (record.failedStepIndex === null) throw new RedriveRefusedError('FAILED_STEP_NOT_RETAINED', `execution ${executionId} does not retain the failed step index`);
+      if (!(await this.store.supportsDurableRetryIntent())) throw new RedriveRefusedError('RETRY_INTENT_UNSUPPORTED', 'the execution store lacks durable retry intent support (fsync or synchronous_commit is off, or the store is in memory)');
       // An IN_FLIGHT effect whose call was abandoned is released only by the operator's attestation, as for REMOTE_OUTCOME_UNKNOWN.
       const attested = effect?.status === 'IN_FLIGHT' && body.confirmedDisposition === 'NOT_APPLIED';
       if (effect && effect.status !== 'FAILED_RETRYABLE' && !attested) {
         // The run would stop at this effect with non_retryable and a new DLQ envelope: refuse now instead.
         const inFlight = effect.status === 'IN_FLIGHT' ? '; if you confirmed its call made no effect, send "confirmedDisposition": "NOT_APPLIED" (runbook: "A Command effect stuck IN_FLIGHT")' : '';
-        throw refuse(409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE', `the Command effect of step ${effect.stepIndex} is ${effect.status}; only a FAILED_RETRYABLE effect is redispatched${inFlight}`, { effectStatus: effect.status });
+        throw new RedriveRefusedError('COMMAND_EFFECT_NOT_REDISPATCHABLE', `the Command effect of step ${effect.stepIndex} is ${effect.status}; only a FAILED_RETRYABLE effect is redispatched${inFlight}`, { effectStatus: effect.status });
       }
       return 'RETRY_FAILED_COMMAND';
     }
     if (record.status === 'REMOTE_OUTCOME_UNKNOWN') {
-      if (!body.allowFailed) throw refuse(409, 'ALLOW_FAILED_REQUIRED', `execution ${executionId} is REMOTE_OUTCOME_UNKNOWN; re-driving it needs allowFailed=true and a confirmed disposition`);
+      if (!body.allowFailed) throw new RedriveRefusedError('ALLOW_FAILED_REQUIRED', `execution ${executionId} is REMOTE_OUTCOME_UNKNOWN; re-driving it needs allowFailed=true and a confirmed disposition`);
       if (body.confirmedDisposition !== 'NOT_APPLIED') {
-        throw refuse(409, 'DISPOSITION_UNCONFIRMED', `confirm the original invocation cannot make effects first, then send "confirmedDisposition": "NOT_APPLIED"`);
+        throw new RedriveRefusedError('DISPOSITION_UNCONFIRMED', `confirm the original invocation cannot make effects first, then send "confirmedDisposition": "NOT_APPLIED"`);
       }
       await checkDispositionAttestation(record, this.registry, body.overrideEvidence === true); // 409 DISPOSITION_CONTRADICTED, 503 when unknown
       return 'REMOTE_OUTCOME_UNKNOWN';
@@ -198,7 +196,7 @@ export class RedriveService {
     });
     if (!moved) {
       const current = await this.store.get(tenantId, executionId);
-      throw new ConflictError(`execution ${executionId} changed while the re-drive was admitted`, 'VERSION_MISMATCH', { currentVersion: current?.version ?? null });
+      throw new VersionMismatchError(executionId, current?.version ?? null, `execution ${executionId} changed while the re-drive was admitted`);
     }
     const outcome = await this.dispatcher.launch(moved, redriveId, spec);
     this.metrics?.redrives.inc({ mode: plan.mode });
