@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DlqEnvelope } from '../dlq/envelope';
+import { RedriveAccepted } from '../service/redrive';
 import { ERROR_CODES, type ErrorCode } from '../errors';
 import { EFFECT_STATUSES, EXECUTION_STATUSES, REDRIVE_MODES, TERMINAL_REASONS } from '../spec-words';
 
@@ -113,20 +114,7 @@ export const DlqList = z
   })
   .meta({ id: 'DlqList' });
 
-export const RedriveAcceptedSchema = z
-  .object({
-    tenantId: z.string(),
-    executionId: z.string(),
-    version: z.number().int(),
-    status: z.literal('QUEUED'),
-    pipelineVersion: z.number().int().meta({ description: 'the definition version the resumed run follows' }),
-    resumeStepIndex: z.number().int(),
-    attempt: z.number().int(),
-    redriveId: z.string(),
-    runId: z.string().nullable(),
-    dispatch: z.enum(['started', 'pending']),
-  })
-  .meta({ id: 'RedriveAccepted' });
+export const RedriveAcceptedSchema = RedriveAccepted;
 
 const StepList = z.object({ version: z.number().int(), steps: z.array(z.string()) });
 /** PIPELINE_DEFINITION_CHANGED: how the pinned version and the current one differ. */

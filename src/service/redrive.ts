@@ -65,19 +65,22 @@ export interface RedrivePlan {
   target: RedriveTarget;
 }
 
-export interface RedriveAccepted {
-  tenantId: string;
-  executionId: string;
-  version: number;
-  status: 'QUEUED';
-  /** the definition version the resumed run follows */
-  pipelineVersion: number;
-  resumeStepIndex: number;
-  attempt: number;
-  redriveId: string;
-  runId: string | null;
-  dispatch: 'started' | 'pending';
-}
+/** What an admitted re-drive answers (the API's 202 body). */
+export const RedriveAccepted = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    version: z.number().int(),
+    status: z.literal('QUEUED'),
+    pipelineVersion: z.number().int().meta({ description: 'the definition version the resumed run follows' }),
+    resumeStepIndex: z.number().int(),
+    attempt: z.number().int(),
+    redriveId: z.string(),
+    runId: z.string().nullable(),
+    dispatch: z.enum(['started', 'pending']),
+  })
+  .meta({ id: 'RedriveAccepted' });
+export type RedriveAccepted = z.infer<typeof RedriveAccepted>;
 
 export class RedriveService {
   private readonly definitions: DefinitionStore;
