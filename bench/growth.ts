@@ -250,7 +250,7 @@ export async function measureGrowth(options: GrowthOptions): Promise<GrowthResul
 const compact = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : n >= 1000 ? `${n / 1000}k` : String(n));
 
 /** The growth table for BENCHMARKS.md. */
-export function renderGrowth(results: GrowthResults, meta: { date: string; load: string; machine: string; samples: number }): string {
+export function renderGrowth(results: GrowthResults, meta: { date: string; load: string; loadEnd?: string; machine: string; samples: number }): string {
   const [small, big] = [results.sizes[0], results.sizes.at(-1)!];
   const s = (x: { median: number; min: number; max: number }) => `${x.median} (${x.min}–${x.max})`;
   const met = (f: ReadFigure) => {
@@ -261,7 +261,7 @@ export function renderGrowth(results: GrowthResults, meta: { date: string; load:
     return f.kind === 'window' ? `${verdict} (≤ ${results.targets.readMedianMs} ms; no ratio target: the small store holds less than this window)` : verdict;
   };
   const rows = [
-    `Measured ${meta.date} on ${meta.machine}; load average at the start ${meta.load} (colleagues' builds and tests were running: absolute times are noisy, the two stores were measured round by round in alternation so they share the load).`,
+    `Measured ${meta.date} on ${meta.machine}, a machine shared with colleagues' builds and tests: load average (1 / 5 / 15 min) ${meta.load} at the start${meta.loadEnd ? ` and ${meta.loadEnd} at the end` : ''}. Absolute times move with that load; the two stores were measured round by round in alternation, so they share it.`,
     `Stores: ${results.sizes.map((z) => `${compact(z.executions)} executions / ${z.envelopes.toLocaleString('en')} DLQ envelopes / ${compact(z.rejects)} rejects (${z.databaseMb.toLocaleString('en')} MB, seeded in ${z.seedSeconds} s)`).join(' and ')}; one execution per second of history, so both stores hold the same last 24 h.`,
     `Median (min–max) ms of ${meta.samples} calls over loopback HTTP. Targets: at ${compact(big.executions)}, /metrics, triage and every list ≤ ${results.targets.readMedianMs} ms median; ratio ${compact(big.executions)} ÷ ${compact(small.executions)} ≤ ${results.targets.ratio} for every read.`,
     '',
