@@ -74,6 +74,15 @@ describe('the store and the configuration stand on their own', () => {
     expect(above).toEqual([]);
   });
 
+  it('rows in src/store/ are typed snake_case interfaces, never Record<string, any> or any', () => {
+    const untyped = sourceFiles(join(src, 'store')).flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line, index) => (/Record<string, any>|:\s*any\b|<any>/.test(line) ? [`${relative(root, file).split(sep).join('/')}:${index + 1}`] : [])),
+    );
+    expect(untyped).toEqual([]);
+  });
+
   it('src/config/config.ts loads no DLQ provider (amqplib, the AWS SDK) to validate a URL', () => {
     expect(imports('src/config/config.ts').filter((from) => from.startsWith('../dlq/') && from !== '../dlq/urls')).toEqual([]);
   });
