@@ -8,6 +8,7 @@ import type { FailureGroupStore, FailureGroupRow } from '../store/failure-group-
 import type { HistoryService } from '../service/history';
 import type { AuthEnv } from './middleware/bearer-auth';
 import { pathId, readQuery } from './request';
+import { TerminalReasonSchema } from './schemas';
 
 export interface FleetDeps {
   groups: FailureGroupStore;
@@ -16,7 +17,7 @@ export interface FleetDeps {
 
 const ErrorCode = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/);
 const GroupsQuery = z.object({
-  terminalReason: z.enum(['retry_exhausted', 'non_retryable']).optional(),
+  terminalReason: TerminalReasonSchema.optional(),
   errorCode: ErrorCode.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 }).strict();

@@ -9,13 +9,14 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore, PinnedCount } from '../store/definition-store';
 import type { AuthEnv } from './middleware/bearer-auth';
 import { pathId } from './request';
+import type { ExecutionStatus } from '../spec-words';
 
 export interface PipelineRoutesDeps {
   registry: PipelineRegistry;
   definitions: DefinitionStore;
 }
 
-const UNFINISHED = ['QUEUED', 'RUNNING', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as const;
+const UNFINISHED = ['QUEUED', 'RUNNING', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as const satisfies readonly ExecutionStatus[];
 
 export function pipelineRoutes(deps: PipelineRoutesDeps) {
   const routes = new Hono<AuthEnv>();
