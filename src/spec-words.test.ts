@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EFFECT_STATUSES, EXECUTION_STATUSES, isOneOf, TERMINAL_REASONS } from './spec-words';
 
@@ -24,5 +24,33 @@ describe('the spec words', () => {
     expect(isOneOf(TERMINAL_REASONS, 'retry_exhausted')).toBe(true);
     expect(isOneOf(TERMINAL_REASONS, 'RETRY_EXHAUSTED')).toBe(false);
     expect(isOneOf(EXECUTION_STATUSES, undefined)).toBe(false);
+  });
+});
+
+/** Every .ts file under src/ except this module and the tests. */
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sources(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') && entry.name !== 'spec-words.ts' ? [path] : [];
+  });
+}
+
+describe('one home for the spec words', () => {
+  it('no other module writes out a list or union of them again (derive it from spec-words.ts)', () => {
+    const lists = [
+      /'retry_exhausted'\s*[,|]\s*'non_retryable'/,
+      /'QUEUED'\s*[,|]\s*'RUNNING'\s*[,|]\s*'SUCCEEDED'/,
+      /'SUCCEEDED'\s*[,|]\s*'FAILED_RETRYABLE'\s*[,|]\s*'FAILED_TERMINAL'/,
+      /'LOCAL'\s*[,|]\s*'FUNCTION'\s*[,|]\s*'REST'/,
+      /'ORDINARY'\s*[,|]\s*'FAILED'\s*[,|]\s*'RETRY_FAILED_COMMAND'/,
+    ];
+    const src = import.meta.dirname;
+    const copies = sources(src).flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line, index) => (lists.some((list) => list.test(line)) ? [`${relative(src, file)}:${index + 1}`] : [])),
+    );
+    expect(copies).toEqual([]);
   });
 });
