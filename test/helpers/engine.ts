@@ -71,6 +71,10 @@ export async function startTestEngine(
     'pipeline.temporal.task-queue': taskQueue,
     'pipeline.auth.tokens': TEST_TOKENS,
     'pipeline.sweeper.interval': '500ms',
+    // Loaded CI machines can take longer than the 5 s default to answer a start; a start past the
+    // deadline stays pending for the sweeper, which an engine without a worker does not run.
+    // Tests of the deadline itself set their own.
+    'pipeline.temporal.call-timeout': '30s',
     ...FAST_RETRY,
     ...overrides,
   });
