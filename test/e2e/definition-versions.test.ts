@@ -41,6 +41,10 @@ const redrive = (executionId: string, body: Record<string, unknown>, query = '')
 
 beforeAll(async () => {
   engine = await startTestEngine([ordersV1(shape)], {}, { worker: false });
+  // This engine runs no worker, so no sweeper either; a deployment's worker replicas sweep.
+  // A re-drive sent while the previous run is still closing (its last workflow task waits
+  // out the killed worker's task timeout) is left pending for the sweeper, so run one here.
+  engine.service.dispatcher.startSweeper(500);
   await engine.service.db.query('CREATE TABLE test_invocation (id serial PRIMARY KEY, execution_id text NOT NULL, version integer NOT NULL, step text NOT NULL, transition_key text NOT NULL, pid integer NOT NULL)');
 });
 afterAll(async () => {
