@@ -70,14 +70,15 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     return { address: env.address, namespace, settings: 'SDK-downloaded dev server (TestWorkflowEnvironment.createLocal)', stop: () => env.teardown() };
   }
 
-  // start-dev binds more than the frontend (an HTTP API and a metrics port): pick every
-  // port ourselves, and if a port we picked was taken in between, try again with others.
-  const attempts = options.port === undefined ? 3 : 1;
+  // start-dev binds more than the frontend (an HTTP API, a metrics port, and ports its internal
+  // services pick for themselves): we pick the frontend (unless given) and the HTTP and metrics
+  // ports, and if one of ours was taken in between, or an internal service took one of ours, we
+  // try again with other picks. A given frontend port that is already taken is final.
   for (let attempt = 1; ; attempt++) {
     try {
       return await spawnDevServer(executable.path, namespace, options);
     } catch (err) {
-      if (attempt >= attempts) throw err;
+      if (attempt >= 3 || err instanceof FrontendPortTakenError) throw err;
       options.log?.warn({ event: 'temporal_dev_server_retry', attempt, error: err instanceof Error ? err.message.slice(0, 300) : String(err) });
     }
   }
@@ -107,9 +108,12 @@ server.on('error', (err) => { process.stderr.write('watchdog: ' + err.message + 
 server.on('exit', (code, signal) => process.exit(code === null ? 1 : code));
 `;
 
+/** The frontend port we were told to use is held by something else: retrying cannot help. */
+class FrontendPortTakenError extends Error {}
+
 async function spawnDevServer(path: string, namespace: string, options: DevServerOptions): Promise<DevServer> {
   if (options.port !== undefined && (await portInUse(options.port))) {
-    throw new Error(`port ${options.port} on 127.0.0.1 is already in use: a Temporal dev server is never started onto, or adopted from, a port something else holds`);
+    throw new FrontendPortTakenError(`port ${options.port} on 127.0.0.1 is already in use: a Temporal dev server is never started onto, or adopted from, a port something else holds`);
   }
   const port = options.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-format', 'json', '--log-level', 'warn'];
@@ -161,6 +165,8 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
   } catch (err) {
     killOnExit();
     process.removeListener('exit', killOnExit);
+    // Let its ports go before a retry picks again.
+    if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve));
     throw err;
   }
   return {
