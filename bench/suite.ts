@@ -330,7 +330,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
       ratios.push(rates.redrive / rates.bare);
       ctx.say(`re-drive ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)}`);
       // Let the started runs drain before the next round.
-      await waitForQuiet(ctx.database, ctx.client);
+      await waitForQuiet(ctx.database, ctx.client, ctx.taskQueue);
     }
   } finally {
     await new Promise((resolve) => server.close(resolve));
@@ -341,12 +341,13 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   };
 }
 
-async function waitForQuiet(database: TestDatabase, client: Client): Promise<void> {
+/** Waits until this bench's own runs are done (other runs on a shared server are not ours to wait for, nor to decode). */
+async function waitForQuiet(database: TestDatabase, client: Client, taskQueue: string): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     const busy = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_record WHERE status IN ('QUEUED', 'RUNNING')`);
     let running = 0;
-    for await (const _ of client.workflow.list({ query: 'ExecutionStatus = "Running"' })) running++;
+    for await (const _ of client.workflow.list({ query: `ExecutionStatus = "Running" AND TaskQueue = "${taskQueue}"` })) running++;
     if (busy.rows[0].n === 0 && running === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
