@@ -2,7 +2,7 @@
  * Starts workflow runs from dispatch rows (the outbox written in the same transaction
  * as the record's admission), and the due-execution sweeper that retries the ones whose
  * start failed or whose starter died. A starter takes a lease on the row with a
- * conditional UPDATE first, so two sweepers never start the same dispatch at once; a
+ * conditional update first, so two sweepers never start the same dispatch at once; a
  * start that still slips through twice is caught by the run's first step (see
  * ExecutionStore.begin) and ends quietly.
  */
