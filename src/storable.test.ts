@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { findUnstorable, isStorableString, StorableJson, storableText } from './storable';
+import { findUnstorable, isStorableString, MAX_JSON_DEPTH, nestsDeeperThan, StorableJson, storableText } from './storable';
 
 describe('storable text and JSON', () => {
   it('refuses NUL and unpaired surrogates, accepts paired ones', () => {
@@ -24,5 +24,18 @@ describe('storable text and JSON', () => {
     expect(Reason.safeParse('ok').success).toBe(true);
     expect(Reason.safeParse('o').success).toBe(false);
     expect(Reason.safeParse('o\u0000k').success).toBe(false);
+  });
+});
+
+describe('deeply nested JSON', () => {
+  const nested = (depth: number) => JSON.parse(`${'['.repeat(depth)}${']'.repeat(depth)}`);
+
+  it('refuses a value nested past the limit with an issue, without overflowing the stack', () => {
+    expect(nestsDeeperThan(nested(MAX_JSON_DEPTH), MAX_JSON_DEPTH)).toBe(false);
+    expect(nestsDeeperThan(nested(MAX_JSON_DEPTH + 1), MAX_JSON_DEPTH)).toBe(true);
+    const parsed = StorableJson.safeParse(nested(100_000));
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0].message).toMatch(/levels deep/);
+    expect(StorableJson.safeParse({ a: nested(50) }).success).toBe(true);
   });
 });

@@ -42,8 +42,27 @@ export function storableText<S extends z.ZodType<string>>(schema: S): S {
   return schema.refine(isStorableString, { message: UNSTORABLE_MESSAGE }) as S;
 }
 
+/** How deeply a stored JSON value may nest: far beyond any real payload, far below a stack overflow. */
+export const MAX_JSON_DEPTH = 128;
+
+/** Whether `value` nests arrays/objects deeper than `limit`, found without recursion (the input is the caller's). */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth >= limit) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** Any JSON value that can be stored in a `jsonb` column; the issue's path gives the bad string's position. */
 export const StorableJson = z.unknown().superRefine((value, ctx) => {
+  if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+    ctx.addIssue({ code: 'custom', message: `must not nest arrays or objects more than ${MAX_JSON_DEPTH} levels deep` });
+    return;
+  }
   const path = findUnstorable(value);
   if (path) ctx.addIssue({ code: 'custom', path, message: `${UNSTORABLE_MESSAGE} (path: positions of array items and object members)` });
 });
