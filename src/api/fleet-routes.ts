@@ -8,6 +8,7 @@ import type { FailureGroupStore, FailureGroupRow } from '../store/failure-group-
 import type { HistoryService } from '../service/history';
 import type { AuthEnv } from './middleware/bearer-auth';
 import { pathId, readQuery } from './request';
+import { Limit } from './queries';
 import { TerminalReasonSchema } from './schemas';
 
 export interface FleetDeps {
@@ -19,7 +20,7 @@ const ErrorCode = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/);
 const GroupsQuery = z.object({
   terminalReason: TerminalReasonSchema.optional(),
   errorCode: ErrorCode.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
+  limit: Limit.unwrap().default(100),
 }).strict();
 
 /** Rising when the last 30 minutes saw more envelopes than the 30 before, falling when fewer. */

@@ -13,6 +13,7 @@ import { createApp } from '../api/app';
 import { createHealthApp } from '../api/health';
 import { sha256Hex } from '../api/middleware/bearer-auth';
 import type { Config, Role } from '../config/config';
+import { lockDataDir } from './data-dir-lock';
 import { ConfigError } from '../errors';
 import type { Log } from '../log';
 import type { PipelineDefinition } from '../pipeline/define';
@@ -133,7 +134,13 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       { key: 'pipeline.temporal.dev-server.ui-port', port: config['pipeline.temporal.dev-server.ui-port'] },
     ]),
   ]);
-  if (embedded) mkdirSync(dataDir, { recursive: true });
+  let releaseDataDir: (() => void) | undefined;
+  if (embedded) {
+    mkdirSync(dataDir, { recursive: true });
+    const release = lockDataDir(dataDir);
+    releaseDataDir = release;
+    stack.push(async () => release());
+  }
   if (config['pipeline.defaults.retry-wait-ms'] < 1000) {
     // Temporal never retries an activity sooner than about 1 s: a smaller base is not honoured.
     log.warn({ event: 'config_warning', key: 'pipeline.defaults.retry-wait-ms', value: config['pipeline.defaults.retry-wait-ms'], detail: 'Temporal retries an activity no sooner than about 1000 ms after a failure; delays below that behave as about 1000 ms' });
@@ -272,6 +279,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       await devServer?.stop();
       await db.close();
       await tracing?.shutdown();
+      releaseDataDir?.();
     },
   };
 }

@@ -122,7 +122,9 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   for (const key of ALL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=Keyword`);
 
-  const child = spawn(process.execPath, ['-e', WATCHDOG, path, ...args], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  // Its own process group: a terminal's Ctrl-C reaches the service, which drains its worker
+  // and then stops the server; the server must not die first under the draining worker.
+  const child = spawn(process.execPath, ['-e', WATCHDOG, path, ...args], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
   // A clean exit of this process closes the channel too; the watchdog stops the server either way.
   let serverPid: number | undefined;
   child.on('message', (message: { serverPid?: number }) => (serverPid = message.serverPid ?? serverPid));
