@@ -51,6 +51,23 @@ function startMain(env: Record<string, string>) {
   return { child, output };
 }
 
+/**
+ * Starts the service on free ports and waits for its banner. Ports picked free can be taken
+ * in between by another test's process (a dev server's internal services pick their own), so
+ * a start that stops on a port clash is tried again with new picks.
+ */
+async function startMainUp(extra: Record<string, string>) {
+  for (let attempt = 1; ; attempt++) {
+    const env = { ...(await portsEnv()), ...extra };
+    const started = startMain(env);
+    const { child, output } = started;
+    await until(() => child.exitCode !== null || output.stderr.includes('Admin token'), 120_000, 'the service to start');
+    if (output.stderr.includes('Admin token')) return { ...started, env };
+    const portClash = /cannot listen|EADDRINUSE|already in use|exited during start-up/i.test(output.stderr);
+    if (!portClash || attempt >= 3) throw new Error(`npm start exited ${child.exitCode}: ${output.stderr}`);
+  }
+}
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -67,12 +84,7 @@ const holdPort = (port: number) =>
 
 describe('embedded lifecycle', () => {
   it('leaves no process behind after kill -9 of the service, and warns about retry-wait-ms below 1000', async () => {
-    const env: Record<string, string> = { ...(await portsEnv()), PIPELINE_DEFAULTS_RETRY_WAIT_MS: '300' };
-    const { child, output } = startMain(env);
-    await until(() => {
-      if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}: ${output.stderr}`);
-      return output.stderr.includes('Admin token');
-    }, 120_000, 'the service to start');
+    const { child, output, env } = await startMainUp({ PIPELINE_DEFAULTS_RETRY_WAIT_MS: '300' });
     const started = output.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
     const devServer = started.find((l) => l.event === 'temporal_dev_server_started');
     expect(devServer).toMatchObject({ pid: expect.any(Number), watchdogPid: expect.any(Number) });
