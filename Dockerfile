@@ -5,6 +5,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+COPY bin ./bin
 COPY proto ./proto
 ENV NODE_ENV=production
 # inside a container the API must listen on every interface (the default is 127.0.0.1)

@@ -27,13 +27,23 @@ export default tseslint.config(
   {
     files: ['src/workflows/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: NODE_BUILTINS, message: 'Workflow code is deterministic: no Node modules.' },
-          { group: ['pg', 'hono', 'hono/*', '@hono/*', 'pino', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'], message: 'Workflow code may not reach I/O libraries.' },
-          { group: ['../activities/*', '../store/*', '../api/*', '../service/*'], allowTypeImports: true, message: 'Import activities and stores with `import type` only.' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: NODE_BUILTINS, message: 'Workflow code is deterministic: no Node modules.' },
+            {
+              group: ['pg', 'hono', 'hono/*', '@hono/*', 'pino', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
+              message: 'Workflow code may not reach I/O libraries.',
+            },
+            {
+              group: ['../activities/*', '../store/*', '../api/*', '../service/*'],
+              allowTypeImports: true,
+              message: 'Import activities and stores with `import type` only.',
+            },
+          ],
+        },
+      ],
     },
   },
 );

@@ -30,7 +30,11 @@ function postgresCpuMs(): number {
   return total;
 }
 
-export interface CpuSample { node: number; temporal: number; postgres: number }
+export interface CpuSample {
+  node: number;
+  temporal: number;
+  postgres: number;
+}
 
 export function cpuSnapshot(temporalPid?: number): CpuSample {
   const usage = process.cpuUsage();

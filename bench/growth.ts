@@ -21,6 +21,7 @@ import { PipelineRegistry } from '../src/pipeline/registry';
 import { CheckpointPublisher } from '../src/service/checkpoints';
 import { ExecutionService } from '../src/service/executions';
 import { HistoryService } from '../src/service/history';
+import { RedriveJobs } from '../src/service/redrive-jobs';
 import { RedriveService } from '../src/service/redrive';
 import { CheckpointStore } from '../src/store/checkpoint-store';
 import { DlqStore } from '../src/store/dlq-store';
@@ -97,7 +98,10 @@ async function openStore(size: number, options: GrowthOptions, lazyClient: Clien
   });
   const seedSeconds = Math.round((Date.now() - started) / 1000);
   const db = database.db;
-  const config = loadConfig({}, { 'pipeline.auth.tokens': [{ sha256: sha256Hex(TOKEN), role: 'admin' }], 'pipeline.store.url': database.url, 'pipeline.temporal.address': '127.0.0.1:1' });
+  const config = loadConfig(
+    {},
+    { 'pipeline.auth.tokens': [{ sha256: sha256Hex(TOKEN), role: 'admin' }], 'pipeline.store.url': database.url, 'pipeline.temporal.address': '127.0.0.1:1' },
+  );
   const registry = new PipelineRegistry(config, pipelines);
   const store = new ExecutionStore(db);
   const effects = new EffectStore(db);
@@ -106,10 +110,33 @@ async function openStore(size: number, options: GrowthOptions, lazyClient: Clien
   const metrics = new Metrics(signals, config['pipeline.defaults.retry-limit']);
   const executions = new ExecutionService(store, registry, dispatcher, options.log, metrics);
   const redrive = new RedriveService(store, effects, registry, dispatcher, lazyClient, options.log, metrics);
-  const checkpoints = new CheckpointPublisher(new CheckpointStore(db), registry, executions, dispatcher, options.log, { concurrency: 1, slowMs: 5000, intervalMs: 1000 }, metrics);
+  const checkpoints = new CheckpointPublisher(
+    new CheckpointStore(db),
+    registry,
+    executions,
+    dispatcher,
+    options.log,
+    { concurrency: 1, slowMs: 5000, intervalMs: 1000 },
+    metrics,
+  );
   const app = createApp({
-    config, log: options.log, store, effects, dlq: new DlqStore(db), executions, redrive, registry, rejects: new RejectStore(db), signals, checkpoints, metrics,
-    fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) },
+    config,
+    log: options.log,
+    store,
+    effects,
+    dlq: new DlqStore(db),
+    executions,
+    redrive,
+    registry,
+    rejects: new RejectStore(db),
+    signals,
+    checkpoints,
+    metrics,
+    fleet: {
+      groups: new FailureGroupStore(db),
+      history: new HistoryService(store, new HistoryStore(db), registry),
+      jobs: new RedriveJobs(db, redrive, lazyClient, 'growth', options.log),
+    },
   });
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));
@@ -146,15 +173,25 @@ function reads(): { read: string; kind: ReadFigure['kind']; path: (s: Store) => 
     fixed('GET …/tenants/big/triage?window=24h', 'window', `${t}/triage?window=24h`),
     fixed('GET …/executions?limit=50', 'list', `${t}/executions?limit=50`),
     { read: 'GET …/executions?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/executions?limit=50${s.executionsCursor}` },
-    ...(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as const).map((status) => fixed(`GET …/executions?status=${status}&limit=50`, 'list', `${t}/executions?status=${status}&limit=50`)),
+    ...(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as const).map((status) =>
+      fixed(`GET …/executions?status=${status}&limit=50`, 'list', `${t}/executions?status=${status}&limit=50`),
+    ),
     fixed('GET …/dlq?limit=50', 'list', `${t}/dlq?limit=50`),
     fixed(`GET …/dlq?errorCode=${SEEDED_CODES.frequent}`, 'list', `${t}/dlq?errorCode=${SEEDED_CODES.frequent}&limit=50`),
     fixed(`GET …/dlq?errorCode=${SEEDED_CODES.rare} (rare)`, 'list', `${t}/dlq?errorCode=${SEEDED_CODES.rare}&limit=50`),
     fixed('GET …/dlq?errorCode=ABSENT_CODE', 'list', `${t}/dlq?errorCode=ABSENT_CODE&limit=50`),
     fixed('GET …/dlq?terminalReason=retry_exhausted', 'list', `${t}/dlq?terminalReason=retry_exhausted&limit=50`),
     fixed('GET …/dlq?terminalReason=non_retryable', 'list', `${t}/dlq?terminalReason=non_retryable&limit=50`),
-    fixed(`GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent} (none)`, 'list', `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent}&limit=50`),
-    fixed(`GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}`, 'list', `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}&limit=50`),
+    fixed(
+      `GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent} (none)`,
+      'list',
+      `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.frequent}&limit=50`,
+    ),
+    fixed(
+      `GET …/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}`,
+      'list',
+      `${t}/dlq?terminalReason=non_retryable&errorCode=${SEEDED_CODES.nonRetryable}&limit=50`,
+    ),
     { read: 'GET …/dlq?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/dlq?limit=50${s.dlqCursor}` },
     fixed('GET …/rejects?limit=50', 'list', `${t}/rejects?limit=50`),
     { read: 'GET …/rejects?limit=50&cursor= (page 2)', kind: 'list', path: (s) => `${t}/rejects?limit=50${s.rejectsCursor}` },
@@ -174,7 +211,18 @@ async function commitLatency(store: Store, count: number): Promise<{ admission: 
     const executionId = `lat-${randomUUID()}`;
     let t0 = performance.now();
     await executions.create(
-      { tenantId: 'big', executionId, executionKey: null, pipeline: 'demo', workflowId: `pipeline/big/${executionId}`, stepCount: 5, input: { n: i }, correlationId: null, resourceType: null, resourceName: null },
+      {
+        tenantId: 'big',
+        executionId,
+        executionKey: null,
+        pipeline: 'demo',
+        workflowId: `pipeline/big/${executionId}`,
+        stepCount: 5,
+        input: { n: i },
+        correlationId: null,
+        resourceType: null,
+        resourceName: null,
+      },
       { steps: 5 },
       { owner: 'growth', ms: 60_000 },
     );
@@ -257,7 +305,10 @@ export function renderGrowth(results: GrowthResults, meta: { date: string; load:
     const bigMs = f.ms.at(-1)!.median;
     const fast = f.kind === 'record' || bigMs <= results.targets.readMedianMs;
     const flat = f.kind === 'window' || f.ratio <= results.targets.ratio;
-    const verdict = fast && flat ? 'met' : `**not met** (${[!fast && `> ${results.targets.readMedianMs} ms`, !flat && `ratio > ${results.targets.ratio}`].filter(Boolean).join(', ')})`;
+    const verdict =
+      fast && flat
+        ? 'met'
+        : `**not met** (${[!fast && `> ${results.targets.readMedianMs} ms`, !flat && `ratio > ${results.targets.ratio}`].filter(Boolean).join(', ')})`;
     return f.kind === 'window' ? `${verdict} (≤ ${results.targets.readMedianMs} ms; no ratio target: the small store holds less than this window)` : verdict;
   };
   const rows = [

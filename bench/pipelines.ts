@@ -12,22 +12,42 @@ export const benchPipelines = [
   definePipeline({
     name: 'retry1',
     retry: { limit: 5, waitMs: 10, maxBackoffMs: 50, jitter: false },
-    steps: [localStep('flaky', (input: { failTimes: number }, ctx) => {
-      if (ctx.attempt <= input.failTimes) throw new Error('flaky');
-      return input;
-    })],
+    steps: [
+      localStep('flaky', (input: { failTimes: number }, ctx) => {
+        if (ctx.attempt <= input.failTimes) throw new Error('flaky');
+        return input;
+      }),
+    ],
   }),
   // Memory: executions parked in retry backoff (a 10-minute wait), and executions running a long step.
   definePipeline({
     name: 'park',
     retry: { limit: 5, waitMs: 600_000, maxBackoffMs: 600_000, jitter: false },
-    steps: [localStep('down', () => { throw new Error('dependency down'); })],
+    steps: [
+      localStep('down', () => {
+        throw new Error('dependency down');
+      }),
+    ],
   }),
   definePipeline({
     name: 'sleepy',
-    steps: [localStep('sleep', (_input: unknown, ctx) => new Promise((resolve) => {
-      const timer = setTimeout(resolve, 600_000);
-      ctx.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(null); }, { once: true });
-    }), { timeoutMs: 900_000 })],
+    steps: [
+      localStep(
+        'sleep',
+        (_input: unknown, ctx) =>
+          new Promise((resolve) => {
+            const timer = setTimeout(resolve, 600_000);
+            ctx.signal.addEventListener(
+              'abort',
+              () => {
+                clearTimeout(timer);
+                resolve(null);
+              },
+              { once: true },
+            );
+          }),
+        { timeoutMs: 900_000 },
+      ),
+    ],
   }),
 ];

@@ -6,13 +6,12 @@ const s = (x: { min: number; median: number; max: number }) => `${x.median} (${x
 export function renderTable(results: BenchResults): string {
   const { meta, figures } = results;
   const f = figures;
-  const rows: string[] = [
-    '| # | Figure | Engine | Bare Temporal | Ratio / result | Target |',
-    '|---|---|---|---|---|---|',
-  ];
+  const rows: string[] = ['| # | Figure | Engine | Bare Temporal | Ratio / result | Target |', '|---|---|---|---|---|---|'];
   if (f.engineOverhead) {
     const o = f.engineOverhead;
-    rows.push(`| 1 | Executions/s, ${o.steps} no-op steps, N=${o.n}, concurrency ${o.concurrency} | ${s(o.engine)} | ${s(o.bare)} | **${s(o.ratio)}** | ${o.target} |`);
+    rows.push(
+      `| 1 | Executions/s, ${o.steps} no-op steps, N=${o.n}, concurrency ${o.concurrency} | ${s(o.engine)} | ${s(o.bare)} | **${s(o.ratio)}** | ${o.target} |`,
+    );
     if (o.cpuMsPerExecution) {
       const c = (x: { node: number; temporal: number; postgres: number }) => `node ${x.node} · temporal ${x.temporal} · postgres ${x.postgres}`;
       rows.push(`| 1b | CPU ms per execution, by process | ${c(o.cpuMsPerExecution.engine)} | ${c(o.cpuMsPerExecution.bare)} | | what dominates |`);
@@ -20,7 +19,9 @@ export function renderTable(results: BenchResults): string {
   }
   if (f.historyEvents) {
     const h = f.historyEvents;
-    rows.push(`| 2a | History events per successful step | ${h.engine.perStep} | ${h.bare.perStep} | ${(h.engine.perStep / h.bare.perStep).toFixed(2)}× | ≤ bare (6) |`);
+    rows.push(
+      `| 2a | History events per successful step | ${h.engine.perStep} | ${h.bare.perStep} | ${(h.engine.perStep / h.bare.perStep).toFixed(2)}× | ≤ bare (6) |`,
+    );
     rows.push(`| 2b | History events per retried attempt | ${h.engine.perRetriedAttempt} | ${h.bare.perRetriedAttempt} | | ≤ 2 |`);
     rows.push(`| 2c | Fixed events per execution (start, end) | ${h.engine.fixed} | ${h.bare.fixed} | | |`);
   }
@@ -32,13 +33,17 @@ export function renderTable(results: BenchResults): string {
   }
   if (f.redriveThroughput) {
     const r = f.redriveThroughput;
-    rows.push(r.measured
-      ? `| 4 | Re-drive admissions/s, ${r.count} at concurrency ${r.concurrency} (p50 / p99 ms: ${r.latencyMs.p50} / ${r.latencyMs.p99}) | ${s(r.redrive)} | ${s(r.bare)} | **${s(r.ratio)}** | ≥ 0.7 |`
-      : `| 4 | Re-drive admissions/s | not measured: ${r.reason} | | | ≥ 0.7 |`);
+    rows.push(
+      r.measured
+        ? `| 4 | Re-drive admissions/s, ${r.count} at concurrency ${r.concurrency} (p50 / p99 ms: ${r.latencyMs.p50} / ${r.latencyMs.p99}) | ${s(r.redrive)} | ${s(r.bare)} | **${s(r.ratio)}** | ≥ 0.7 |`
+        : `| 4 | Re-drive admissions/s | not measured: ${r.reason} | | | ≥ 0.7 |`,
+    );
   }
   if (f.workerMemory) {
     const m = f.workerMemory;
-    rows.push(`| 5a | Worker RSS MB per 1,000 executions parked in retry backoff | ${m.mbPer1000Parked} | | idle ${m.idle.median} MB → ${m.parkedInRetryBackoff.median} MB | report |`);
+    rows.push(
+      `| 5a | Worker RSS MB per 1,000 executions parked in retry backoff | ${m.mbPer1000Parked} | | idle ${m.idle.median} MB → ${m.parkedInRetryBackoff.median} MB | report |`,
+    );
     rows.push(`| 5b | Worker RSS MB per 1,000 executions running | ${m.mbPer1000Running} | | → ${m.parkedPlusRunning.median} MB | report |`);
   }
   if (f.dlqPublish) {

@@ -9,12 +9,15 @@
  *   npm run bench -- --only growth     # the growth figure alone (10k vs 10M executions, ~15 min): writes
  *                                      # bench/results/growth.json and its table in BENCHMARKS.md
  *   npm run bench -- --only growth --growth-sizes 10000,200000   # a quicker look; writes nothing
+ *   npm run bench -- --only jobrate    # a bulk re-drive job's achieved rate (1,000 items at 50/s, 3 runs, ~4 min):
+ *                                      # writes its table in BENCHMARKS.md (with --job-items/--job-rate: writes nothing)
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadavg } from 'node:os';
 import { createLog } from '../src/log';
 import { measureGrowth, renderGrowth } from './growth';
+import { jobRateLoad, measureJobRate, renderJobRate } from './job-rate';
 import { renderTable, replaceBlock } from './report';
 import { runBenchmarks } from './suite';
 
@@ -30,6 +33,9 @@ const { values } = parseArgs({
     only: { type: 'string' },
     'growth-sizes': { type: 'string', default: '10000,10000000' },
     'growth-samples': { type: 'string', default: '31' },
+    'job-items': { type: 'string', default: '1000' },
+    'job-rate': { type: 'string', default: '50' },
+    'job-runs': { type: 'string', default: '3' },
   },
 });
 
@@ -62,11 +68,21 @@ const progress = (line: string) => process.stderr.write(`[bench ${((Date.now() -
 if (only?.includes('growth')) {
   const sizes = values['growth-sizes']!.split(',').map((size) => number('growth-sizes', size.trim(), 100));
   const samples = number('growth-samples', values['growth-samples']!, 3);
-  const load = loadavg().map((x) => x.toFixed(2)).join(' / ');
+  const load = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
   const growth = await measureGrowth({ sizes, samples, commits: 100, log: createLog({ level: 'error' }), say: progress });
   const cpu = (await import('node:os')).cpus();
-  const loadEnd = loadavg().map((x) => x.toFixed(2)).join(' / ');
-  const table = renderGrowth(growth, { date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', load, loadEnd, machine: `${cpu.length} cores (${cpu[0]?.model}), Node ${process.version}`, samples });
+  const loadEnd = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
+  const table = renderGrowth(growth, {
+    date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+    load,
+    loadEnd,
+    machine: `${cpu.length} cores (${cpu[0]?.model}), Node ${process.version}`,
+    samples,
+  });
   process.stdout.write(`${table}\n`);
   if (values['growth-sizes'] === '10000,10000000') {
     mkdirSync('bench/results', { recursive: true });
@@ -78,9 +94,37 @@ if (only?.includes('growth')) {
   if (only.length === 1) process.exit(0);
 }
 
+// The bulk re-drive pacing figure: its own fresh dev server and database, only when asked for.
+if (only?.includes('jobrate')) {
+  const items = number('job-items', values['job-items']!, 2);
+  const rate = Number(values['job-rate']);
+  if (!(rate >= 0.1 && rate <= 300)) {
+    process.stderr.write(`bench: --job-rate must be a number from 0.1 to 300 (got ${values['job-rate']})\n`);
+    process.exit(2);
+  }
+  const load = jobRateLoad();
+  const result = await measureJobRate({
+    items,
+    ratePerSecond: rate,
+    runs: number('job-runs', values['job-runs']!, 1),
+    log: createLog({ level: 'error' }),
+    say: progress,
+  });
+  const table = renderJobRate(result, new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', load);
+  process.stdout.write(`${table}\n`);
+  if (values['job-items'] === '1000' && values['job-rate'] === '50') {
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync('bench/results/job-rate.json', `${JSON.stringify({ load, ...result }, null, 2)}\n`);
+    const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';
+    writeFileSync('BENCHMARKS.md', replaceBlock(document, table, 'jobrate'));
+    progress('wrote bench/results/job-rate.json and the job-rate table in BENCHMARKS.md');
+  }
+  if (only.length === 1) process.exit(0);
+}
+
 const results = await runBenchmarks({
   ...options,
-  only: only?.filter((name) => name !== 'growth'),
+  only: only?.filter((name) => name !== 'growth' && name !== 'jobrate'),
   progress,
 });
 const table = renderTable(results);

@@ -127,7 +127,19 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
   let seq = 0;
   const nextId = (label: string) => `${label}-${++seq}`;
   const bench: Bench = {
-    options, say, log, database, client, registry, store, effects, dispatcher, executions, taskQueue, address, temporalPid: devServer?.pid,
+    options,
+    say,
+    log,
+    database,
+    client,
+    registry,
+    store,
+    effects,
+    dispatcher,
+    executions,
+    taskQueue,
+    address,
+    temporalPid: devServer?.pid,
     async runEngine(pipeline, input = null) {
       const executionId = nextId(pipeline);
       await executions.start(TENANT, { pipeline, executionId, input });
@@ -145,7 +157,10 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
   const wanted = (figure: string) => !options.only || options.only.includes(figure);
   try {
     say('warm-up (not counted)');
-    await pool(Math.min(20, options.n), options.concurrency, async () => { await bench.runEngine('noop5'); await bench.runBare(5); });
+    await pool(Math.min(20, options.n), options.concurrency, async () => {
+      await bench.runEngine('noop5');
+      await bench.runBare(5);
+    });
     if (wanted('overhead')) figures.engineOverhead = await measureOverhead(bench);
     if (wanted('events')) figures.historyEvents = await measureEvents(bench);
     if (wanted('roundtrips')) figures.postgresRoundTrips = await measureRoundTrips(bench);
@@ -171,7 +186,14 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       temporalCli: cli.type === 'existing-path' ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'SDK download',
       devServer: devServer?.settings ?? `existing server at ${address}`,
       worker: { ...WORKER_OPTIONS, sameWorkerAndTaskQueueForBothVariants: true },
-      options: { n: options.n, runs: options.runs, concurrency: options.concurrency, memoryCount: options.memoryCount, dlqCount: options.dlqCount, redriveCount: options.redriveCount },
+      options: {
+        n: options.n,
+        runs: options.runs,
+        concurrency: options.concurrency,
+        memoryCount: options.memoryCount,
+        dlqCount: options.dlqCount,
+        redriveCount: options.redriveCount,
+      },
     },
     figures,
   };
@@ -187,7 +209,10 @@ async function measureOverhead(bench: Bench) {
     const measure = async (variant: 'engine' | 'bare') => {
       const cpuBefore = cpuSnapshot(bench.temporalPid);
       const started = performance.now();
-      await pool(options.n, options.concurrency, async () => { if (variant === 'engine') await bench.runEngine('noop5'); else await bench.runBare(5); });
+      await pool(options.n, options.concurrency, async () => {
+        if (variant === 'engine') await bench.runEngine('noop5');
+        else await bench.runBare(5);
+      });
       const rate = options.n / ((performance.now() - started) / 1000);
       cpu[variant].push(cpuDelta(cpuBefore, cpuSnapshot(bench.temporalPid), options.n));
       rates[variant].push(rate);
@@ -197,7 +222,9 @@ async function measureOverhead(bench: Bench) {
     const got: Record<string, number> = {};
     for (const variant of order) got[variant] = await measure(variant);
     ratios.push(got.engine / got.bare);
-    say(`engine overhead ${round + 1}/${options.runs}: engine ${got.engine.toFixed(1)}/s, bare ${got.bare.toFixed(1)}/s, ratio ${(got.engine / got.bare).toFixed(3)}`);
+    say(
+      `engine overhead ${round + 1}/${options.runs}: engine ${got.engine.toFixed(1)}/s, bare ${got.bare.toFixed(1)}/s, ratio ${(got.engine / got.bare).toFixed(3)}`,
+    );
   }
   const cpuMedian = (samples: CpuSample[]) => ({
     node: spread(samples.map((x) => x.node)).median,
@@ -205,8 +232,14 @@ async function measureOverhead(bench: Bench) {
     postgres: spread(samples.map((x) => x.postgres)).median,
   });
   return {
-    unit: 'executions/s', steps: 5, n: options.n, concurrency: options.concurrency,
-    engine: spread(rates.engine), bare: spread(rates.bare), ratio: spread(ratios, 3), target: '≥ 0.85',
+    unit: 'executions/s',
+    steps: 5,
+    n: options.n,
+    concurrency: options.concurrency,
+    engine: spread(rates.engine),
+    bare: spread(rates.bare),
+    ratio: spread(ratios, 3),
+    target: '≥ 0.85',
     cpuMsPerExecution: { engine: cpuMedian(cpu.engine), bare: cpuMedian(cpu.bare) },
   };
 }
@@ -215,9 +248,19 @@ async function measureOverhead(bench: Bench) {
 async function measureEvents(bench: Bench) {
   bench.say('history events');
   const length = async (workflowId: string) => (await bench.client.workflow.getHandle(workflowId).fetchHistory()).events?.length ?? 0;
-  const [e1, e5, eRetry] = [await length(await bench.runEngine('noop1')), await length(await bench.runEngine('noop5')), await length(await bench.runEngine('retry1', { failTimes: 2 }))];
+  const [e1, e5, eRetry] = [
+    await length(await bench.runEngine('noop1')),
+    await length(await bench.runEngine('noop5')),
+    await length(await bench.runEngine('retry1', { failTimes: 2 })),
+  ];
   const [b1, b5, bRetry] = [await length(await bench.runBare(1)), await length(await bench.runBare(5)), await length(await bench.runBare(1, 2))];
-  const per = (one: number, five: number, retried: number) => ({ oneStep: one, fiveSteps: five, perStep: (five - one) / 4, perRetriedAttempt: (retried - one) / 2, fixed: one - (five - one) / 4 });
+  const per = (one: number, five: number, retried: number) => ({
+    oneStep: one,
+    fiveSteps: five,
+    perStep: (five - one) / 4,
+    perRetriedAttempt: (retried - one) / 2,
+    fixed: one - (five - one) / 4,
+  });
   return { engine: per(e1, e5, eRetry), bare: per(b1, b5, bRetry), target: 'per step ≤ bare (6); per retried attempt ≤ 2' };
 }
 
@@ -238,7 +281,12 @@ async function measureRoundTrips(bench: Bench) {
     command.push((c5 - c1) / 4);
     perExecution.push(q5);
   }
-  return { perSuccessfulStep: spread(plain), perCommandStep: spread(command), perFiveStepExecution: spread(perExecution), target: '≤ 2 per step, ≤ 3 per Command step' };
+  return {
+    perSuccessfulStep: spread(plain),
+    perCommandStep: spread(command),
+    perFiveStepExecution: spread(perExecution),
+    target: '≤ 2 per step, ≤ 3 per Command step',
+  };
 }
 
 /** Figure 6: DLQ publish to the postgres provider: terminal-failure commits (record FAILED + envelope, one statement). */
@@ -258,10 +306,30 @@ async function measureDlq(bench: Bench) {
       const executionId = `${prefix}${i + 1}`;
       const transitionKey = `${executionId}:0:1`;
       await store.commitFailed({
-        tenantId: 'bench', executionId, stepIndex: 0, attempt: 1,
+        tenantId: 'bench',
+        executionId,
+        stepIndex: 0,
+        attempt: 1,
         failure: {
-          terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', transitionKey, step: 'noop',
-          envelope: { tenantId: 'bench', executionId, transitionKey, transport: 'LOCAL', platform: 'bench', terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode: 'BENCH', errorMessage: 'bench', retryable: true, retriesObserved: 5 },
+          terminalReason: 'retry_exhausted',
+          errorCode: 'BENCH',
+          errorMessage: 'bench',
+          transitionKey,
+          step: 'noop',
+          envelope: {
+            tenantId: 'bench',
+            executionId,
+            transitionKey,
+            transport: 'LOCAL',
+            platform: 'bench',
+            terminalStatus: 'FAILED',
+            createdAtEpochMs: Date.now(),
+            terminalReason: 'retry_exhausted',
+            errorCode: 'BENCH',
+            errorMessage: 'bench',
+            retryable: true,
+            retriesObserved: 5,
+          },
         },
       });
     });
@@ -282,8 +350,24 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   const config = loadConfig({}, { 'pipeline.auth.tokens': [{ sha256: sha256Hex(token), role: 'admin' }] });
   const redrive = new RedriveService(ctx.store, ctx.effects, ctx.registry, ctx.dispatcher, ctx.client, ctx.log);
   const executions = new ExecutionService(ctx.store, ctx.registry, ctx.dispatcher, ctx.log);
-  const checkpoints = new CheckpointPublisher(new CheckpointStore(ctx.database.db), ctx.registry, executions, ctx.dispatcher, ctx.log, { concurrency: 8, slowMs: 5000, intervalMs: 1000 });
-  const app = createApp({ config, log: ctx.log, store: ctx.store, effects: ctx.effects, dlq: new DlqStore(ctx.database.db), executions, redrive, registry: ctx.registry, rejects: new RejectStore(ctx.database.db), signals: new SignalsStore(ctx.database.db), checkpoints });
+  const checkpoints = new CheckpointPublisher(new CheckpointStore(ctx.database.db), ctx.registry, executions, ctx.dispatcher, ctx.log, {
+    concurrency: 8,
+    slowMs: 5000,
+    intervalMs: 1000,
+  });
+  const app = createApp({
+    config,
+    log: ctx.log,
+    store: ctx.store,
+    effects: ctx.effects,
+    dlq: new DlqStore(ctx.database.db),
+    executions,
+    redrive,
+    registry: ctx.registry,
+    rejects: new RejectStore(ctx.database.db),
+    signals: new SignalsStore(ctx.database.db),
+    checkpoints,
+  });
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));
   const port = (server.address() as { port: number }).port;
@@ -328,7 +412,9 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
       redriveRates.push(rates.redrive);
       bareRates.push(rates.bare);
       ratios.push(rates.redrive / rates.bare);
-      ctx.say(`re-drive ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)}`);
+      ctx.say(
+        `re-drive ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)}`,
+      );
       // Let the started runs drain before the next round.
       await waitForQuiet(ctx.database, ctx.client, ctx.taskQueue);
     }
@@ -336,8 +422,15 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
     await new Promise((resolve) => server.close(resolve));
   }
   return {
-    measured: true, unit: 'admissions/s', count, concurrency, redrive: spread(redriveRates), bare: spread(bareRates), ratio: spread(ratios, 3),
-    latencyMs: { p50: Number(percentile(latencies, 50).toFixed(1)), p99: Number(percentile(latencies, 99).toFixed(1)) }, target: '≥ 0.7',
+    measured: true,
+    unit: 'admissions/s',
+    count,
+    concurrency,
+    redrive: spread(redriveRates),
+    bare: spread(bareRates),
+    ratio: spread(ratios, 3),
+    latencyMs: { p50: Number(percentile(latencies, 50).toFixed(1)), p99: Number(percentile(latencies, 99).toFixed(1)) },
+    target: '≥ 0.7',
   };
 }
 
@@ -358,7 +451,13 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
   ctx.say(`worker memory with ${options.memoryCount} executions`);
   const taskQueue = `bench-mem-${randomBytes(4).toString('hex')}`;
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
-    env: { ...process.env, TEMPORAL_ADDRESS: ctx.address, DATABASE_URL: ctx.database.url, TASK_QUEUE: taskQueue, ACTIVITY_SLOTS: String(options.memoryCount + 50) },
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: ctx.address,
+      DATABASE_URL: ctx.database.url,
+      TASK_QUEUE: taskQueue,
+      ACTIVITY_SLOTS: String(options.memoryCount + 50),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
@@ -388,7 +487,9 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
       }
     };
     const admitMany = async (pipeline: string, prefix: string) =>
-      pool(options.memoryCount, 32, async (i) => { await memExecutions.start(TENANT, { pipeline, executionId: `${prefix}-${i}` }); });
+      pool(options.memoryCount, 32, async (i) => {
+        await memExecutions.start(TENANT, { pipeline, executionId: `${prefix}-${i}` });
+      });
 
     const idle = await sample();
     ctx.say(`memory: idle ${idle.median} MB; parking ${options.memoryCount}`);
@@ -402,7 +503,10 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
     const per1000 = (delta: number) => Number(((delta * 1000) / options.memoryCount).toFixed(1));
     for (const prefix of ['park', 'sleepy']) {
       await pool(options.memoryCount, 32, async (i) => {
-        await ctx.client.workflow.getHandle(workflowIdFor(TENANT, `${prefix}-${i}`)).terminate('benchmark over').catch(() => undefined);
+        await ctx.client.workflow
+          .getHandle(workflowIdFor(TENANT, `${prefix}-${i}`))
+          .terminate('benchmark over')
+          .catch(() => undefined);
       });
     }
     return {

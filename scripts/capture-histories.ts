@@ -6,6 +6,7 @@
  *
  *   npm run capture:histories                   # every scenario
  *   npm run capture:histories -- success        # only the named ones
+ *   npm run capture:histories -- redrive-job    # a bulk re-drive job: canary, halt, resume, finish
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -65,7 +66,15 @@ function pipelines(restBase: string) {
     }),
     definePipeline({
       name: 'replay-exhausted',
-      steps: [localStep('always', () => { throw new Error('dependency down'); }, { retry: { limit: 1 } })],
+      steps: [
+        localStep(
+          'always',
+          () => {
+            throw new Error('dependency down');
+          },
+          { retry: { limit: 1 } },
+        ),
+      ],
     }),
     definePipeline({
       name: 'replay-charge',
@@ -116,6 +125,8 @@ interface Capture {
   waitFor(executionId: string, statuses: string[]): Promise<Record<string, any>>;
   /** Saves the history of one run once it has closed. */
   save(name: string, executionId: string, runId: string): Promise<void>;
+  /** Saves the history of a workflow's latest run (a bulk re-drive job's) once it has closed. */
+  saveWorkflow(name: string, workflowId: string, runId?: string): Promise<void>;
 }
 
 const scenarios: Record<string, (c: Capture) => Promise<void>> = {
@@ -133,7 +144,11 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: 'validate', input: {} });
     const failed = await c.waitFor('validate', ['FAILED']);
     await c.save('terminal-non-retryable', 'validate', started.runId);
-    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/validate/redrive`, { expectedVersion: failed.version, reason: 'payload corrected', allowFailed: true });
+    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/validate/redrive`, {
+      expectedVersion: failed.version,
+      reason: 'payload corrected',
+      allowFailed: true,
+    });
     await c.waitFor('validate', ['SUCCEEDED']);
     await c.save('redrive-failed', 'validate', redriven.runId);
   },
@@ -147,7 +162,10 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     const failed = await c.waitFor('charge', ['FAILED']);
     await c.save('terminal-command-retryable', 'charge', started.runId);
     const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/charge/redrive`, {
-      expectedVersion: failed.version, reason: 'network back', allowFailed: true, intent: 'RETRY_FAILED_COMMAND',
+      expectedVersion: failed.version,
+      reason: 'network back',
+      allowFailed: true,
+      intent: 'RETRY_FAILED_COMMAND',
     });
     await c.waitFor('charge', ['SUCCEEDED']);
     await c.save('redrive-retry-failed-command', 'charge', redriven.runId);
@@ -157,7 +175,10 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     const parked = await c.waitFor('remote', ['REMOTE_OUTCOME_UNKNOWN']);
     await c.save('outcome-unknown', 'remote', started.runId);
     const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/remote/redrive`, {
-      expectedVersion: parked.version, reason: 'worker log shows no effect', allowFailed: true, confirmedDisposition: 'NOT_APPLIED',
+      expectedVersion: parked.version,
+      reason: 'worker log shows no effect',
+      allowFailed: true,
+      confirmedDisposition: 'NOT_APPLIED',
     });
     await c.waitFor('remote', ['SUCCEEDED']);
     await c.save('redrive-remote-outcome-unknown', 'remote', redriven.runId);
@@ -174,9 +195,35 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
       await new Promise((resolve) => setTimeout(resolve, 50));
       stalled = await c.waitFor('stall', ['RUNNING']);
     }
-    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/stall/redrive`, { expectedVersion: stalled.version, reason: 'run lost', allowFailed: false });
+    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/stall/redrive`, {
+      expectedVersion: stalled.version,
+      reason: 'run lost',
+      allowFailed: false,
+    });
     await c.waitFor('stall', ['SUCCEEDED']);
     await c.save('redrive-ordinary', 'stall', redriven.runId);
+  },
+  async 'redrive-job'(c) {
+    // Two executions that fail again and two that succeed on a re-drive; a canary of 2 halts the job, resume finishes it.
+    const ids = { again: ['job-again-1', 'job-again-2'], fixed: ['job-fixed-1', 'job-fixed-2'] };
+    for (const id of ids.again) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-exhausted', executionId: id, input: {} });
+    for (const id of ids.fixed) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: id, input: {} });
+    for (const id of [...ids.again, ...ids.fixed]) await c.waitFor(id, ['FAILED']);
+    const job = await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
+      selection: { executionIds: [...ids.again, ...ids.fixed] },
+      reason: 'capture',
+      allowFailed: true,
+      canary: 2,
+      ratePerSecond: 5,
+    });
+    for (;;) {
+      const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
+      if (view.status === 'PAUSED') break;
+      if (view.status !== 'RUNNING') throw new Error(`the job ended ${view.status} instead of halting`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}/resume`, { reason: 'capture' });
+    await c.saveWorkflow('redrive-job', job.workflowId);
   },
 };
 
@@ -188,15 +235,18 @@ async function main() {
   if (cli.type !== 'existing-path') throw new Error('the capture needs the Temporal CLI binary (scripts/install-temporal.sh)');
   const database = await createTestDatabase();
   const rest = await startRestWorker();
-  const config = loadConfig({}, {
-    'pipeline.store.url': database.url,
-    'pipeline.temporal.address': dev.address,
-    'pipeline.temporal.task-queue': `capture-${randomBytes(4).toString('hex')}`,
-    'pipeline.auth.tokens': [{ sha256: createHash('sha256').update(TOKEN).digest('hex'), role: 'admin' }],
-    'pipeline.defaults.retry-wait-ms': 50,
-    'pipeline.defaults.max-backoff': 200,
-    'pipeline.sweeper.interval': '500ms',
-  });
+  const config = loadConfig(
+    {},
+    {
+      'pipeline.store.url': database.url,
+      'pipeline.temporal.address': dev.address,
+      'pipeline.temporal.task-queue': `capture-${randomBytes(4).toString('hex')}`,
+      'pipeline.auth.tokens': [{ sha256: createHash('sha256').update(TOKEN).digest('hex'), role: 'admin' }],
+      'pipeline.defaults.retry-wait-ms': 50,
+      'pipeline.defaults.max-backoff': 200,
+      'pipeline.sweeper.interval': '500ms',
+    },
+  );
   const service = await startService({ config, log: createLog({ level: 'warn' }), pipelines: pipelines(rest.base), http: false });
   const prefix = `/${config['pipeline.admin.prefix']}`;
   const capture: Capture = {
@@ -222,10 +272,18 @@ async function main() {
     },
     async save(name, executionId, runId) {
       if (!runId) throw new Error(`${name}: no runId (the start went to the sweeper); run the capture again`);
-      const handle = service.client.workflow.getHandle(workflowIdFor(TENANT, executionId), runId);
+      await capture.saveWorkflow(name, workflowIdFor(TENANT, executionId), runId);
+    },
+    async saveWorkflow(name, workflowId, runId) {
+      const handle = service.client.workflow.getHandle(workflowId, runId);
       await handle.result().catch(() => undefined);
+      runId ??= (await handle.describe()).runId;
       // The CLI's JSON is the format Temporal documents for replay (historyFromJSON reads it).
-      const json = execFileSync(cli.path, ['workflow', 'show', '--address', dev.address, '--namespace', 'default', '--workflow-id', handle.workflowId, '--run-id', runId, '--output', 'json'], { encoding: 'utf8' });
+      const json = execFileSync(
+        cli.path,
+        ['workflow', 'show', '--address', dev.address, '--namespace', 'default', '--workflow-id', handle.workflowId, '--run-id', runId, '--output', 'json'],
+        { encoding: 'utf8' },
+      );
       const history = JSON.parse(json) as { events: unknown[] };
       writeFileSync(join(OUT, `${name}.json`), `${JSON.stringify(history, null, 1)}\n`);
       console.log(`captured ${name} (${history.events.length} events)`);

@@ -6,9 +6,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 const lock = JSON.parse(readFileSync('package-lock.json', 'utf8'));
 const platforms = {
-  'darwin-arm64': ['darwin', 'arm64'], 'darwin-x64': ['darwin', 'x64'],
-  'linux-arm-gnueabihf': ['linux', 'arm'], 'linux-ppc64-gnu': ['linux', 'ppc64'], 'linux-s390x-gnu': ['linux', 's390x'],
-  'win32-arm64-msvc': ['win32', 'arm64'], 'win32-ia32-msvc': ['win32', 'ia32'], 'win32-x64-msvc': ['win32', 'x64'],
+  'darwin-arm64': ['darwin', 'arm64'],
+  'darwin-x64': ['darwin', 'x64'],
+  'linux-arm-gnueabihf': ['linux', 'arm'],
+  'linux-ppc64-gnu': ['linux', 'ppc64'],
+  'linux-s390x-gnu': ['linux', 's390x'],
+  'win32-arm64-msvc': ['win32', 'arm64'],
+  'win32-ia32-msvc': ['win32', 'ia32'],
+  'win32-x64-msvc': ['win32', 'x64'],
 };
 let added = 0;
 for (const [dir, entry] of Object.entries(lock.packages)) {
@@ -17,7 +22,14 @@ for (const [dir, entry] of Object.entries(lock.packages)) {
     const key = `${dir.slice(0, -'@swc/core'.length)}${name}`;
     const platform = platforms[name.replace('@swc/core-', '')];
     if (lock.packages[key] || !platform) continue;
-    lock.packages[key] = { version: range.replace(/^[\^~=]/, ''), cpu: [platform[1]], license: 'Apache-2.0', optional: true, os: [platform[0]], engines: { node: '>=10' } };
+    lock.packages[key] = {
+      version: range.replace(/^[\^~=]/, ''),
+      cpu: [platform[1]],
+      license: 'Apache-2.0',
+      optional: true,
+      os: [platform[0]],
+      engines: { node: '>=10' },
+    };
     added++;
   }
 }

@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   FORBIDDEN: { status: 403, title: 'the token may not use this route or tenant' },
   EXECUTION_NOT_FOUND: { status: 404, title: 'no such execution in this tenant' },
   ROUTE_NOT_FOUND: { status: 404, title: 'no such route' },
+  JOB_NOT_FOUND: { status: 404, title: 'no such bulk re-drive job in this tenant' },
   REQUEST_TIMEOUT: { status: 408, title: 'the body did not arrive in time' },
   EXECUTION_EXISTS: { status: 409, title: 'the executionId is already used in this tenant' },
   VERSION_MISMATCH: { status: 409, title: 'expectedVersion is not the stored version (currentVersion says which is)' },
@@ -29,6 +30,7 @@ export const ERROR_CODES = {
   COMMAND_EFFECT_NOT_REDISPATCHABLE: { status: 409, title: 'the retained Command effect is not FAILED_RETRYABLE; it is never redispatched' },
   DISPOSITION_UNCONFIRMED: { status: 409, title: 're-drive of REMOTE_OUTCOME_UNKNOWN needs confirmedDisposition=NOT_APPLIED' },
   DISPOSITION_CONTRADICTED: { status: 409, title: "the worker's own record contradicts confirmedDisposition=NOT_APPLIED" },
+  JOB_FINISHED: { status: 409, title: 'the bulk re-drive job is ABORTED or COMPLETED; start a new one' },
   PIPELINE_DEFINITION_CHANGED: { status: 409, title: 'the pinned pipeline version is gone or the step to resume does not exist by name' },
   BODY_TOO_LARGE: { status: 413, title: 'the body is over 64 KiB' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type is not JSON' },
@@ -36,6 +38,8 @@ export const ERROR_CODES = {
   EXECUTION_NOT_FAILED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on an execution that is not FAILED' },
   FAILED_STEP_NOT_RETAINED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on an execution that does not keep its failed step index' },
   CODEC_PAYLOAD_UNREADABLE: { status: 422, title: 'codec endpoint: a payload sealed under a key id no longer configured, or tampered' },
+  SELECTION_EMPTY: { status: 422, title: 'the bulk re-drive selection matches no execution that can be selected' },
+  SELECTION_TOO_LARGE: { status: 422, title: 'the bulk re-drive selection matches more than 10,000 executions; narrow it' },
   RETRY_INTENT_UNSUPPORTED: { status: 422, title: 'intent=RETRY_FAILED_COMMAND on a store without durable retry intent' },
   INTERNAL: { status: 500, title: 'an unexpected error; the service log has its kind' },
   CONFIG_INVALID: { status: 500, title: 'the configuration cannot be used; the service does not start' },
@@ -134,6 +138,13 @@ export class VersionMismatchError extends ConflictError {
 export class RedriveRefusedError extends PipelineError {
   constructor(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) {
     super(detail, code, ERROR_CODES[code].status, extra);
+  }
+}
+
+/** No bulk re-drive job of that id in this tenant. */
+export class JobNotFoundError extends NotFoundError {
+  constructor(jobId: string) {
+    super(`no bulk re-drive job ${jobId} in this tenant`, 'JOB_NOT_FOUND');
   }
 }
 

@@ -15,7 +15,10 @@ export const Id = z.string().regex(ID_PATTERN, 'must be 1–128 characters of [A
  */
 export const CorrelationId = z
   .string()
-  .regex(/^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/, 'must be 1–256 printable ASCII characters without leading or trailing spaces (it is sent in HTTP headers and gRPC metadata)');
+  .regex(
+    /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/,
+    'must be 1–256 printable ASCII characters without leading or trailing spaces (it is sent in HTTP headers and gRPC metadata)',
+  );
 
 export function isValidId(value: string): boolean {
   return ID_PATTERN.test(value);

@@ -17,18 +17,26 @@ const log = createLog();
 async function main(): Promise<void> {
   const config = loadConfig();
   const ports = { rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] };
-  await requireFreePorts([{ key: 'pipeline.demo.rest-port', port: ports.rest }, { key: 'pipeline.demo.grpc-port', port: ports.grpc }]);
+  await requireFreePorts([
+    { key: 'pipeline.demo.rest-port', port: ports.rest },
+    { key: 'pipeline.demo.grpc-port', port: ports.grpc },
+  ]);
   const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
   const service = await startService({ config, log, pipelines: [demo] });
   // The demo's remote steps, served by the worker kit next to the processes that run steps.
-  const demoWorkers = service.role === 'api' ? undefined : await startDemoWorkers(service.db, ports).catch(async (err) => {
-    await service.stop();
-    throw err;
-  });
+  const demoWorkers =
+    service.role === 'api'
+      ? undefined
+      : await startDemoWorkers(service.db, ports).catch(async (err) => {
+          await service.stop();
+          throw err;
+        });
   log.info({ event: 'service_started', role: service.role, api: service.urls.api, temporal: service.urls.temporal, temporalUi: service.urls.temporalUi });
   const lines = [
     '',
-    service.urls.api ? `  API          ${service.urls.api}` : `  Role         ${service.role} (health on port ${config['pipeline.server.port']}: /healthz /readyz /metrics)`,
+    service.urls.api
+      ? `  API          ${service.urls.api}`
+      : `  Role         ${service.role} (health on port ${config['pipeline.server.port']}: /healthz /readyz /metrics)`,
     `  Temporal     ${service.urls.temporal}${service.urls.temporalUi ? `   (Web UI ${service.urls.temporalUi})` : ''}`,
     service.adminToken ? `  Admin token  ${config['pipeline.data-dir']}/admin-token   (export TOKEN=$(cat ${config['pipeline.data-dir']}/admin-token))` : '',
     '',

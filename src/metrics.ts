@@ -16,15 +16,58 @@ export class Metrics {
 
   readonly started = new Counter({ name: 'pipeline_executions_started_total', help: 'Executions admitted', registers: [this.registry] });
   readonly succeeded = new Counter({ name: 'pipeline_executions_succeeded_total', help: 'Executions that succeeded', registers: [this.registry] });
-  readonly failed = new Counter({ name: 'pipeline_executions_failed_total', help: 'Executions that ended FAILED, by terminalReason and errorCode', labelNames: ['terminal_reason', 'error_code'], registers: [this.registry] });
-  readonly retries = new Counter({ name: 'pipeline_step_retries_total', help: 'Retries scheduled, by errorCode (dominant error classes)', labelNames: ['error_code'], registers: [this.registry] });
-  readonly rejects = new Counter({ name: 'pipeline_item_rejects_total', help: 'Items rejected to the Item Reject Sink, by errorCode', labelNames: ['error_code'], registers: [this.registry] });
-  readonly outcomeUnknown = new Counter({ name: 'pipeline_remote_outcome_unknown_total', help: 'Executions parked as REMOTE_OUTCOME_UNKNOWN', labelNames: ['protocol'], registers: [this.registry] });
-  readonly deadlineWarnings = new Counter({ name: 'pipeline_remote_deadline_warnings_total', help: 'remote_transition_deadline_warning events', labelNames: ['protocol'], registers: [this.registry] });
-  readonly checkpointDuplicates = new Counter({ name: 'pipeline_checkpoint_duplicates_suppressed_total', help: 'Checkpoints skipped because their handoff key was already seen', registers: [this.registry] });
-  readonly checkpointDeliveryFailures = new Counter({ name: 'pipeline_checkpoint_delivery_failures_total', help: 'Checkpoint admissions that failed, or were slow (counted the moment they passed pipeline.checkpoint.slow-admission); the checkpoint is kept and retried', registers: [this.registry] });
-  readonly handoffLatency = new Histogram({ name: 'pipeline_checkpoint_handoff_latency_seconds', help: 'From checkpoint accepted to execution admitted', buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
-  readonly retentionDeleted = new Counter({ name: 'pipeline_retention_deleted_total', help: 'Rows deleted by retention, by table', labelNames: ['table'], registers: [this.registry] });
+  readonly failed = new Counter({
+    name: 'pipeline_executions_failed_total',
+    help: 'Executions that ended FAILED, by terminalReason and errorCode',
+    labelNames: ['terminal_reason', 'error_code'],
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: 'pipeline_step_retries_total',
+    help: 'Retries scheduled, by errorCode (dominant error classes)',
+    labelNames: ['error_code'],
+    registers: [this.registry],
+  });
+  readonly rejects = new Counter({
+    name: 'pipeline_item_rejects_total',
+    help: 'Items rejected to the Item Reject Sink, by errorCode',
+    labelNames: ['error_code'],
+    registers: [this.registry],
+  });
+  readonly outcomeUnknown = new Counter({
+    name: 'pipeline_remote_outcome_unknown_total',
+    help: 'Executions parked as REMOTE_OUTCOME_UNKNOWN',
+    labelNames: ['protocol'],
+    registers: [this.registry],
+  });
+  readonly deadlineWarnings = new Counter({
+    name: 'pipeline_remote_deadline_warnings_total',
+    help: 'remote_transition_deadline_warning events',
+    labelNames: ['protocol'],
+    registers: [this.registry],
+  });
+  readonly checkpointDuplicates = new Counter({
+    name: 'pipeline_checkpoint_duplicates_suppressed_total',
+    help: 'Checkpoints skipped because their handoff key was already seen',
+    registers: [this.registry],
+  });
+  readonly checkpointDeliveryFailures = new Counter({
+    name: 'pipeline_checkpoint_delivery_failures_total',
+    help: 'Checkpoint admissions that failed, or were slow (counted the moment they passed pipeline.checkpoint.slow-admission); the checkpoint is kept and retried',
+    registers: [this.registry],
+  });
+  readonly handoffLatency = new Histogram({
+    name: 'pipeline_checkpoint_handoff_latency_seconds',
+    help: 'From checkpoint accepted to execution admitted',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly retentionDeleted = new Counter({
+    name: 'pipeline_retention_deleted_total',
+    help: 'Rows deleted by retention, by table',
+    labelNames: ['table'],
+    registers: [this.registry],
+  });
   readonly redrives = new Counter({ name: 'pipeline_redrives_total', help: 'Re-drives admitted, by mode', labelNames: ['mode'], registers: [this.registry] });
 
   /**
@@ -34,20 +77,30 @@ export class Metrics {
   constructor(signals: SignalsStore, retryLimit: number, dlqBacklog?: () => Promise<number>) {
     const gauge = (name: string, help: string, read: () => Promise<number>) =>
       new Gauge({
-        name, help, registers: [this.registry],
+        name,
+        help,
+        registers: [this.registry],
         async collect() {
           this.set(await read());
         },
       });
-    gauge('pipeline_execution_dlq_backlog', 'Envelopes in the Execution DLQ (the provider\'s message count, read without consuming)', () => (dlqBacklog ? dlqBacklog() : signals.total('dlq')));
-    gauge('pipeline_execution_dlq_unpublished', 'Envelopes a broker DLQ provider has not confirmed yet (0 for postgres)', () => (dlqBacklog ? signals.dlqUnpublished() : Promise.resolve(0)));
+    gauge('pipeline_execution_dlq_backlog', "Envelopes in the Execution DLQ (the provider's message count, read without consuming)", () =>
+      dlqBacklog ? dlqBacklog() : signals.total('dlq'),
+    );
+    gauge('pipeline_execution_dlq_unpublished', 'Envelopes a broker DLQ provider has not confirmed yet (0 for postgres)', () =>
+      dlqBacklog ? signals.dlqUnpublished() : Promise.resolve(0),
+    );
     gauge('pipeline_executions_failed_unredriven', 'FAILED executions not re-driven since', () => signals.total('FAILED'));
     gauge('pipeline_executions_remote_outcome_unknown', 'Executions parked as REMOTE_OUTCOME_UNKNOWN', () => signals.total('REMOTE_OUTCOME_UNKNOWN'));
     gauge('pipeline_item_reject_backlog', 'Item reject envelopes in the sink', () => signals.total('reject'));
-    gauge('pipeline_item_reject_top_fingerprint_share', 'Share of the most frequent reject fingerprint in the last hour (0–1)', () => signals.topFingerprintShare());
+    gauge('pipeline_item_reject_top_fingerprint_share', 'Share of the most frequent reject fingerprint in the last hour (0–1)', () =>
+      signals.topFingerprintShare(),
+    );
     gauge('pipeline_checkpoint_backlog', 'Checkpoints accepted and not yet admitted', () => signals.checkpointsPending());
     gauge('pipeline_checkpoint_lag_seconds', 'Age of the oldest checkpoint not yet admitted', () => signals.checkpointLagSeconds());
-    gauge('pipeline_retry_saturation', 'Executions waiting on a retry with at most one retry left under the default retry limit', () => signals.waitingOnRetry(Math.max(1, retryLimit)));
+    gauge('pipeline_retry_saturation', 'Executions waiting on a retry with at most one retry left under the default retry limit', () =>
+      signals.waitingOnRetry(Math.max(1, retryLimit)),
+    );
   }
 
   /** Error codes as label values: the first MAX_CODES seen, then OTHER. */

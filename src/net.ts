@@ -11,10 +11,12 @@ import { ConfigError } from './errors';
 /** A TCP port free on 127.0.0.1 right now (the OS picks it; another process may take it before you bind). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
+    const server = createServer()
+      .once('error', reject)
+      .listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
   });
 }
 
@@ -31,7 +33,9 @@ export async function portInUse(port: number, host = '127.0.0.1'): Promise<boole
   });
   if (answers) return true;
   return new Promise<boolean>((resolve) => {
-    const server = createServer().once('error', () => resolve(true)).listen(port, host, () => server.close(() => resolve(false)));
+    const server = createServer()
+      .once('error', () => resolve(true))
+      .listen(port, host, () => server.close(() => resolve(false)));
   });
 }
 
@@ -49,7 +53,9 @@ export async function requireFreePorts(claims: PortClaim[]): Promise<void> {
   const taken: string[] = [];
   for (const claim of claims) {
     if (await portInUse(claim.port, claim.host)) {
-      taken.push(`${claim.key}: port ${claim.port} on ${claim.host ?? '127.0.0.1'} is already in use${claim.hint ? ` (${claim.hint})` : ''}; stop what holds it or choose another port`);
+      taken.push(
+        `${claim.key}: port ${claim.port} on ${claim.host ?? '127.0.0.1'} is already in use${claim.hint ? ` (${claim.hint})` : ''}; stop what holds it or choose another port`,
+      );
     }
   }
   if (taken.length > 0) throw new ConfigError(taken.join('\n'));
@@ -61,7 +67,8 @@ export async function serveHttp(options: { fetch: Parameters<typeof serve>[0]['f
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new ConfigError(`${options.key}: cannot listen on ${options.hostname ?? '*'}:${options.port} (${err.code ?? err.message})`)));
+      reject(new ConfigError(`${options.key}: cannot listen on ${options.hostname ?? '*'}:${options.port} (${err.code ?? err.message})`)),
+    );
   });
   return server;
 }

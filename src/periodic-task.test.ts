@@ -5,7 +5,14 @@ import { PeriodicTask } from './periodic-task';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
-  const log = createLog({ destination: new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }) });
+  const log = createLog({
+    destination: new Writable({
+      write(chunk, _e, done) {
+        lines.push(JSON.parse(chunk.toString()));
+        done();
+      },
+    }),
+  });
   return { log, lines };
 }
 
@@ -16,11 +23,15 @@ function controlledTask() {
   let overlapped = false;
   const task = {
     passes: 0,
-    get overlapped() { return overlapped; },
+    get overlapped() {
+      return overlapped;
+    },
     run: () => {
       task.passes++;
       if (running++ > 0) overlapped = true;
-      return new Promise<void>((resolve, reject) => pending.push({ resolve, reject })).finally(() => { running--; });
+      return new Promise<void>((resolve, reject) => pending.push({ resolve, reject })).finally(() => {
+        running--;
+      });
     },
     finish: () => pending.shift()!.resolve(),
     fail: (message: string) => pending.shift()!.reject(new Error(message)),
@@ -77,7 +88,9 @@ describe('PeriodicTask', () => {
     loop.start();
     await vi.advanceTimersByTimeAsync(100);
     let stopped = false;
-    const stopping = loop.stop().then(() => { stopped = true; });
+    const stopping = loop.stop().then(() => {
+      stopped = true;
+    });
     await vi.advanceTimersByTimeAsync(0);
     expect(stopped).toBe(false);
     work.finish();

@@ -4,7 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { EFFECT_STATUSES, EXECUTION_STATUSES, isOneOf, TERMINAL_REASONS } from './spec-words';
 
 const migrations = join(import.meta.dirname, 'store', 'migrations');
-const sql = readdirSync(migrations).sort().map((file) => readFileSync(join(migrations, file), 'utf8')).join('\n');
+const sql = readdirSync(migrations)
+  .sort()
+  .map((file) => readFileSync(join(migrations, file), 'utf8'))
+  .join('\n');
 
 /** The values a CHECK constraint of the migrations allows, e.g. `execution_record_status_check`. */
 function checkValues(constraint: string): string[] {

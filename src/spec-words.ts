@@ -67,6 +67,25 @@ export type RemoteTransport = (typeof REMOTE_TRANSPORTS)[number];
 export const REDRIVE_MODES = ['ORDINARY', 'FAILED', 'RETRY_FAILED_COMMAND', 'REMOTE_OUTCOME_UNKNOWN'] as const;
 export type RedriveMode = (typeof REDRIVE_MODES)[number];
 
+/**
+ * Statuses of a bulk re-drive job.
+ * - `RUNNING`: admitting its items at its pace
+ * - `PAUSED`: paused by an operator or halted by a canary or `haltOn`; resumes on request
+ * - `ABORTED`: stopped by an operator; the items not yet admitted stay unadmitted
+ * - `COMPLETED`: every item admitted or skipped
+ */
+export const REDRIVE_JOB_STATUSES = ['RUNNING', 'PAUSED', 'ABORTED', 'COMPLETED'] as const;
+export type RedriveJobStatus = (typeof REDRIVE_JOB_STATUSES)[number];
+
+/**
+ * The outcome of one committed step attempt in an execution's story (the attempt log).
+ * - `SUCCEEDED`: the step committed its success
+ * - `RETRY_SCHEDULED`: a retryable failure committed its retry intent
+ * - `FAILED`, `REMOTE_OUTCOME_UNKNOWN`: the step ended the run in that status
+ */
+export const ATTEMPT_OUTCOMES = ['SUCCEEDED', 'RETRY_SCHEDULED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
 /** The only value of a re-drive request's `intent`. */
 export const REDRIVE_INTENTS = ['RETRY_FAILED_COMMAND'] as const;
 export type RedriveIntent = (typeof REDRIVE_INTENTS)[number];

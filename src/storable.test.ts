@@ -19,7 +19,7 @@ describe('storable text and JSON', () => {
     expect(JSON.stringify(issue)).not.toContain('SECRET');
   });
 
-  it('keeps the wrapped schema\'s own checks', () => {
+  it("keeps the wrapped schema's own checks", () => {
     const Reason = storableText(z.string().min(2));
     expect(Reason.safeParse('ok').success).toBe(true);
     expect(Reason.safeParse('o').success).toBe(false);

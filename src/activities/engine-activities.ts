@@ -104,7 +104,10 @@ export function createActivities(deps: EngineDeps) {
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
     // The state moved under us (another delivery committed a retry): let Temporal try again from the stored state.
-    throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `execution ${req.executionId} moved to ${record.status} step ${record.currentStepIndex} attempt ${record.attempt}` });
+    throw ApplicationFailure.create({
+      type: FailureTypes.retryable,
+      message: `execution ${req.executionId} moved to ${record.status} step ${record.currentStepIndex} attempt ${record.attempt}`,
+    });
   }
 
   /**
@@ -121,7 +124,11 @@ export function createActivities(deps: EngineDeps) {
     if (req.firstOfRun && record.runId !== runId) {
       // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.
       log.warn({ event: 'execution_duplicate_run_ignored', tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId });
-      throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: `run ${runId} is a duplicate; ${record.runId} owns execution ${req.executionId}` });
+      throw ApplicationFailure.create({
+        type: FailureTypes.duplicateRun,
+        nonRetryable: true,
+        message: `run ${runId} is a duplicate; ${record.runId} owns execution ${req.executionId}`,
+      });
     }
     if (record.currentStepIndex > req.stepIndex) return { settled: { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null } };
     const terminal = committedTerminal(record, req.stepIndex);
@@ -144,7 +151,14 @@ export function createActivities(deps: EngineDeps) {
     const claim = await effects.claim({ ...stepKey, stepName: step.name, transitionKey, onlyNew: req.redriveIntent === 'ORDINARY' });
     if (claim.claimed) return { effect: { status: 'SUCCEEDED', transitionKey } };
     if (claim.effect.status !== 'SUCCEEDED') {
-      return { settled: await fail({ retryable: false, errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE', errorMessage: `Command effect of step ${req.stepIndex} is ${claim.effect.status}; it is never redispatched`, terminalEffectStatus: claim.effect.status }) };
+      return {
+        settled: await fail({
+          retryable: false,
+          errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE',
+          errorMessage: `Command effect of step ${req.stepIndex} is ${claim.effect.status}; it is never redispatched`,
+          terminalEffectStatus: claim.effect.status,
+        }),
+      };
     }
     const committed = await store.commitSucceeded({ ...stepKey, output: claim.effect.result });
     if (!committed.committed) return { settled: await settle(req) };
@@ -163,17 +177,35 @@ export function createActivities(deps: EngineDeps) {
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, attempt);
     const stepKey: StepKey = { tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt };
     const stepName = resolved.found ? resolved.step.name : (req.stepName ?? `#${req.stepIndex}`);
-    const logFields = { tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: req.correlationId, step: stepName, pipelineVersion: req.pipelineVersion ?? 1 };
-    const fail = (failure: StepFailure, effect?: EffectChange) => failStep(req, attempt, transitionKey, resolved.found ? resolved.step.transport : (req.transport ?? 'LOCAL'), failure, logFields, effect);
+    const logFields = {
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      transitionKey,
+      correlationId: req.correlationId,
+      step: stepName,
+      pipelineVersion: req.pipelineVersion ?? 1,
+    };
+    const fail = (failure: StepFailure, effect?: EffectChange) =>
+      failStep(req, attempt, transitionKey, resolved.found ? resolved.step.transport : (req.transport ?? 'LOCAL'), failure, logFields, effect);
 
     if (!resolved.found) {
       // The pinned definition was dropped from this deploy: end the execution clearly rather than run another step.
-      return fail({ retryable: false, errorCode: 'PIPELINE_STEP_GONE', errorMessage: `step ${req.stepIndex} (${stepName}) cannot run: ${resolved.reason}`, terminalEffectStatus: 'FAILED_TERMINAL' });
+      return fail({
+        retryable: false,
+        errorCode: 'PIPELINE_STEP_GONE',
+        errorMessage: `step ${req.stepIndex} (${stepName}) cannot run: ${resolved.reason}`,
+        terminalEffectStatus: 'FAILED_TERMINAL',
+      });
     }
     const step = resolved.step;
 
     if (req.redriveIntent === 'RETRY_FAILED_COMMAND' && !step.command) {
-      return fail({ retryable: false, errorCode: 'RETRY_INTENT_NOT_A_COMMAND', errorMessage: `step ${req.stepIndex} (${step.name}) is not a Command step; RETRY_FAILED_COMMAND cannot retry it`, terminalEffectStatus: 'FAILED_TERMINAL' });
+      return fail({
+        retryable: false,
+        errorCode: 'RETRY_INTENT_NOT_A_COMMAND',
+        errorMessage: `step ${req.stepIndex} (${step.name}) is not a Command step; RETRY_FAILED_COMMAND cannot retry it`,
+        terminalEffectStatus: 'FAILED_TERMINAL',
+      });
     }
 
     let effect: EffectChange | undefined;
@@ -195,7 +227,18 @@ export function createActivities(deps: EngineDeps) {
         heartbeatEveryMs: activity.info.heartbeatTimeoutMs ? Math.max(100, Math.floor(activity.info.heartbeatTimeoutMs / 3)) : undefined,
         log,
         onDeadlineWarning: (protocol: string) => metrics?.deadlineWarnings.inc({ protocol }),
-        context: { tenantId: req.tenantId, executionId: req.executionId, correlationId: req.correlationId, pipeline: req.pipeline, stepIndex: req.stepIndex, stepName: step.name, attempt, transitionKey, idempotencyKey: idempotencyKey(req.tenantId, transitionKey), reject: rejects.reject },
+        context: {
+          tenantId: req.tenantId,
+          executionId: req.executionId,
+          correlationId: req.correlationId,
+          pipeline: req.pipeline,
+          stepIndex: req.stepIndex,
+          stepName: step.name,
+          attempt,
+          transitionKey,
+          idempotencyKey: idempotencyKey(req.tenantId, transitionKey),
+          reject: rejects.reject,
+        },
       });
       output = toJsonOutput(raw);
     } catch (err) {
@@ -231,21 +274,35 @@ export function createActivities(deps: EngineDeps) {
     if (failure.inProgress) {
       // Not a failed attempt: the worker is still on this identity. Deliver the same one again; commit nothing.
       log.info({ event: 'remote_transition_in_progress', ...logFields, attempt });
-      throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `${failure.errorCode}: ${failure.errorMessage}`, nextRetryDelay: Math.min(req.retry.maxBackoffMs, failure.retryAfterMs ?? 1000) });
+      throw ApplicationFailure.create({
+        type: FailureTypes.retryable,
+        message: `${failure.errorCode}: ${failure.errorMessage}`,
+        nextRetryDelay: Math.min(req.retry.maxBackoffMs, failure.retryAfterMs ?? 1000),
+      });
     }
     // This run's retry budget counts from the attempt the run started the step with.
     const observed = attempt - req.attempt;
     if (failure.retryable && observed < req.retry.limit) {
       const delayMs = failure.retryAfterMs != null ? Math.min(req.retry.maxBackoffMs, failure.retryAfterMs) : retryDelayMs(req.retry, observed + 1);
       const committed = await store.commitRetry({
-        tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
-        delayMs, errorCode: failure.errorCode, errorMessage: failure.errorMessage,
+        tenantId: req.tenantId,
+        executionId: req.executionId,
+        stepIndex: req.stepIndex,
+        attempt,
+        delayMs,
+        errorCode: failure.errorCode,
+        errorMessage: failure.errorMessage,
         effect: effect && { ...effect, status: 'FAILED_RETRYABLE', errorCode: failure.errorCode },
       });
       if (!committed.committed) return settle(req);
       log.info({ event: 'execution_step_retry_scheduled', ...logFields, errorCode: failure.errorCode, attempt, nextAttempt: attempt + 1, delayMs });
       metrics?.retries.inc({ error_code: metrics.code(failure.errorCode) });
-      throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `${failure.errorCode}: ${failure.errorMessage}`, nextRetryDelay: delayMs });
+      // Names the committed attempt, which Temporal's attempt counter does not (it starts at 1 in each run and counts redeliveries).
+      throw ApplicationFailure.create({
+        type: FailureTypes.retryable,
+        message: `transition ${transitionKey} failed, retry as attempt ${attempt + 1}: ${failure.errorCode}: ${failure.errorMessage}`,
+        nextRetryDelay: delayMs,
+      });
     }
 
     const terminalReason: TerminalReason = failure.retryable ? 'retry_exhausted' : 'non_retryable';
@@ -264,7 +321,10 @@ export function createActivities(deps: EngineDeps) {
       retriesObserved: observed,
     };
     const committed = await store.commitFailed({
-      tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      stepIndex: req.stepIndex,
+      attempt,
       failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope, step: String(logFields.step) },
       effect: effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
     });
@@ -273,7 +333,7 @@ export function createActivities(deps: EngineDeps) {
     metrics?.failed.inc({ terminal_reason: terminalReason, error_code: metrics.code(failure.errorCode) });
     throw terminalFailure(
       { status: 'FAILED', terminalReason, errorCode: failure.errorCode, stepIndex: req.stepIndex, transitionKey },
-      `${terminalReason}: ${failure.errorCode}: ${failure.errorMessage}`,
+      `transition ${transitionKey} failed, ${terminalReason}: ${failure.errorCode}: ${failure.errorMessage}`,
     );
   }
 
@@ -290,16 +350,37 @@ export function createActivities(deps: EngineDeps) {
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
   ): Promise<StepResult> {
-    const remoteCall = { transitionKey, protocol: err.protocol, target: err.target, startedAt: err.startedAt.toISOString(), deadlineMs: err.deadlineMs, elapsedMs: err.elapsedMs };
+    const remoteCall = {
+      transitionKey,
+      protocol: err.protocol,
+      target: err.target,
+      startedAt: err.startedAt.toISOString(),
+      deadlineMs: err.deadlineMs,
+      elapsedMs: err.elapsedMs,
+    };
     const committed = await store.commitOutcomeUnknown({
-      tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt,
-      errorCode: 'REMOTE_OUTCOME_UNKNOWN', errorMessage: err.message, remoteCall,
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      stepIndex: req.stepIndex,
+      attempt,
+      errorCode: 'REMOTE_OUTCOME_UNKNOWN',
+      errorMessage: err.message,
+      remoteCall,
       effect: effect && { ...effect, status: 'AMBIGUOUS' },
     });
     if (!committed.committed) return settle(req);
     const { step: _step, ...ids } = logFields;
     metrics?.outcomeUnknown.inc({ protocol: err.protocol });
-    log.error({ event: 'remote_transition_outcome_unknown', ...ids, attempt, protocol: err.protocol, target: err.target, elapsedMs: err.elapsedMs, deadlineMs: err.deadlineMs, decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY' });
+    log.error({
+      event: 'remote_transition_outcome_unknown',
+      ...ids,
+      attempt,
+      protocol: err.protocol,
+      target: err.target,
+      elapsedMs: err.elapsedMs,
+      deadlineMs: err.deadlineMs,
+      decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY',
+    });
     throw terminalFailure(
       { status: 'REMOTE_OUTCOME_UNKNOWN', terminalReason: null, errorCode: 'REMOTE_OUTCOME_UNKNOWN', stepIndex: req.stepIndex, transitionKey },
       err.message,
@@ -321,12 +402,24 @@ export function createActivities(deps: EngineDeps) {
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
     const errorCode = 'STEP_ABANDONED';
     const envelope: TerminalFailure['envelope'] = {
-      tenantId: req.tenantId, executionId: req.executionId, transitionKey, transport, platform,
-      terminalStatus: 'FAILED', createdAtEpochMs: Date.now(), terminalReason: 'retry_exhausted', errorCode,
-      errorMessage: req.reason, retryable: true, retriesObserved: record.attempt - 1,
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      transitionKey,
+      transport,
+      platform,
+      terminalStatus: 'FAILED',
+      createdAtEpochMs: Date.now(),
+      terminalReason: 'retry_exhausted',
+      errorCode,
+      errorMessage: req.reason,
+      retryable: true,
+      retriesObserved: record.attempt - 1,
     };
     const committed = await store.commitFailed({
-      tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt: record.attempt,
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      stepIndex: req.stepIndex,
+      attempt: record.attempt,
       failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: stepName },
     });
     if (!committed.committed) {
@@ -334,10 +427,21 @@ export function createActivities(deps: EngineDeps) {
       const now = await store.get(req.tenantId, req.executionId);
       const settled = now ? committedTerminal(now, req.stepIndex) : recordMissing(req);
       if (settled) return settled;
-      throw ApplicationFailure.create({ type: FailureTypes.retryable, message: `execution ${req.executionId} moved while step ${req.stepIndex} was abandoned` });
+      throw ApplicationFailure.create({
+        type: FailureTypes.retryable,
+        message: `execution ${req.executionId} moved while step ${req.stepIndex} was abandoned`,
+      });
     }
     metrics?.failed.inc({ terminal_reason: 'retry_exhausted', error_code: metrics.code(errorCode) });
-    log.warn({ event: 'execution_failed', tenantId: req.tenantId, executionId: req.executionId, transitionKey, correlationId: record.correlationId, terminalReason: 'retry_exhausted', errorCode });
+    log.warn({
+      event: 'execution_failed',
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      transitionKey,
+      correlationId: record.correlationId,
+      terminalReason: 'retry_exhausted',
+      errorCode,
+    });
     return { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode, stepIndex: req.stepIndex, transitionKey };
   }
 

@@ -49,7 +49,14 @@ export async function invokeStep(invocation: Invocation): Promise<unknown> {
   }
 }
 
-async function callOperator(step: StepDefinition, input: unknown, ctx: StepContext, startedAt: number, timeoutMs: number, invocation: Invocation): Promise<unknown> {
+async function callOperator(
+  step: StepDefinition,
+  input: unknown,
+  ctx: StepContext,
+  startedAt: number,
+  timeoutMs: number,
+  invocation: Invocation,
+): Promise<unknown> {
   const remote = { ...ctx, log: invocation.log, onDeadlineWarning: invocation.onDeadlineWarning };
   switch (step.transport) {
     case 'REST':

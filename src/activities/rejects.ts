@@ -48,6 +48,11 @@ export class RejectBuffer {
     if (!CODE.test(options.errorCode)) throw new TypeError(`reject: errorCode "${options.errorCode}" must match ${CODE}`);
     if (this.pending.length >= this.limit) throw new RangeError(`reject: more than ${this.limit} rejects in one step attempt`);
     const reason = String(options.reason ?? '').slice(0, 500);
-    this.pending.push({ itemKey: keyOf(item, options.key), errorCode: options.errorCode, reason, fingerprint: rejectFingerprint(this.step, options.errorCode, reason) });
+    this.pending.push({
+      itemKey: keyOf(item, options.key),
+      errorCode: options.errorCode,
+      reason,
+      fingerprint: rejectFingerprint(this.step, options.errorCode, reason),
+    });
   };
 }

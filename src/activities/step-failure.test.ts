@@ -4,7 +4,11 @@ import { classifyFailure, OutputNotSerializableError, StepTimeoutError, toJsonOu
 
 describe('classifyFailure', () => {
   it('treats NonRetryableException as non-retryable with its code', () => {
-    expect(classifyFailure(new NonRetryableException('bad payload', 'BAD_PAYLOAD'))).toMatchObject({ retryable: false, errorCode: 'BAD_PAYLOAD', terminalEffectStatus: 'FAILED_TERMINAL' });
+    expect(classifyFailure(new NonRetryableException('bad payload', 'BAD_PAYLOAD'))).toMatchObject({
+      retryable: false,
+      errorCode: 'BAD_PAYLOAD',
+      terminalEffectStatus: 'FAILED_TERMINAL',
+    });
   });
   it('marks user-action-required effects', () => {
     expect(classifyFailure(new UserActionRequiredException('call the bank'))).toMatchObject({ retryable: false, terminalEffectStatus: 'USER_ACTION_REQUIRED' });

@@ -48,12 +48,24 @@ export function classifyFailure(err: unknown): StepFailure {
     return { retryable: false, errorCode: CODE.test(err.code) ? err.code : 'NON_RETRYABLE', errorMessage: message, terminalEffectStatus: 'FAILED_TERMINAL' };
   }
   if (err instanceof TransitionInProgressError) {
-    return { retryable: true, inProgress: true, errorCode: err.code, errorMessage: message, terminalEffectStatus: 'IN_FLIGHT', retryAfterMs: err.retryAfterMs, platform: err.platform };
+    return {
+      retryable: true,
+      inProgress: true,
+      errorCode: err.code,
+      errorMessage: message,
+      terminalEffectStatus: 'IN_FLIGHT',
+      retryAfterMs: err.retryAfterMs,
+      platform: err.platform,
+    };
   }
   if (err instanceof RemoteFailureError) {
     return {
-      retryable: err.retryable, errorCode: err.code, errorMessage: message,
-      terminalEffectStatus: err.retryable ? 'FAILED_RETRYABLE' : 'FAILED_TERMINAL', retryAfterMs: err.retryAfterMs, platform: err.platform,
+      retryable: err.retryable,
+      errorCode: err.code,
+      errorMessage: message,
+      terminalEffectStatus: err.retryable ? 'FAILED_RETRYABLE' : 'FAILED_TERMINAL',
+      retryAfterMs: err.retryAfterMs,
+      platform: err.platform,
     };
   }
   if (err instanceof StepTimeoutError) {

@@ -99,10 +99,16 @@ export function createApp(deps: AppDeps) {
   admin.get('/tenants/:tenantId/executions', async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListExecutionsQuery);
-    const after = decodeCursor(query.cursor, (v): v is { createdAt: string; executionId: string } => isIsoTimestamp(v?.createdAt) && typeof v?.executionId === 'string' && isValidId(v.executionId));
+    const after = decodeCursor(
+      query.cursor,
+      (v): v is { createdAt: string; executionId: string } => isIsoTimestamp(v?.createdAt) && typeof v?.executionId === 'string' && isValidId(v.executionId),
+    );
     const page = await deps.store.list(tenantId, { status: query.status, limit: query.limit, after });
     const last = page.records.at(-1);
-    return c.json({ items: page.records.map(recordView), nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, executionId: last.executionId }) : null });
+    return c.json({
+      items: page.records.map(recordView),
+      nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, executionId: last.executionId }) : null,
+    });
   });
 
   admin.get('/tenants/:tenantId/executions/:executionId', async (c) => {
@@ -150,7 +156,12 @@ export function createApp(deps: AppDeps) {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListDlqQuery);
     const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
-    const page = await deps.dlq.list(tenantId, { terminalReason: query.terminalReason, errorCode: query.errorCode, limit: query.limit, before: before?.before });
+    const page = await deps.dlq.list(tenantId, {
+      terminalReason: query.terminalReason,
+      errorCode: query.errorCode,
+      limit: query.limit,
+      before: before?.before,
+    });
     const last = page.entries.at(-1);
     return c.json({ items: page.entries, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
   });
@@ -164,13 +175,23 @@ export function createApp(deps: AppDeps) {
 
   // Cross-tenant triage: admin tokens without a tenant allow-list only.
   app.get(`${prefix}/admin/triage`, bearerAuth({ tokens, role: 'admin', log }), async (c) => {
-    if (c.get('principal').tenants) throw new ForbiddenError('cross-tenant triage needs a token without a tenant allow-list; use /admin/tenants/{tenantId}/triage');
+    if (c.get('principal').tenants)
+      throw new ForbiddenError('cross-tenant triage needs a token without a tenant allow-list; use /admin/tenants/{tenantId}/triage');
     const query = readQuery(c, TriageQuery);
     return c.json(await triage(deps.signals, query.window));
   });
 
   if (deps.codec) {
-    app.route('/codec', codecRoutes({ codec: deps.codec, tokens, origins: config['pipeline.codec.cors-origins'], bodyReadTimeoutMs: config['pipeline.server.body-read-timeout'], log }));
+    app.route(
+      '/codec',
+      codecRoutes({
+        codec: deps.codec,
+        tokens,
+        origins: config['pipeline.codec.cors-origins'],
+        bodyReadTimeoutMs: config['pipeline.server.body-read-timeout'],
+        log,
+      }),
+    );
   }
   app.route(`${prefix}/api`, api);
   app.route(`${prefix}/admin`, admin);

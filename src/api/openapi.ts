@@ -7,14 +7,28 @@ import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../errors';
 import { Id } from '../ids';
-import { ListDlqQuery, ListExecutionsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from './queries';
+import { REDRIVE_JOB_STATUSES } from '../spec-words';
+import { ListDlqQuery, ListExecutionsQuery, ListRedriveJobsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from './queries';
 import { StartExecutionRequest } from '../service/executions';
 import { PublishCheckpointRequest } from '../service/checkpoints';
 import { RedriveRequest } from '../service/redrive';
+import { RedriveJobRequest } from '../service/redrive-jobs';
+import { GroupsQuery, JobControlRequest } from './fleet-routes';
 import { CodecRequest } from './codec-routes';
 import {
-  DlqList, EffectList, PipelineList, ExecutionList, ExecutionRecordView, ProblemSchema, PublishOutcomeSchema, RedriveAcceptedSchema, RedrivePreviewSchema,
-  RejectList, StartExecutionResponse, ExistingExecutionResponse, TriageSchema,
+  DlqList,
+  EffectList,
+  PipelineList,
+  ExecutionList,
+  ExecutionRecordView,
+  ProblemSchema,
+  PublishOutcomeSchema,
+  RedriveAcceptedSchema,
+  RedrivePreviewSchema,
+  RejectList,
+  StartExecutionResponse,
+  ExistingExecutionResponse,
+  TriageSchema,
 } from './schemas';
 
 const ReadyView = z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.enum(['up', 'down'])) });
@@ -29,7 +43,10 @@ function problems(...codes: ErrorCode[]) {
   return Object.fromEntries(
     [...byStatus].map(([status, group]) => [
       String(status),
-      { description: group.map((code) => `${code}: ${ERROR_CODES[code].title}`).join('; '), content: { 'application/problem+json': { schema: ProblemSchema } } },
+      {
+        description: group.map((code) => `${code}: ${ERROR_CODES[code].title}`).join('; '),
+        content: { 'application/problem+json': { schema: ProblemSchema } },
+      },
     ]),
   );
 }
@@ -37,6 +54,98 @@ const common = problems('INVALID_ID', 'VALIDATION_FAILED', 'INVALID_JSON', 'INVA
 /** What every route with a JSON body can answer about the body itself. */
 const bodyErrors = problems('BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
 const TenantPath = z.object({ tenantId: Id.meta({ description: 'tenant id', example: 'acme' }) });
+const JobPath = TenantPath.extend({ jobId: Id.meta({ description: 'bulk re-drive job id' }) });
+const RedriveJobDryRunSchema = z
+  .object({
+    dryRun: z.literal(true),
+    matched: z.number().int(),
+    wouldAdmit: z.number().int(),
+    refused: z.record(z.string(), z.number().int()),
+    excluded: z.record(z.string(), z.number().int()),
+    sample: z.array(z.record(z.string(), z.unknown())),
+    batchSize: z.number().int(),
+    ratePerSecond: z.number(),
+    estimatedSeconds: z.number(),
+  })
+  .meta({ id: 'RedriveJobDryRun' });
+const RedriveJobViewSchema = z
+  .object({
+    jobId: z.string(),
+    tenantId: z.string(),
+    status: z.enum(REDRIVE_JOB_STATUSES),
+    haltReason: z.string().nullable(),
+    principal: z.string(),
+    reason: z.string(),
+    selection: z.record(z.string(), z.unknown()),
+    allowFailed: z.boolean(),
+    intent: z.string().nullable(),
+    batchSize: z.number().int(),
+    ratePerSecond: z.number(),
+    canary: z.number().int().nullable(),
+    haltOn: z.object({ failedAgainShare: z.number(), minFinished: z.number().int(), remoteOutcomeUnknown: z.boolean() }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    finishedAt: z.string().nullable(),
+    workflowId: z.string(),
+    dispatch: z.enum(['started', 'pending']),
+    excluded: z.record(z.string(), z.number().int()),
+    counts: z.object({
+      selected: z.number().int(),
+      processed: z.number().int(),
+      remaining: z.number().int(),
+      admitted: z.number().int(),
+      skipped: z.number().int(),
+      skippedByCode: z.record(z.string(), z.number().int()),
+      succeeded: z.number().int(),
+      failedAgain: z.number().int(),
+      remoteOutcomeUnknown: z.number().int(),
+      running: z.number().int(),
+    }),
+    rate: z.object({ asked: z.number(), achieved: z.number().nullable() }),
+    etaSeconds: z.number().nullable(),
+    controlLog: z.array(
+      z.object({ action: z.enum(['pause', 'resume', 'abort', 'halt']), principal: z.string(), at: z.string(), reason: z.string().optional() }),
+    ),
+  })
+  .meta({ id: 'RedriveJob' });
+const FailureGroupList = z
+  .object({
+    items: z.array(
+      z.object({
+        groupId: z.string(),
+        signature: z.object({ step: z.string(), errorCode: z.string(), terminalReason: z.string(), transport: z.string(), message: z.string() }),
+        count: z.number().int(),
+        firstSeen: z.string(),
+        lastSeen: z.string(),
+        lastHour: z.object({
+          count: z.number().int(),
+          bucketMinutes: z.number().int(),
+          buckets: z.array(z.number().int()),
+          trend: z.enum(['rising', 'falling', 'stable']),
+        }),
+        selection: z.object({ groupId: z.string() }),
+      }),
+    ),
+  })
+  .meta({ id: 'FailureGroupList' });
+const ExecutionStory = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    pipeline: z.string(),
+    status: z.string(),
+    version: z.number().int(),
+    workflowId: z.string(),
+    runs: z.array(z.record(z.string(), z.unknown())),
+    attempts: z.array(z.record(z.string(), z.unknown())),
+    redrives: z.array(z.record(z.string(), z.unknown())),
+    dlq: z.array(z.record(z.string(), z.unknown())),
+    disposition: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .meta({
+    id: 'ExecutionStory',
+    description: 'runs, committed attempts, re-drives (with principal, reason and job), DLQ envelopes, disposition evidence; no payload data',
+  });
 const ExecutionPath = TenantPath.extend({ executionId: Id.meta({ description: 'execution id', example: 'order-1' }) });
 
 export function createOpenApiDocument(prefix: string) {
@@ -46,7 +155,8 @@ export function createOpenApiDocument(prefix: string) {
     info: {
       title: 'Pipeline orchestrator API',
       version: '26.8.1',
-      description: 'Start executions, read ExecutionRecords, Command effects and the Execution DLQ, and re-drive executions. Errors are application/problem+json with a stable `code`.',
+      description:
+        'Start executions, read ExecutionRecords, Command effects and the Execution DLQ, and re-drive executions. Errors are application/problem+json with a stable `code`.',
     },
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     security: [{ bearer: [] }],
@@ -58,7 +168,10 @@ export function createOpenApiDocument(prefix: string) {
           requestBody: json(StartExecutionRequest),
           responses: {
             '202': { description: 'admitted; the run is started or pending', ...json(StartExecutionResponse) },
-            '200': { description: 'an execution with this executionKey exists already: the record for an admin token, only its id for a submit token', ...json(z.union([StartExecutionResponse, ExistingExecutionResponse])) },
+            '200': {
+              description: 'an execution with this executionKey exists already: the record for an admin token, only its id for a submit token',
+              ...json(z.union([StartExecutionResponse, ExistingExecutionResponse])),
+            },
             ...common,
             ...bodyErrors,
             ...problems('EXECUTION_EXISTS', 'UNKNOWN_PIPELINE'),
@@ -83,13 +196,26 @@ export function createOpenApiDocument(prefix: string) {
         get: {
           summary: 'List the Command effects of an execution',
           requestParams: { path: ExecutionPath },
-          responses: { '200': { description: 'one entry per Command step that claimed its effect', ...json(EffectList) }, ...common, ...problems('EXECUTION_NOT_FOUND') },
+          responses: {
+            '200': { description: 'one entry per Command step that claimed its effect', ...json(EffectList) },
+            ...common,
+            ...problems('EXECUTION_NOT_FOUND'),
+          },
         },
       },
       [`${p}/admin/tenants/{tenantId}/executions/{executionId}/redrive`]: {
         post: {
           summary: 'Re-drive an execution',
-          description: 'Re-queues the same execution id as a new Temporal run resuming from the persisted input of the step to resume. Checks, in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED, RETRY_FAILED_COMMAND_INTENT_REQUIRED, COMMAND_EFFECT_NOT_REDISPATCHABLE, DISPOSITION_UNCONFIRMED, DISPOSITION_CONTRADICTED with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED, RETRY_INTENT_UNSUPPORTED; 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the worker lookup cannot be reached, TEMPORAL_UNAVAILABLE when Temporal cannot say whether a run is active). `overrideEvidence: true` (audited) passes the two disposition checks. The DLQ is never touched.',
+          description: [
+            'Re-queues the same execution id as a new Temporal run resuming from the persisted input of the step to resume. Checks,',
+            'in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with',
+            'currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED,',
+            'RETRY_FAILED_COMMAND_INTENT_REQUIRED, COMMAND_EFFECT_NOT_REDISPATCHABLE, DISPOSITION_UNCONFIRMED,',
+            'DISPOSITION_CONTRADICTED with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED,',
+            'RETRY_INTENT_UNSUPPORTED; 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the worker lookup cannot be reached,',
+            'TEMPORAL_UNAVAILABLE when Temporal cannot say whether a run is active). `overrideEvidence: true` (audited) passes the',
+            'two disposition checks. The DLQ is never touched.',
+          ].join(' '),
           requestParams: { path: ExecutionPath, query: RedriveQuery },
           requestBody: json(RedriveRequest),
           responses: {
@@ -98,9 +224,22 @@ export function createOpenApiDocument(prefix: string) {
             ...common,
             ...bodyErrors,
             ...problems(
-              'EXECUTION_NOT_FOUND', 'VERSION_MISMATCH', 'EXECUTION_ACTIVE', 'EXECUTION_SUCCEEDED', 'ALLOW_FAILED_REQUIRED', 'RETRY_FAILED_COMMAND_INTENT_REQUIRED',
-              'COMMAND_EFFECT_NOT_REDISPATCHABLE', 'DISPOSITION_UNCONFIRMED', 'DISPOSITION_CONTRADICTED', 'PIPELINE_DEFINITION_CHANGED',
-              'EXECUTION_NOT_FAILED', 'FAILED_STEP_NOT_RETAINED', 'RETRY_INTENT_UNSUPPORTED', 'DISPOSITION_EVIDENCE_UNAVAILABLE', 'TEMPORAL_UNAVAILABLE', 'STORE_UNAVAILABLE',
+              'EXECUTION_NOT_FOUND',
+              'VERSION_MISMATCH',
+              'EXECUTION_ACTIVE',
+              'EXECUTION_SUCCEEDED',
+              'ALLOW_FAILED_REQUIRED',
+              'RETRY_FAILED_COMMAND_INTENT_REQUIRED',
+              'COMMAND_EFFECT_NOT_REDISPATCHABLE',
+              'DISPOSITION_UNCONFIRMED',
+              'DISPOSITION_CONTRADICTED',
+              'PIPELINE_DEFINITION_CHANGED',
+              'EXECUTION_NOT_FAILED',
+              'FAILED_STEP_NOT_RETAINED',
+              'RETRY_INTENT_UNSUPPORTED',
+              'DISPOSITION_EVIDENCE_UNAVAILABLE',
+              'TEMPORAL_UNAVAILABLE',
+              'STORE_UNAVAILABLE',
             ),
           },
         },
@@ -129,7 +268,8 @@ export function createOpenApiDocument(prefix: string) {
       },
       [`${p}/admin/tenants/{tenantId}/triage`]: {
         get: {
-          summary: "Triage one tenant's signals: DLQ growth (systemic failure), rejects rising while successes hold (data drift), checkpoint backlog (admission pressure)",
+          summary:
+            "Triage one tenant's signals: DLQ growth (systemic failure), rejects rising while successes hold (data drift), checkpoint backlog (admission pressure)",
           requestParams: { path: TenantPath, query: TriageQuery },
           responses: { '200': { description: 'the last window against the one before', ...json(TriageSchema) }, ...common },
         },
@@ -143,7 +283,7 @@ export function createOpenApiDocument(prefix: string) {
       },
       [`${p}/admin/tenants/{tenantId}/pipelines`]: {
         get: {
-          summary: 'Pipeline definition versions: registered, current, and how many of the tenant\'s executions still need each',
+          summary: "Pipeline definition versions: registered, current, and how many of the tenant's executions still need each",
           requestParams: { path: TenantPath },
           responses: { '200': { description: 'by pipeline, versions ascending', ...json(PipelineList) }, ...common },
         },
@@ -158,8 +298,79 @@ export function createOpenApiDocument(prefix: string) {
           responses: { '200': { description: 'newest first', ...json(DlqList) }, ...common },
         },
       },
+      [`${p}/admin/tenants/{tenantId}/dlq/groups`]: {
+        get: {
+          summary: 'Unredriven DLQ envelopes grouped by failure signature, largest first, with count, first/last seen and the last hour',
+          requestParams: { path: TenantPath, query: GroupsQuery },
+          responses: { '200': { description: 'the groups; selection is usable as a bulk re-drive selection', ...json(FailureGroupList) }, ...common },
+        },
+      },
+      [`${p}/admin/tenants/{tenantId}/executions/{executionId}/history`]: {
+        get: {
+          summary: "An execution's story from the store: runs, committed attempts, re-drives, envelopes",
+          requestParams: { path: ExecutionPath },
+          responses: { '200': { description: 'the story', ...json(ExecutionStory) }, ...common, ...problems('EXECUTION_NOT_FOUND') },
+        },
+      },
+      [`${p}/admin/tenants/{tenantId}/redrive-jobs`]: {
+        post: {
+          summary: 'Start a bulk re-drive job (dryRun=true: the plan, nothing changes)',
+          description: [
+            'Selects unredriven DLQ envelopes by filter (or lists executions), at most 10,000, and re-drives them through the single',
+            "re-drive's admission at ratePerSecond with at most batchSize runs in flight, each with the version read at selection;",
+            "refused items are skipped with the re-drive's code. REMOTE_OUTCOME_UNKNOWN executions are never selected. canary and",
+            'haltOn pause the job when re-driven items fail again.',
+          ].join(' '),
+          requestParams: { path: TenantPath, query: RedriveQuery },
+          requestBody: json(RedriveJobRequest),
+          responses: {
+            '202': { description: 'the job, started (or pending: the sweeper starts it)', ...json(RedriveJobViewSchema) },
+            '200': { description: 'dryRun=true: matched, wouldAdmit, refused by code, excluded, a sample plan', ...json(RedriveJobDryRunSchema) },
+            ...common,
+            ...bodyErrors,
+            ...problems('SELECTION_EMPTY', 'SELECTION_TOO_LARGE', 'TEMPORAL_UNAVAILABLE'),
+          },
+        },
+        get: {
+          summary: 'List bulk re-drive jobs, newest first',
+          requestParams: { path: TenantPath, query: ListRedriveJobsQuery },
+          responses: {
+            '200': { description: 'a page of jobs', ...json(z.object({ items: z.array(RedriveJobViewSchema), nextCursor: z.string().nullable() })) },
+            ...common,
+          },
+        },
+      },
+      [`${p}/admin/tenants/{tenantId}/redrive-jobs/{jobId}`]: {
+        get: {
+          summary: 'A bulk re-drive job: status, halt reason, counts, rate and ETA',
+          requestParams: { path: JobPath },
+          responses: { '200': { description: 'the job', ...json(RedriveJobViewSchema) }, ...common, ...problems('JOB_NOT_FOUND') },
+        },
+      },
+      ...Object.fromEntries(
+        ['pause', 'resume', 'abort'].map((action) => [
+          `${p}/admin/tenants/{tenantId}/redrive-jobs/{jobId}/${action}`,
+          {
+            post: {
+              summary: `${action[0].toUpperCase()}${action.slice(1)} a bulk re-drive job`,
+              requestParams: { path: JobPath },
+              requestBody: { required: false, ...json(JobControlRequest) },
+              responses: {
+                '200': { description: 'the job after the change (a repeated pause or resume answers it unchanged)', ...json(RedriveJobViewSchema) },
+                ...common,
+                ...bodyErrors,
+                ...problems('JOB_NOT_FOUND', 'JOB_FINISHED'),
+              },
+            },
+          },
+        ]),
+      ),
       '/healthz': {
-        get: { summary: 'Liveness: 200 while the process answers', security: [], responses: { '200': { description: 'alive', ...json(z.object({ status: z.literal('ok') })) } } },
+        get: {
+          summary: 'Liveness: 200 while the process answers',
+          security: [],
+          responses: { '200': { description: 'alive', ...json(z.object({ status: z.literal('ok') })) } },
+        },
       },
       '/readyz': {
         get: {
@@ -175,7 +386,11 @@ export function createOpenApiDocument(prefix: string) {
             post: {
               summary: `Temporal codec server: ${direction} payloads (when pipeline.codec.keys is set; admin token without a tenant allow-list)`,
               requestBody: json(CodecRequest),
-              responses: { '200': { description: `the payloads, ${direction}d in order`, ...json(CodecRequest) }, ...problems('VALIDATION_FAILED', 'INVALID_JSON', 'UNAUTHORIZED', 'FORBIDDEN', 'CODEC_PAYLOAD_UNREADABLE'), ...bodyErrors },
+              responses: {
+                '200': { description: `the payloads, ${direction}d in order`, ...json(CodecRequest) },
+                ...problems('VALIDATION_FAILED', 'INVALID_JSON', 'UNAUTHORIZED', 'FORBIDDEN', 'CODEC_PAYLOAD_UNREADABLE'),
+                ...bodyErrors,
+              },
             },
           },
         ]),

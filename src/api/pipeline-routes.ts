@@ -26,25 +26,31 @@ export function pipelineRoutes(deps: PipelineRoutesDeps) {
     const counts = await deps.definitions.pinnedCounts(tenantId);
     const registered = deps.registry.list();
     const names = [...new Set([...registered.map((pipeline) => pipeline.name), ...counts.map((count) => count.pipeline)])].sort();
-    const items = await Promise.all(names.map(async (name) => {
-      const versions = [...new Set([...registered.filter((p) => p.name === name).map((p) => p.version), ...counts.filter((n) => n.pipeline === name).map((n) => n.version)])].sort((a, b) => a - b);
-      return {
-        pipeline: name,
-        currentVersion: deps.registry.has(name) ? deps.registry.get(name).version : null,
-        versions: await Promise.all(versions.map(async (version) => {
-          const definition = deps.registry.find(name, version);
-          const steps = definition ? definition.steps.map((step) => step.name) : ((await deps.definitions.find(name, version, null))?.steps ?? null);
-          return {
-            version,
-            registered: definition !== undefined,
-            newExecutions: definition ? definition.newExecutions !== false : false,
-            fingerprint: definition?.fingerprint ?? null,
-            steps,
-            unfinished: unfinished(counts.filter((n) => n.pipeline === name && n.version === version)),
-          };
-        })),
-      };
-    }));
+    const items = await Promise.all(
+      names.map(async (name) => {
+        const versions = [
+          ...new Set([...registered.filter((p) => p.name === name).map((p) => p.version), ...counts.filter((n) => n.pipeline === name).map((n) => n.version)]),
+        ].sort((a, b) => a - b);
+        return {
+          pipeline: name,
+          currentVersion: deps.registry.has(name) ? deps.registry.get(name).version : null,
+          versions: await Promise.all(
+            versions.map(async (version) => {
+              const definition = deps.registry.find(name, version);
+              const steps = definition ? definition.steps.map((step) => step.name) : ((await deps.definitions.find(name, version, null))?.steps ?? null);
+              return {
+                version,
+                registered: definition !== undefined,
+                newExecutions: definition ? definition.newExecutions !== false : false,
+                fingerprint: definition?.fingerprint ?? null,
+                steps,
+                unfinished: unfinished(counts.filter((n) => n.pipeline === name && n.version === version)),
+              };
+            }),
+          ),
+        };
+      }),
+    );
     return c.json({ items });
   });
 
@@ -52,6 +58,9 @@ export function pipelineRoutes(deps: PipelineRoutesDeps) {
 }
 
 function unfinished(counts: PinnedCount[]) {
-  const byStatus = Object.fromEntries(UNFINISHED.map((status) => [status, counts.find((n) => n.status === status)?.count ?? 0])) as Record<(typeof UNFINISHED)[number], number>;
+  const byStatus = Object.fromEntries(UNFINISHED.map((status) => [status, counts.find((n) => n.status === status)?.count ?? 0])) as Record<
+    (typeof UNFINISHED)[number],
+    number
+  >;
   return { ...byStatus, total: counts.reduce((sum, n) => sum + n.count, 0) };
 }

@@ -6,10 +6,17 @@ import { problemHandler } from './problem';
 
 function appThrowing(err: unknown) {
   const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } });
+  const sink = new Writable({
+    write(chunk, _e, done) {
+      lines.push(JSON.parse(chunk.toString()));
+      done();
+    },
+  });
   const app = new Hono();
   app.onError(problemHandler(createLog({ destination: sink })));
-  app.get('/x', () => { throw err; });
+  app.get('/x', () => {
+    throw err;
+  });
   return { app, lines };
 }
 

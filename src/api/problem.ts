@@ -8,8 +8,18 @@ import { PipelineError, type ErrorCode } from '../errors';
 import type { Log } from '../log';
 
 const TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 409: 'Conflict',
-  413: 'Content Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Content', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 /** Retry-After of a 503: long enough for a restart of Temporal or Postgres to be noticed. */
@@ -30,7 +40,14 @@ export function sqlStateOf(err: unknown): string | undefined {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
-const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = { 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 404: 'ROUTE_NOT_FOUND', 408: 'REQUEST_TIMEOUT', 413: 'BODY_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE' };
+const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = {
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'ROUTE_NOT_FOUND',
+  408: 'REQUEST_TIMEOUT',
+  413: 'BODY_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
 
 export function problemHandler(log?: Log): ErrorHandler {
   return (err, c) => {
@@ -42,7 +59,13 @@ export function problemHandler(log?: Log): ErrorHandler {
     }
     // A database error says what kind it was (SQLSTATE), never its SQL text or values.
     const sqlState = sqlStateOf(err);
-    log?.error({ event: 'http_unhandled_error', path: c.req.path, method: c.req.method, error: err instanceof Error ? err.name : 'unknown', ...(sqlState ? { sqlState } : {}) });
+    log?.error({
+      event: 'http_unhandled_error',
+      path: c.req.path,
+      method: c.req.method,
+      error: err instanceof Error ? err.name : 'unknown',
+      ...(sqlState ? { sqlState } : {}),
+    });
     // Class 22 (data exception): a value Postgres cannot hold slipped past validation; the statement changed nothing.
     if (sqlState?.startsWith('22')) return problem(c, 400, 'UNSTORABLE_VALUE', 'a value in the request cannot be stored; see the service log');
     return problem(c, 500, 'INTERNAL', 'the request could not be completed; see the service log');

@@ -3,7 +3,9 @@ import { isIsoTimestamp, isRowId, nonIntegerLiteralMembers } from './request';
 
 describe('nonIntegerLiteralMembers', () => {
   it('finds top-level members written with a fraction or exponent, and nothing inside strings or nested values', () => {
-    expect(nonIntegerLiteralMembers('{"expectedVersion": 10.0, "reason": "\\"expectedVersion\\": 1.5", "n": {"expectedVersion": 1.0}, "a": [2.5]}')).toEqual(['expectedVersion']);
+    expect(nonIntegerLiteralMembers('{"expectedVersion": 10.0, "reason": "\\"expectedVersion\\": 1.5", "n": {"expectedVersion": 1.0}, "a": [2.5]}')).toEqual([
+      'expectedVersion',
+    ]);
     expect(nonIntegerLiteralMembers('{"expectedVersion":1e1}')).toEqual(['expectedVersion']);
     expect(nonIntegerLiteralMembers('{"expectedVersion":-10,"x":true}')).toEqual([]);
     expect(nonIntegerLiteralMembers('[1.0]')).toEqual([]);
@@ -13,7 +15,15 @@ describe('nonIntegerLiteralMembers', () => {
 describe('cursor contents', () => {
   it('takes only timestamps in the form the API writes, that Postgres can read', () => {
     expect(isIsoTimestamp('2026-11-22T09:00:00.000Z')).toBe(true);
-    for (const forged of ['2026-02-30T00:00:00.000Z', '2026-02-30', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00.000Z', '2026-01-01T00:00:00Z', 42, null]) {
+    for (const forged of [
+      '2026-02-30T00:00:00.000Z',
+      '2026-02-30',
+      '+275760-09-13T00:00:00.000Z',
+      '0000-01-01T00:00:00.000Z',
+      '2026-01-01T00:00:00Z',
+      42,
+      null,
+    ]) {
       expect(isIsoTimestamp(forged)).toBe(false);
     }
   });

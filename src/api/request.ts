@@ -26,7 +26,7 @@ export function nonIntegerLiteralMembers(text: string): string[] {
   let depth = 0;
   let key: string | null = null;
   let expectKey = false;
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const ch = text[i];
     if (ch === '"') {
       let end = i + 1;
@@ -80,7 +80,10 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S, optio
   }
   const written = options.integerFields?.length ? nonIntegerLiteralMembers(text).filter((name) => options.integerFields!.includes(name)) : [];
   if (written.length > 0) {
-    throw new ValidationError('body does not match the schema', written.map((name) => ({ path: name, code: 'invalid_type', message: 'must be written as an integer (no fraction or exponent, e.g. 10 not 10.0)' })));
+    throw new ValidationError(
+      'body does not match the schema',
+      written.map((name) => ({ path: name, code: 'invalid_type', message: 'must be written as an integer (no fraction or exponent, e.g. 10 not 10.0)' })),
+    );
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ValidationError('body does not match the schema', issuesOf(parsed.error));
@@ -97,9 +100,14 @@ export function pathId(c: Context, name: string): string {
 
 export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
   // `?dryRun=false&dryRun=true` has no single meaning: refuse it rather than pick one.
-  const repeated = Object.entries(c.req.queries()).filter(([, values]) => values.length > 1).map(([name]) => name);
+  const repeated = Object.entries(c.req.queries())
+    .filter(([, values]) => values.length > 1)
+    .map(([name]) => name);
   if (repeated.length > 0) {
-    throw new ValidationError('query string does not match the schema', repeated.map((name) => ({ path: name, code: 'ambiguous', message: 'must be given at most once' })));
+    throw new ValidationError(
+      'query string does not match the schema',
+      repeated.map((name) => ({ path: name, code: 'ambiguous', message: 'must be given at most once' })),
+    );
   }
   const parsed = schema.safeParse(c.req.query());
   if (!parsed.success) throw new ValidationError('query string does not match the schema', issuesOf(parsed.error));
@@ -108,7 +116,12 @@ export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.output<
 
 /** A timestamp as this API writes it (`toISOString()`, years 0001–9999: Postgres has no year 0), so Postgres reads it back. */
 export function isIsoTimestamp(value: unknown): value is string {
-  return typeof value === 'string' && /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) && !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value;
+  return (
+    typeof value === 'string' &&
+    /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) &&
+    !Number.isNaN(Date.parse(value)) &&
+    new Date(value).toISOString() === value
+  );
 }
 
 /** A row id as this API writes it in a cursor: a positive safe integer. */

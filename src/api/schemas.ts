@@ -38,8 +38,13 @@ export const ExecutionRecordView = z
     executionId: z.string(),
     executionKey: z.string().nullable(),
     pipeline: z.string(),
-    pipelineVersion: z.number().int().meta({ description: 'the pipeline definition version the execution is pinned to: every step runs as that version defines it' }),
-    definitionFingerprint: z.string().nullable().meta({ description: "fingerprint of the pinned definition's shape (step names, transports, Command flags, order); null on executions from before versions" }),
+    pipelineVersion: z
+      .number()
+      .int()
+      .meta({ description: 'the pipeline definition version the execution is pinned to: every step runs as that version defines it' }),
+    definitionFingerprint: z.string().nullable().meta({
+      description: "fingerprint of the pinned definition's shape (step names, transports, Command flags, order); null on executions from before versions",
+    }),
     workflowId: z.string().meta({ description: 'Temporal workflowId: pipeline/{tenantId}/{executionId}' }),
     status: ExecutionStatusSchema,
     version: z.number().int().meta({ description: 'bumped exactly once per committed state transition; send it back as expectedVersion' }),
@@ -60,7 +65,9 @@ export const ExecutionRecordView = z
     updatedAt: Timestamp,
     segmentInputBytes: z.number().int().meta({ description: 'size of the persisted segment input, which is never returned' }),
     remoteCall: RemoteCallSchema.nullable().meta({ description: 'the remote call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN' }),
-    disposition: DispositionEvidenceSchema.optional().meta({ description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker' }),
+    disposition: DispositionEvidenceSchema.optional().meta({
+      description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker',
+    }),
   })
   .meta({ id: 'ExecutionRecord' });
 
@@ -78,7 +85,10 @@ export const ExistingExecutionResponse = z
     existing: z.literal(true),
     dispatch: z.literal('existing'),
   })
-  .meta({ id: 'ExistingExecution', description: 'what a submit token is told of an execution its executionKey names already; an admin token gets the StartExecutionResponse' });
+  .meta({
+    id: 'ExistingExecution',
+    description: 'what a submit token is told of an execution its executionKey names already; an admin token gets the StartExecutionResponse',
+  });
 
 export const ExecutionList = z.object({ items: z.array(ExecutionRecordView), nextCursor: z.string().nullable() }).meta({ id: 'ExecutionList' });
 
@@ -104,12 +114,14 @@ export const DlqEnvelopeSchema = DlqEnvelope;
 
 export const DlqList = z
   .object({
-    items: z.array(z.object({
-      id: z.number().int(),
-      recordVersion: z.number().int(),
-      redriven: z.boolean().meta({ description: "the execution's version has moved past the envelope's (re-driven since)" }),
-      envelope: DlqEnvelopeSchema,
-    })),
+    items: z.array(
+      z.object({
+        id: z.number().int(),
+        recordVersion: z.number().int(),
+        redriven: z.boolean().meta({ description: "the execution's version has moved past the envelope's (re-driven since)" }),
+        envelope: DlqEnvelopeSchema,
+      }),
+    ),
     nextCursor: z.string().nullable(),
   })
   .meta({ id: 'DlqList' });
@@ -120,15 +132,27 @@ const StepList = z.object({ version: z.number().int(), steps: z.array(z.string()
 /** PIPELINE_DEFINITION_CHANGED: how the pinned version and the current one differ. */
 const DefinitionChangedFields = {
   pinnedVersion: z.number().int().optional().meta({ description: 'PIPELINE_DEFINITION_CHANGED: the version the execution is pinned to' }),
-  currentVersion: z.number().int().nullable().optional().meta({ description: 'VERSION_MISMATCH: the stored record version; PIPELINE_DEFINITION_CHANGED: the pipeline version new executions use' }),
+  currentVersion: z
+    .number()
+    .int()
+    .nullable()
+    .optional()
+    .meta({ description: 'VERSION_MISMATCH: the stored record version; PIPELINE_DEFINITION_CHANGED: the pipeline version new executions use' }),
   resumeStep: z.string().nullable().optional().meta({ description: 'PIPELINE_DEFINITION_CHANGED: the name of the step the execution would resume' }),
-  diff: z.object({
-    from: StepList,
-    to: StepList,
-    appeared: z.array(z.string()),
-    vanished: z.array(z.string()),
-    moved: z.array(z.object({ step: z.string(), fromIndex: z.number().int(), toIndex: z.number().int() })),
-  }).nullable().optional().meta({ description: 'PIPELINE_DEFINITION_CHANGED: steps that appeared, vanished or moved between the pinned and the current version (null when the pinned shape is unknown)' }),
+  diff: z
+    .object({
+      from: StepList,
+      to: StepList,
+      appeared: z.array(z.string()),
+      vanished: z.array(z.string()),
+      moved: z.array(z.object({ step: z.string(), fromIndex: z.number().int(), toIndex: z.number().int() })),
+    })
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        'PIPELINE_DEFINITION_CHANGED: steps that appeared, vanished or moved between the pinned and the current version (null when the pinned shape is unknown)',
+    }),
 };
 
 export const RedrivePreviewSchema = z
@@ -148,7 +172,10 @@ export const RedrivePreviewSchema = z
       fromPipelineVersion: z.number().int().meta({ description: 'the definition version the execution is pinned to now' }),
     }),
     z.object({
-      admitted: z.literal(false), status: z.number().int(), code: z.string(), detail: z.string(),
+      admitted: z.literal(false),
+      status: z.number().int(),
+      code: z.string(),
+      detail: z.string(),
       evidence: DispositionEvidenceSchema.optional().meta({ description: 'DISPOSITION_CONTRADICTED / DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker said' }),
       ...DefinitionChangedFields,
     }),
@@ -162,12 +189,17 @@ export const ProblemSchema = z
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
-    code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).meta({ description: 'stable machine code; the error table of docs/api.md says what each means' }),
+    code: z
+      .enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]])
+      .meta({ description: 'stable machine code; the error table of docs/api.md says what each means' }),
     issues: z.array(z.object({ path: z.string(), code: z.string(), message: z.string() })).optional(),
     // The extra fields some codes carry (the document forbade them before, and clients that validate failed on them).
     parameter: z.string().optional().meta({ description: 'INVALID_ID: the path parameter that is not a valid id' }),
-    effectStatus: EffectStatusSchema.optional().meta({ description: 'COMMAND_EFFECT_NOT_REDISPATCHABLE: the retained effect\'s status' }),
-    evidence: z.record(z.string(), z.unknown()).optional().meta({ description: "DISPOSITION_CONTRADICTED, DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker's lookup said" }),
+    effectStatus: EffectStatusSchema.optional().meta({ description: "COMMAND_EFFECT_NOT_REDISPATCHABLE: the retained effect's status" }),
+    evidence: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .meta({ description: "DISPOSITION_CONTRADICTED, DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker's lookup said" }),
     checks: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: each readiness check, up or down' }),
     errors: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: why each down check is down' }),
   })
@@ -177,18 +209,20 @@ export { PublishOutcome as PublishOutcomeSchema } from '../service/checkpoints';
 
 export const RejectList = z
   .object({
-    items: z.array(z.object({
-      id: z.number().int(),
-      tenantId: z.string(),
-      executionId: z.string(),
-      transitionKey: z.string(),
-      step: z.string(),
-      itemKey: z.string().nullable(),
-      errorCode: z.string(),
-      reason: z.string(),
-      fingerprint: z.string(),
-      createdAtEpochMs: z.number().int(),
-    })),
+    items: z.array(
+      z.object({
+        id: z.number().int(),
+        tenantId: z.string(),
+        executionId: z.string(),
+        transitionKey: z.string(),
+        step: z.string(),
+        itemKey: z.string().nullable(),
+        errorCode: z.string(),
+        reason: z.string(),
+        fingerprint: z.string(),
+        createdAtEpochMs: z.number().int(),
+      }),
+    ),
     nextCursor: z.string().nullable(),
   })
   .meta({ id: 'RejectList' });
@@ -208,19 +242,29 @@ export const TriageSchema = z
 
 export const PipelineList = z
   .object({
-    items: z.array(z.object({
-      pipeline: z.string(),
-      currentVersion: z.number().int().nullable().meta({ description: 'the version new executions use; null when none is registered' }),
-      versions: z.array(z.object({
-        version: z.number().int(),
-        registered: z.boolean(),
-        newExecutions: z.boolean().meta({ description: 'false: registered only for the executions pinned to it' }),
-        fingerprint: z.string().nullable(),
-        steps: z.array(z.string()).nullable().meta({ description: 'step names in order; null when this service never saw the shape' }),
-        unfinished: z.object({
-          QUEUED: z.number().int(), RUNNING: z.number().int(), FAILED: z.number().int(), REMOTE_OUTCOME_UNKNOWN: z.number().int(), total: z.number().int(),
-        }).meta({ description: "this tenant's executions pinned to the version that still need it" }),
-      })),
-    })),
+    items: z.array(
+      z.object({
+        pipeline: z.string(),
+        currentVersion: z.number().int().nullable().meta({ description: 'the version new executions use; null when none is registered' }),
+        versions: z.array(
+          z.object({
+            version: z.number().int(),
+            registered: z.boolean(),
+            newExecutions: z.boolean().meta({ description: 'false: registered only for the executions pinned to it' }),
+            fingerprint: z.string().nullable(),
+            steps: z.array(z.string()).nullable().meta({ description: 'step names in order; null when this service never saw the shape' }),
+            unfinished: z
+              .object({
+                QUEUED: z.number().int(),
+                RUNNING: z.number().int(),
+                FAILED: z.number().int(),
+                REMOTE_OUTCOME_UNKNOWN: z.number().int(),
+                total: z.number().int(),
+              })
+              .meta({ description: "this tenant's executions pinned to the version that still need it" }),
+          }),
+        ),
+      }),
+    ),
   })
   .meta({ id: 'PipelineList' });

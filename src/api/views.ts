@@ -20,5 +20,12 @@ export function effectView(effect: CommandEffect) {
  * exists and under which id, nothing of its state (status, errors, runId are /admin's).
  */
 export function existingExecutionView(record: ExecutionRecord) {
-  return { tenantId: record.tenantId, executionId: record.executionId, executionKey: record.executionKey, pipeline: record.pipeline, existing: true as const, dispatch: 'existing' as const };
+  return {
+    tenantId: record.tenantId,
+    executionId: record.executionId,
+    executionKey: record.executionKey,
+    pipeline: record.pipeline,
+    existing: true as const,
+    dispatch: 'existing' as const,
+  };
 }

@@ -22,28 +22,53 @@ describe('loadConfig', () => {
 
   it('reads environment variables by key name and accepts every duration form', () => {
     expect(envName('pipeline.orchestrator.worker.rest.request-timeout')).toBe('PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT');
-    for (const [text, ms] of [['30s', 30_000], ['1500ms', 1500], ['PT30S', 30_000]] as const) {
+    for (const [text, ms] of [
+      ['30s', 30_000],
+      ['1500ms', 1500],
+      ['PT30S', 30_000],
+    ] as const) {
       expect(loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: text })['pipeline.orchestrator.worker.rest.request-timeout']).toBe(ms);
     }
-    expect(loadConfig({ PIPELINE_DEFAULTS_RETRY_LIMIT: '0', PIPELINE_DEFAULTS_JITTER: 'false' })).toMatchObject({ 'pipeline.defaults.retry-limit': 0, 'pipeline.defaults.jitter': false });
+    expect(loadConfig({ PIPELINE_DEFAULTS_RETRY_LIMIT: '0', PIPELINE_DEFAULTS_JITTER: 'false' })).toMatchObject({
+      'pipeline.defaults.retry-limit': 0,
+      'pipeline.defaults.jitter': false,
+    });
   });
 
   it('names the key of a bad duration', () => {
-    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: 'soon' })).toThrow(/pipeline\.orchestrator\.worker\.rest\.request-timeout must be a duration/);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: 'soon' })).toThrow(
+      /pipeline\.orchestrator\.worker\.rest\.request-timeout must be a duration/,
+    );
   });
 
   it('names the key of an unknown DLQ provider and lists the known ones', () => {
     expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(ConfigError);
-    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(/pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"; expected one of postgres, sqs, rabbitmq/);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(
+      /pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"; expected one of postgres, sqs, rabbitmq/,
+    );
   });
 
   it('accepts the sqs and rabbitmq providers with their URLs, and names the problem with a bad one', () => {
-    expect(loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs', PIPELINE_ORCHESTRATOR_DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/dlq.fifo' })['pipeline.orchestrator.dlq-provider']).toBe('sqs');
-    expect(loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'amqp://guest:guest@localhost:5672/%2F?queue=dlq' })['pipeline.orchestrator.dlq-provider']).toBe('rabbitmq');
+    expect(
+      loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs', PIPELINE_ORCHESTRATOR_DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/dlq.fifo' })[
+        'pipeline.orchestrator.dlq-provider'
+      ],
+    ).toBe('sqs');
+    expect(
+      loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'amqp://guest:guest@localhost:5672/%2F?queue=dlq' })[
+        'pipeline.orchestrator.dlq-provider'
+      ],
+    ).toBe('rabbitmq');
     expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs' })).toThrow(/pipeline\.orchestrator\.dlq-url is required for provider sqs/);
-    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs', PIPELINE_ORCHESTRATOR_DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123/dlq' })).toThrow(/FIFO queue URL/);
-    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'http://localhost:5672' })).toThrow(/amqp:\/\/ or amqps:\/\//);
-    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'amqp://h/?queue=bad name' })).toThrow(/queue "bad name"/);
+    expect(() =>
+      loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'sqs', PIPELINE_ORCHESTRATOR_DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123/dlq' }),
+    ).toThrow(/FIFO queue URL/);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'http://localhost:5672' })).toThrow(
+      /amqp:\/\/ or amqps:\/\//,
+    );
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'rabbitmq', PIPELINE_ORCHESTRATOR_DLQ_URL: 'amqp://h/?queue=bad name' })).toThrow(
+      /queue "bad name"/,
+    );
   });
 
   it('rejects a DLQ URL that is not a URL, or of the wrong kind', () => {
@@ -65,7 +90,10 @@ describe('loadConfig', () => {
 
   it('reads the role and the shutdown grace period, and names the key of a bad role', () => {
     expect(loadConfig({})).toMatchObject({ 'pipeline.role': 'all', 'pipeline.shutdown.grace-period': 30_000, 'pipeline.temporal.call-timeout': 5000 });
-    expect(loadConfig({ PIPELINE_ROLE: 'worker', PIPELINE_SHUTDOWN_GRACE_PERIOD: '10s' })).toMatchObject({ 'pipeline.role': 'worker', 'pipeline.shutdown.grace-period': 10_000 });
+    expect(loadConfig({ PIPELINE_ROLE: 'worker', PIPELINE_SHUTDOWN_GRACE_PERIOD: '10s' })).toMatchObject({
+      'pipeline.role': 'worker',
+      'pipeline.shutdown.grace-period': 10_000,
+    });
     expect(() => loadConfig({ PIPELINE_ROLE: 'scheduler' })).toThrow(/pipeline\.role must be one of all, api, worker/);
   });
 
@@ -73,30 +101,70 @@ describe('loadConfig', () => {
     const dir = mkdtempSync(join(tmpdir(), 'envconfig-'));
     const file = join(dir, 'temporal.toml');
     writeFileSync(file, '[profile.default]\naddress = "profile-host:7233"\nnamespace = "from-profile"\n\n[profile.other]\naddress = "other:7233"\n');
-    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file })).toMatchObject({ 'pipeline.temporal.address': 'profile-host:7233', 'pipeline.temporal.namespace': 'from-profile' });
-    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'other' })).toMatchObject({ 'pipeline.temporal.address': 'other:7233', 'pipeline.temporal.namespace': 'default' });
-    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_ADDRESS: 'env:7233', PIPELINE_TEMPORAL_NAMESPACE: 'mine' })).toMatchObject({ 'pipeline.temporal.address': 'env:7233', 'pipeline.temporal.namespace': 'mine' });
-    expect(() => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'missing' })).toThrow(/TEMPORAL_CONFIG_FILE \/ TEMPORAL_PROFILE: .*Profile 'missing' not found/);
+    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file })).toMatchObject({
+      'pipeline.temporal.address': 'profile-host:7233',
+      'pipeline.temporal.namespace': 'from-profile',
+    });
+    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'other' })).toMatchObject({
+      'pipeline.temporal.address': 'other:7233',
+      'pipeline.temporal.namespace': 'default',
+    });
+    expect(loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_ADDRESS: 'env:7233', PIPELINE_TEMPORAL_NAMESPACE: 'mine' })).toMatchObject({
+      'pipeline.temporal.address': 'env:7233',
+      'pipeline.temporal.namespace': 'mine',
+    });
+    expect(() => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'missing' })).toThrow(
+      /TEMPORAL_CONFIG_FILE \/ TEMPORAL_PROFILE: .*Profile 'missing' not found/,
+    );
   });
 
   it('reads retention keys, and refuses an audit shorter than the DLQ or dedupe rows shorter than a redelivery can arrive', () => {
     expect(loadConfig({ PIPELINE_RETENTION_REJECTS: '3d' })['pipeline.retention.rejects']).toBe(3 * 86_400_000);
     expect(() => loadConfig({ PIPELINE_RETENTION_DLQ: '400d' })).toThrow(/pipeline\.retention\.redrive-audit must be at least pipeline\.retention\.dlq/);
     expect(() => loadConfig({ PIPELINE_RETENTION_DEDUPE: '10m' })).toThrow(/pipeline\.retention\.dedupe must be at least 5440 s/);
-    expect(loadConfig({ PIPELINE_RETENTION_DEDUPE: '10m', PIPELINE_DEFAULTS_RETRY_LIMIT: '0', PIPELINE_ORCHESTRATOR_WORKER_STEP_TIMEOUT: '5s', PIPELINE_DEFAULTS_MAX_BACKOFF: '1000' })['pipeline.retention.dedupe']).toBe(600_000);
+    expect(
+      loadConfig({
+        PIPELINE_RETENTION_DEDUPE: '10m',
+        PIPELINE_DEFAULTS_RETRY_LIMIT: '0',
+        PIPELINE_ORCHESTRATOR_WORKER_STEP_TIMEOUT: '5s',
+        PIPELINE_DEFAULTS_MAX_BACKOFF: '1000',
+      })['pipeline.retention.dedupe'],
+    ).toBe(600_000);
   });
 
   it('reads payload codec keys and the tracing endpoint, naming the key of a bad value', () => {
     const key = Buffer.alloc(32, 7).toString('base64');
-    expect(loadConfig({ PIPELINE_CODEC_KEYS: JSON.stringify([{ id: 'k2', key }, { id: 'k1', key }]), PIPELINE_CODEC_CORS_ORIGINS: 'http://localhost:8233, https://ui.example' })).toMatchObject({
-      'pipeline.codec.keys': [{ id: 'k2', key }, { id: 'k1', key }],
+    expect(
+      loadConfig({
+        PIPELINE_CODEC_KEYS: JSON.stringify([
+          { id: 'k2', key },
+          { id: 'k1', key },
+        ]),
+        PIPELINE_CODEC_CORS_ORIGINS: 'http://localhost:8233, https://ui.example',
+      }),
+    ).toMatchObject({
+      'pipeline.codec.keys': [
+        { id: 'k2', key },
+        { id: 'k1', key },
+      ],
       'pipeline.codec.cors-origins': ['http://localhost:8233', 'https://ui.example'],
     });
     expect(loadConfig({})['pipeline.codec.keys']).toEqual([]);
-    expect(() => loadConfig({ PIPELINE_CODEC_KEYS: JSON.stringify([{ id: 'k1', key: 'c2hvcnQ=' }]) })).toThrow(/pipeline\.codec\.keys must be .*key must be 32 bytes in base64/);
-    expect(() => loadConfig({ PIPELINE_CODEC_KEYS: JSON.stringify([{ id: 'k1', key }, { id: 'k1', key }]) })).toThrow(/pipeline\.codec\.keys .*key ids must be unique/);
+    expect(() => loadConfig({ PIPELINE_CODEC_KEYS: JSON.stringify([{ id: 'k1', key: 'c2hvcnQ=' }]) })).toThrow(
+      /pipeline\.codec\.keys must be .*key must be 32 bytes in base64/,
+    );
+    expect(() =>
+      loadConfig({
+        PIPELINE_CODEC_KEYS: JSON.stringify([
+          { id: 'k1', key },
+          { id: 'k1', key },
+        ]),
+      }),
+    ).toThrow(/pipeline\.codec\.keys .*key ids must be unique/);
     expect(() => loadConfig({ PIPELINE_CODEC_KEYS: 'not json' })).toThrow(/pipeline\.codec\.keys must be a JSON array/);
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' })['pipeline.tracing.otlp-endpoint']).toBe('http://collector:4318/v1/traces');
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' })['pipeline.tracing.otlp-endpoint']).toBe(
+      'http://collector:4318/v1/traces',
+    );
     expect(() => loadConfig({ PIPELINE_TRACING_OTLP_ENDPOINT: 'collector' })).toThrow(/pipeline\.tracing\.otlp-endpoint: must be a URL/);
   });
 });

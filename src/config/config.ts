@@ -26,7 +26,10 @@ const duration = (key: string) =>
 
 const DAY = 86_400_000;
 
-const intFromString = z.union([z.number(), z.string().regex(/^-?\d+$/, 'must be a whole number')]).transform(Number).pipe(z.number().int('must be a whole number'));
+const intFromString = z
+  .union([z.number(), z.string().regex(/^-?\d+$/, 'must be a whole number')])
+  .transform(Number)
+  .pipe(z.number().int('must be a whole number'));
 const boolFromString = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
 
 export const DLQ_PROVIDERS = ['postgres', 'sqs', 'rabbitmq'] as const;
@@ -58,7 +61,9 @@ export type CodecKey = z.infer<typeof CodecKey>;
 /** The schema, with defaults. Keys are the spec's flat dotted names. */
 export const ConfigSchema = z.object({
   /** Orchestration mode; only `QUEUE_ASYNC` (background execution) is implemented. */
-  'pipeline.orchestrator.mode': z.literal('QUEUE_ASYNC', { message: 'pipeline.orchestrator.mode must be QUEUE_ASYNC (the only mode this service runs)' }).default('QUEUE_ASYNC'),
+  'pipeline.orchestrator.mode': z
+    .literal('QUEUE_ASYNC', { message: 'pipeline.orchestrator.mode must be QUEUE_ASYNC (the only mode this service runs)' })
+    .default('QUEUE_ASYNC'),
   /** Kind of queue used as the Execution DLQ: postgres (default), sqs, rabbitmq. */
   'pipeline.orchestrator.dlq-provider': z.string().default('postgres'),
   /** Address of the DLQ. postgres: omitted, or a postgres:// URL of the store database; sqs: the FIFO queue URL; rabbitmq: amqp://…?queue=name. */
@@ -80,30 +85,51 @@ export const ConfigSchema = z.object({
   /** Equal jitter on retry delays. Default true. */
   'pipeline.defaults.jitter': boolFromString.default(true),
   /** Fixed first path segment of the HTTP API. Default `pipeline`. */
-  'pipeline.admin.prefix': z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be one path segment of [A-Za-z0-9_-]').default('pipeline'),
+  'pipeline.admin.prefix': z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be one path segment of [A-Za-z0-9_-]')
+    .default('pipeline'),
   /** Bearer tokens as a JSON array of { sha256, role, tenants?, name? }. */
-  'pipeline.auth.tokens': z.union([z.string(), z.array(z.unknown())]).transform((value, ctx) => {
-    try {
-      return z.array(TokenConfig).parse(typeof value === 'string' ? JSON.parse(value) : value);
-    } catch (err) {
-      ctx.addIssue({ code: 'custom', message: `pipeline.auth.tokens must be a JSON array of { sha256, role, tenants? } (${err instanceof Error ? err.message.split('\n')[0] : 'invalid'})` });
-      return z.NEVER;
-    }
-  }).default([]),
+  'pipeline.auth.tokens': z
+    .union([z.string(), z.array(z.unknown())])
+    .transform((value, ctx) => {
+      try {
+        return z.array(TokenConfig).parse(typeof value === 'string' ? JSON.parse(value) : value);
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `pipeline.auth.tokens must be a JSON array of { sha256, role, tenants? } (${err instanceof Error ? err.message.split('\n')[0] : 'invalid'})`,
+        });
+        return z.NEVER;
+      }
+    })
+    .default([]),
   /** Payload encryption keys as a JSON array of { id, key (32 bytes base64) }; the first encrypts, all decrypt. Absent = payloads in clear. */
-  'pipeline.codec.keys': z.union([z.string(), z.array(z.unknown())]).transform((value, ctx) => {
-    try {
-      const keys = z.array(CodecKey).parse(typeof value === 'string' ? JSON.parse(value) : value);
-      if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new Error('key ids must be unique');
-      return keys;
-    } catch (err) {
-      const detail = err instanceof z.ZodError ? err.issues.map((issue) => issue.message).join('; ') : err instanceof Error ? err.message.split('\n')[0] : 'invalid';
-      ctx.addIssue({ code: 'custom', message: `pipeline.codec.keys must be a JSON array of { "id", "key": 32 bytes base64 } (${detail})` });
-      return z.NEVER;
-    }
-  }).default([]),
+  'pipeline.codec.keys': z
+    .union([z.string(), z.array(z.unknown())])
+    .transform((value, ctx) => {
+      try {
+        const keys = z.array(CodecKey).parse(typeof value === 'string' ? JSON.parse(value) : value);
+        if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new Error('key ids must be unique');
+        return keys;
+      } catch (err) {
+        const detail =
+          err instanceof z.ZodError ? err.issues.map((issue) => issue.message).join('; ') : err instanceof Error ? err.message.split('\n')[0] : 'invalid';
+        ctx.addIssue({ code: 'custom', message: `pipeline.codec.keys must be a JSON array of { "id", "key": 32 bytes base64 } (${detail})` });
+        return z.NEVER;
+      }
+    })
+    .default([]),
   /** Origins allowed to call the codec endpoint from a browser (the Temporal UI), comma-separated. */
-  'pipeline.codec.cors-origins': z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
+  'pipeline.codec.cors-origins': z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    ),
   /** OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces. Absent = tracing off. */
   'pipeline.tracing.otlp-endpoint': z.string().url('must be a URL such as http://collector:4318/v1/traces').optional(),
   /** What this process runs: all (default), api, worker. */
@@ -113,11 +139,17 @@ export const ConfigSchema = z.object({
   /** HTTP port of the API. Default 8080. */
   'pipeline.server.port': intFromString.pipe(z.number().min(0).max(65535)).default(8080),
   /** Interface the HTTP API listens on. Default 127.0.0.1 (this machine only); docker-compose sets 0.0.0.0. */
-  'pipeline.server.host': z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|[0-9A-Fa-f:.]{2,45})$/, 'must be a host name or an IP address, e.g. 127.0.0.1 or 0.0.0.0').default('127.0.0.1'),
+  'pipeline.server.host': z
+    .string()
+    .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|[0-9A-Fa-f:.]{2,45})$/, 'must be a host name or an IP address, e.g. 127.0.0.1 or 0.0.0.0')
+    .default('127.0.0.1'),
   /** How long a request body may take to arrive in full; past it the answer is 408. Default 10s. */
   'pipeline.server.body-read-timeout': duration('pipeline.server.body-read-timeout').pipe(z.number().min(1, 'must be positive')).default(10_000),
   /** hex SHA-256 of a bearer token that GET /metrics then requires; absent = /metrics is open (bind it to a private interface). */
-  'pipeline.metrics.token-sha256': z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be a hex SHA-256 (printf %s "$TOKEN" | sha256sum)').optional(),
+  'pipeline.metrics.token-sha256': z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be a hex SHA-256 (printf %s "$TOKEN" | sha256sum)')
+    .optional(),
   /** Postgres URL of the store. Absent = embedded PGlite under the data dir. TLS through the URL's `sslmode`. */
   'pipeline.store.url': z.string().optional(),
   /** PEM file of the CA that signed the Postgres server's certificate (verification on). */
@@ -253,7 +285,9 @@ function checkRetention(config: Config): Config {
   }
   const horizon = redeliveryHorizonMs(config);
   if (config['pipeline.retention.dedupe'] < horizon) {
-    throw new ConfigError(`pipeline.retention.dedupe must be at least ${Math.ceil(horizon / 1000)} s: a redelivery of a transition can still arrive that long after its first delivery (retry-limit, step and request timeouts, max-backoff)`);
+    throw new ConfigError(
+      `pipeline.retention.dedupe must be at least ${Math.ceil(horizon / 1000)} s: a redelivery of a transition can still arrive that long after its first delivery (retry-limit, step and request timeouts, max-backoff)`,
+    );
   }
   return config;
 }
@@ -275,14 +309,18 @@ function checkDlq(config: Config): Config {
     try {
       parsed = new URL(url);
     } catch {
-      throw new ConfigError(`pipeline.orchestrator.dlq-url: "${url}" is not a URL; the postgres provider expects postgres://host/database (or leave it unset to use the store database)`);
+      throw new ConfigError(
+        `pipeline.orchestrator.dlq-url: "${url}" is not a URL; the postgres provider expects postgres://host/database (or leave it unset to use the store database)`,
+      );
     }
     if (!['postgres:', 'postgresql:'].includes(parsed.protocol)) {
       throw new ConfigError(`pipeline.orchestrator.dlq-url: provider "postgres" needs a postgres:// URL, got ${parsed.protocol}//…`);
     }
     const store = config['pipeline.store.url'];
     if (store && sameDatabase(store, parsed) === false) {
-      throw new ConfigError('pipeline.orchestrator.dlq-url: the postgres DLQ must live in the store database (the envelope commits in the same transaction as the FAILED record)');
+      throw new ConfigError(
+        'pipeline.orchestrator.dlq-url: the postgres DLQ must live in the store database (the envelope commits in the same transaction as the FAILED record)',
+      );
     }
   }
   return config;

@@ -76,7 +76,12 @@ export class RabbitMqDlq implements DlqProvider {
           channel.sendToQueue(
             this.queue,
             Buffer.from(JSON.stringify(envelope)),
-            { persistent: true, contentType: 'application/json', messageId: dedupeId, headers: { terminalReason: envelope.terminalReason, errorCode: envelope.errorCode } },
+            {
+              persistent: true,
+              contentType: 'application/json',
+              messageId: dedupeId,
+              headers: { terminalReason: envelope.terminalReason, errorCode: envelope.errorCode },
+            },
             (err) => (err ? reject(err) : resolve()),
           );
         }),

@@ -44,7 +44,13 @@ export class DlqRelay {
         published++;
       } catch (err) {
         const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'publish failed';
-        this.log.warn({ event: 'execution_dlq_publish_failed', provider: this.provider.name, tenantId: row.tenantId, transitionKey: row.transitionKey, error: message });
+        this.log.warn({
+          event: 'execution_dlq_publish_failed',
+          provider: this.provider.name,
+          tenantId: row.tenantId,
+          transitionKey: row.transitionKey,
+          error: message,
+        });
         await this.dlq.deferPublish(row.id, message, REPUBLISH_AFTER_MS).catch(() => undefined);
       }
     }

@@ -24,20 +24,24 @@ export class SqsDlq implements DlqProvider {
   }
 
   async publish(envelope: DlqEnvelope, dedupeId: string): Promise<void> {
-    await this.client.send(new SendMessageCommand({
-      QueueUrl: this.queueUrl,
-      MessageBody: JSON.stringify(envelope),
-      MessageGroupId: envelope.tenantId,
-      MessageDeduplicationId: dedupeId,
-      MessageAttributes: {
-        terminalReason: { DataType: 'String', StringValue: envelope.terminalReason },
-        errorCode: { DataType: 'String', StringValue: envelope.errorCode },
-      },
-    }));
+    await this.client.send(
+      new SendMessageCommand({
+        QueueUrl: this.queueUrl,
+        MessageBody: JSON.stringify(envelope),
+        MessageGroupId: envelope.tenantId,
+        MessageDeduplicationId: dedupeId,
+        MessageAttributes: {
+          terminalReason: { DataType: 'String', StringValue: envelope.terminalReason },
+          errorCode: { DataType: 'String', StringValue: envelope.errorCode },
+        },
+      }),
+    );
   }
 
   async backlog(): Promise<number> {
-    const result = await this.client.send(new GetQueueAttributesCommand({ QueueUrl: this.queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+    const result = await this.client.send(
+      new GetQueueAttributesCommand({ QueueUrl: this.queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+    );
     return Number(result.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(result.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
   }
 

@@ -175,14 +175,18 @@ export function definitionShape(steps: readonly Pick<StepDefinition, 'name' | 't
 }
 
 export function definitionFingerprint(steps: readonly Pick<StepDefinition, 'name' | 'transport' | 'command'>[]): string {
-  return createHash('sha256').update(JSON.stringify(definitionShape(steps))).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify(definitionShape(steps)))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** Checks a pipeline when it is declared, so a mistake fails at start-up and not mid-run. */
 export function definePipeline(definition: PipelineDefinition): VersionedPipeline {
   if (!NAME.test(definition.name)) throw new TypeError(`pipeline name "${definition.name}" must match ${NAME}`);
   const version = definition.version ?? 1;
-  if (!Number.isSafeInteger(version) || version < 1) throw new TypeError(`pipeline "${definition.name}": version ${String(definition.version)} must be a positive integer`);
+  if (!Number.isSafeInteger(version) || version < 1)
+    throw new TypeError(`pipeline "${definition.name}": version ${String(definition.version)} must be a positive integer`);
   if (definition.steps.length === 0) throw new TypeError(`pipeline "${definition.name}" has no steps`);
   const seen = new Set<string>();
   for (const step of definition.steps) {

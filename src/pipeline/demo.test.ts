@@ -11,7 +11,7 @@ describe('demo input validation', () => {
     expect((error as Error).message).not.toContain('SECRET');
   });
 
-  it('keeps the demo\'s own field names and array indexes', () => {
+  it("keeps the demo's own field names and array indexes", () => {
     expect(inputPosition(['sleepMs', 'my-step'], { sleepMs: { 'my-step': -1 } })).toBe('sleepMs.#0');
     expect(inputPosition(['trail', 2], { trail: ['a', 'b', 3] })).toBe('trail.2');
     expect(inputPosition([], 'x')).toBe('(root)');

@@ -21,22 +21,39 @@
 import { z } from 'zod';
 import { definePipeline, functionStep, grpcStep, localStep, NonRetryableException, restStep } from './define';
 
-const DemoInput = z.object({
-  fail: z.record(z.string(), z.object({
-    mode: z.enum(['retryable', 'non_retryable']),
-    times: z.number().int().min(0).optional(),
-    code: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/).optional(),
-  })).optional(),
-  sleepMs: z.record(z.string(), z.number().int().min(0).max(600_000)).optional(),
-  trail: z.array(z.string()).optional(),
-}).passthrough();
+const DemoInput = z
+  .object({
+    fail: z
+      .record(
+        z.string(),
+        z.object({
+          mode: z.enum(['retryable', 'non_retryable']),
+          times: z.number().int().min(0).optional(),
+          code: z
+            .string()
+            .regex(/^[A-Z][A-Z0-9_]{0,63}$/)
+            .optional(),
+        }),
+      )
+      .optional(),
+    sleepMs: z.record(z.string(), z.number().int().min(0).max(600_000)).optional(),
+    trail: z.array(z.string()).optional(),
+  })
+  .passthrough();
 type DemoInput = z.infer<typeof DemoInput>;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }
 
@@ -62,7 +79,8 @@ export function inputPosition(path: readonly PropertyKey[], raw: unknown): strin
 /** What every demo step does, local or remote: sleep and fail as the input asks, then pass the input along. */
 export async function demoBehaviour(raw: unknown, step: { name: string; attempt: number; signal?: AbortSignal; remote?: boolean }) {
   const parsed = DemoInput.safeParse(raw ?? {});
-  if (!parsed.success) throw new NonRetryableException(`demo input is invalid at ${inputPosition(parsed.error.issues[0]?.path ?? [], raw)}`, 'DEMO_INPUT_INVALID');
+  if (!parsed.success)
+    throw new NonRetryableException(`demo input is invalid at ${inputPosition(parsed.error.issues[0]?.path ?? [], raw)}`, 'DEMO_INPUT_INVALID');
   const input: DemoInput = parsed.data;
   const pause = input.sleepMs?.[step.name];
   if (pause && (!step.remote || step.attempt === 1)) await sleep(pause, step.signal);

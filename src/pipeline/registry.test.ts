@@ -6,7 +6,11 @@ import { diffDefinitions, PipelineRegistry } from './registry';
 const config = loadConfig({}, { 'pipeline.auth.tokens': [] });
 const op = () => null;
 const v1 = definePipeline({ name: 'orders', steps: [localStep('a', op), localStep('b', op), localStep('c', op, { command: true })] });
-const v2 = definePipeline({ name: 'orders', version: 2, steps: [localStep('a', op), localStep('b', op), localStep('check', op), localStep('c', op, { command: true })] });
+const v2 = definePipeline({
+  name: 'orders',
+  version: 2,
+  steps: [localStep('a', op), localStep('b', op), localStep('check', op), localStep('c', op, { command: true })],
+});
 
 describe('definePipeline versions', () => {
   it('defaults to version 1 and derives a fingerprint from names, transports, Command flags and order', () => {

@@ -94,7 +94,11 @@ export class PipelineRegistry {
     }
     const registered = this.versions(name);
     if (registered.length === 0 || registered[registered.length - 1] < version) {
-      return { found: false, gone: false, reason: `pipeline "${name}" version ${version} is not registered on this worker yet (registered: ${registered.join(', ') || 'none'})` };
+      return {
+        found: false,
+        gone: false,
+        reason: `pipeline "${name}" version ${version} is not registered on this worker yet (registered: ${registered.join(', ') || 'none'})`,
+      };
     }
     return { found: false, gone: true, reason: `pipeline "${name}" version ${version} is no longer registered (registered: ${registered.join(', ')})` };
   }

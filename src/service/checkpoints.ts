@@ -108,7 +108,13 @@ export class CheckpointPublisher {
 
   private async admit(row: DueCheckpoint): Promise<boolean> {
     const started = Date.now();
-    const fields = { event: 'checkpoint_publication_delivery_failure', tenantId: row.tenant_id, handoffKey: row.handoff_key, executionId: row.execution_id, attempt: row.attempts };
+    const fields = {
+      event: 'checkpoint_publication_delivery_failure',
+      tenantId: row.tenant_id,
+      handoffKey: row.handoff_key,
+      executionId: row.execution_id,
+      attempt: row.attempts,
+    };
     let reason: string;
     // Counted and logged the moment it becomes slow, not when (if ever) it returns.
     let slow = false;
@@ -118,7 +124,12 @@ export class CheckpointPublisher {
       this.log.warn({ ...fields, reason: 'SLOW_ADMISSION', elapsedMs: Date.now() - started });
     }, this.options.slowMs);
     try {
-      const outcome = await this.executions.start(row.tenant_id, { pipeline: row.pipeline, executionId: row.execution_id, executionKey: row.handoff_key, input: { handoffKey: row.handoff_key, records: row.records } });
+      const outcome = await this.executions.start(row.tenant_id, {
+        pipeline: row.pipeline,
+        executionId: row.execution_id,
+        executionKey: row.handoff_key,
+        input: { handoffKey: row.handoff_key, records: row.records },
+      });
       // Admitted = its run has started. A retry finds the execution from the earlier attempt: started
       // if it moved past QUEUED, else start it now (the sweeper may also get there first).
       const running =

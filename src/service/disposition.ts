@@ -31,13 +31,32 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   if (step?.transport === 'GRPC' && step.grpc.lookup) {
     try {
       const found = await lookupGrpc(step.grpc.address, key, timeoutMs);
-      return { ...call, lookup: 'ANSWERED', workerRecorded: found.recorded, workerState: found.state || null, detail: found.recorded ? RECORDED : NOT_RECORDED };
+      return {
+        ...call,
+        lookup: 'ANSWERED',
+        workerRecorded: found.recorded,
+        workerState: found.state || null,
+        detail: found.recorded ? RECORDED : NOT_RECORDED,
+      };
     } catch (err) {
-      return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's Lookup failed (${(err as { code?: number }).code ?? 'error'})` };
+      return {
+        ...call,
+        lookup: 'UNAVAILABLE',
+        workerRecorded: null,
+        workerState: null,
+        detail: `the worker's Lookup failed (${(err as { code?: number }).code ?? 'error'})`,
+      };
     }
   }
   const template = step?.transport === 'REST' ? step.rest.dispositionUrl : undefined;
-  if (!template) return { ...call, lookup: 'NOT_OFFERED', workerRecorded: null, workerState: null, detail: 'the worker offers no lookup endpoint; check its logs and the domain side' };
+  if (!template)
+    return {
+      ...call,
+      lookup: 'NOT_OFFERED',
+      workerRecorded: null,
+      workerState: null,
+      detail: 'the worker offers no lookup endpoint; check its logs and the domain side',
+    };
   const url = template.replace(/\{(idempotencyKey|transitionKey)\}/, encodeURIComponent(key));
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
@@ -45,11 +64,20 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
     const body = (await res.json()) as { recorded?: unknown; state?: unknown };
     const recorded = body.recorded === true;
     return {
-      ...call, lookup: 'ANSWERED', workerRecorded: recorded, workerState: typeof body.state === 'string' ? body.state : null,
+      ...call,
+      lookup: 'ANSWERED',
+      workerRecorded: recorded,
+      workerState: typeof body.state === 'string' ? body.state : null,
       detail: recorded ? RECORDED : NOT_RECORDED,
     };
   } catch (err) {
-    return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup failed (${err instanceof Error ? err.name : 'error'})` };
+    return {
+      ...call,
+      lookup: 'UNAVAILABLE',
+      workerRecorded: null,
+      workerState: null,
+      detail: `the worker's lookup failed (${err instanceof Error ? err.name : 'error'})`,
+    };
   }
 }
 

@@ -23,7 +23,10 @@ export const StartExecutionRequest = z
     executionKey: storableText(z.string().min(1).max(256)).optional(),
     input: StorableJson.optional(),
     correlationId: CorrelationId.optional(),
-    resource: z.object({ type: storableText(z.string().min(1).max(128)), name: storableText(z.string().min(1).max(256)) }).strict().optional(),
+    resource: z
+      .object({ type: storableText(z.string().min(1).max(128)), name: storableText(z.string().min(1).max(256)) })
+      .strict()
+      .optional(),
   })
   .strict();
 export type StartExecutionRequest = z.infer<typeof StartExecutionRequest>;
@@ -51,7 +54,12 @@ export class ExecutionService {
   async start(tenantId: string, request: StartExecutionRequest): Promise<StartOutcome> {
     // The execution is pinned to the version new executions use now (the highest registered).
     const pipeline = this.registry.get(request.pipeline);
-    await this.definitions.remember({ pipeline: pipeline.name, version: pipeline.version, fingerprint: pipeline.fingerprint, steps: pipeline.steps.map((step) => step.name) });
+    await this.definitions.remember({
+      pipeline: pipeline.name,
+      version: pipeline.version,
+      fingerprint: pipeline.fingerprint,
+      steps: pipeline.steps.map((step) => step.name),
+    });
     // No read first: a taken executionKey makes the insert a no-op, and only then is it looked up.
     const executionId = request.executionId ?? randomUUID();
     const record = await this.store.create(
@@ -80,7 +88,15 @@ export class ExecutionService {
     }
     const outcome = await this.dispatcher.launch(record, 'start', {});
     this.metrics?.started.inc();
-    this.log.info({ event: 'execution_admitted', tenantId, executionId, correlationId: record.correlationId, pipeline: pipeline.name, pipelineVersion: pipeline.version, dispatch: outcome.dispatch });
+    this.log.info({
+      event: 'execution_admitted',
+      tenantId,
+      executionId,
+      correlationId: record.correlationId,
+      pipeline: pipeline.name,
+      pipelineVersion: pipeline.version,
+      dispatch: outcome.dispatch,
+    });
     return { created: true, record, dispatch: outcome.dispatch, runId: outcome.runId };
   }
 }

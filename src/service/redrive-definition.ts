@@ -40,7 +40,8 @@ export async function redriveTarget(
     return { definition: pinned, resumeStepIndex: pinnedIndex, resumeStepName: pinned.steps[pinnedIndex]?.name ?? `#${pinnedIndex}`, switched: false };
   }
 
-  const pinnedSteps = pinned?.steps.map((step) => step.name) ?? (await definitions.find(record.pipeline, record.pipelineVersion, record.definitionFingerprint))?.steps ?? null;
+  const pinnedSteps =
+    pinned?.steps.map((step) => step.name) ?? (await definitions.find(record.pipeline, record.pipelineVersion, record.definitionFingerprint))?.steps ?? null;
   const resumeStep = pinnedSteps?.[pinnedIndex] ?? null;
   const currentSteps = current.steps.map((step) => step.name);
   const diff = pinnedSteps ? diffDefinitions({ version: record.pipelineVersion, steps: pinnedSteps }, { version: current.version, steps: currentSteps }) : null;
@@ -51,7 +52,10 @@ export async function redriveTarget(
     const gone = registry.find(record.pipeline, record.pipelineVersion)
       ? `whose shape changed without a new version (admitted under ${record.definitionFingerprint}, registered now ${registry.find(record.pipeline, record.pipelineVersion)!.fingerprint})`
       : 'which is no longer registered';
-    const hint = newIndex >= 0 ? `; step "${resumeStep}" is step ${newIndex} of version ${current.version}: send "resumeUnderCurrentVersion": true to resume it there` : '';
+    const hint =
+      newIndex >= 0
+        ? `; step "${resumeStep}" is step ${newIndex} of version ${current.version}: send "resumeUnderCurrentVersion": true to resume it there`
+        : '';
     return new DefinitionChangedError(
       `execution ${record.executionId} is pinned to pipeline "${record.pipeline}" version ${record.pipelineVersion}, ${gone} (current: version ${current.version})${hint}`,
       extra,
@@ -65,5 +69,10 @@ export async function redriveTarget(
       extra,
     );
   }
-  return { definition: current, resumeStepIndex: newIndex, resumeStepName: resumeStep!, switched: current.version !== record.pipelineVersion || current.fingerprint !== record.definitionFingerprint };
+  return {
+    definition: current,
+    resumeStepIndex: newIndex,
+    resumeStepName: resumeStep!,
+    switched: current.version !== record.pipelineVersion || current.fingerprint !== record.definitionFingerprint,
+  };
 }

@@ -45,13 +45,14 @@ export const RedriveRequest = z
   })
   .strict()
   .superRefine((body, ctx) => {
-    if (body.intent && body.allowFailed !== true) ctx.addIssue({ code: 'custom', path: ['intent'], message: 'intent RETRY_FAILED_COMMAND requires allowFailed=true' });
-    if (body.overrideEvidence && body.confirmedDisposition !== 'NOT_APPLIED') ctx.addIssue({ code: 'custom', path: ['overrideEvidence'], message: 'overrideEvidence applies only with confirmedDisposition NOT_APPLIED' });
+    if (body.intent && body.allowFailed !== true)
+      ctx.addIssue({ code: 'custom', path: ['intent'], message: 'intent RETRY_FAILED_COMMAND requires allowFailed=true' });
+    if (body.overrideEvidence && body.confirmedDisposition !== 'NOT_APPLIED')
+      ctx.addIssue({ code: 'custom', path: ['overrideEvidence'], message: 'overrideEvidence applies only with confirmedDisposition NOT_APPLIED' });
   });
 export type RedriveRequest = z.infer<typeof RedriveRequest>;
 
 export type { RedriveMode };
-
 
 export interface RedrivePlan {
   mode: RedriveMode;
@@ -111,7 +112,17 @@ export class RedriveService {
     const effect = step?.command ? await this.effects.get(tenantId, executionId, step.name) : null;
     const mode = await this.admit(record, body, effect);
     if (target instanceof PipelineError) throw target;
-    return { record, plan: { mode, fromStatus: record.status, resumeStepIndex: target.resumeStepIndex, attempt: record.attempt + 1, effectStatus: effect?.status ?? null, target } };
+    return {
+      record,
+      plan: {
+        mode,
+        fromStatus: record.status,
+        resumeStepIndex: target.resumeStepIndex,
+        attempt: record.attempt + 1,
+        effectStatus: effect?.status ?? null,
+        target,
+      },
+    };
   }
 
   /** Check 5, state admission: no active run, not SUCCEEDED, allowFailed, then the Command-effect and disposition rules. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
@@ -127,25 +138,51 @@ export class RedriveService {
       throw new RedriveRefusedError('ALLOW_FAILED_REQUIRED', `execution ${executionId} is FAILED; re-driving it needs allowFailed=true`);
     }
     if (record.status === 'FAILED' && !body.intent && effect) {
-      throw new RedriveRefusedError('RETRY_FAILED_COMMAND_INTENT_REQUIRED', `the failed step ${effect.stepIndex} is a Command whose effect is retained (${effect.status}); retrying it needs intent=RETRY_FAILED_COMMAND`);
+      throw new RedriveRefusedError(
+        'RETRY_FAILED_COMMAND_INTENT_REQUIRED',
+        `the failed step ${effect.stepIndex} is a Command whose effect is retained (${effect.status}); retrying it needs intent=RETRY_FAILED_COMMAND`,
+      );
     }
     if (body.intent === 'RETRY_FAILED_COMMAND') {
-      if (record.status !== 'FAILED') throw new RedriveRefusedError('EXECUTION_NOT_FAILED', `execution ${executionId} is ${record.status}, not FAILED; RETRY_FAILED_COMMAND applies only to a FAILED execution`);
-      if (record.failedStepIndex === null) throw new RedriveRefusedError('FAILED_STEP_NOT_RETAINED', `execution ${executionId} does not retain the failed step index`);
-      if (!(await this.store.supportsDurableRetryIntent())) throw new RedriveRefusedError('RETRY_INTENT_UNSUPPORTED', 'the execution store lacks durable retry intent support (fsync or synchronous_commit is off, or the store is in memory)');
+      if (record.status !== 'FAILED')
+        throw new RedriveRefusedError(
+          'EXECUTION_NOT_FAILED',
+          `execution ${executionId} is ${record.status}, not FAILED; RETRY_FAILED_COMMAND applies only to a FAILED execution`,
+        );
+      if (record.failedStepIndex === null)
+        throw new RedriveRefusedError('FAILED_STEP_NOT_RETAINED', `execution ${executionId} does not retain the failed step index`);
+      if (!(await this.store.supportsDurableRetryIntent()))
+        throw new RedriveRefusedError(
+          'RETRY_INTENT_UNSUPPORTED',
+          'the execution store lacks durable retry intent support (fsync or synchronous_commit is off, or the store is in memory)',
+        );
       // An IN_FLIGHT effect whose call was abandoned is released only by the operator's attestation, as for REMOTE_OUTCOME_UNKNOWN.
       const attested = effect?.status === 'IN_FLIGHT' && body.confirmedDisposition === 'NOT_APPLIED';
       if (effect && effect.status !== 'FAILED_RETRYABLE' && !attested) {
         // The run would stop at this effect with non_retryable and a new DLQ envelope: refuse now instead.
-        const inFlight = effect.status === 'IN_FLIGHT' ? '; if you confirmed its call made no effect, send "confirmedDisposition": "NOT_APPLIED" (runbook: "A Command effect stuck IN_FLIGHT")' : '';
-        throw new RedriveRefusedError('COMMAND_EFFECT_NOT_REDISPATCHABLE', `the Command effect of step ${effect.stepIndex} is ${effect.status}; only a FAILED_RETRYABLE effect is redispatched${inFlight}`, { effectStatus: effect.status });
+        const inFlight =
+          effect.status === 'IN_FLIGHT'
+            ? '; if you confirmed its call made no effect, send "confirmedDisposition": "NOT_APPLIED" (runbook: "A Command effect stuck IN_FLIGHT")'
+            : '';
+        throw new RedriveRefusedError(
+          'COMMAND_EFFECT_NOT_REDISPATCHABLE',
+          `the Command effect of step ${effect.stepIndex} is ${effect.status}; only a FAILED_RETRYABLE effect is redispatched${inFlight}`,
+          { effectStatus: effect.status },
+        );
       }
       return 'RETRY_FAILED_COMMAND';
     }
     if (record.status === 'REMOTE_OUTCOME_UNKNOWN') {
-      if (!body.allowFailed) throw new RedriveRefusedError('ALLOW_FAILED_REQUIRED', `execution ${executionId} is REMOTE_OUTCOME_UNKNOWN; re-driving it needs allowFailed=true and a confirmed disposition`);
+      if (!body.allowFailed)
+        throw new RedriveRefusedError(
+          'ALLOW_FAILED_REQUIRED',
+          `execution ${executionId} is REMOTE_OUTCOME_UNKNOWN; re-driving it needs allowFailed=true and a confirmed disposition`,
+        );
       if (body.confirmedDisposition !== 'NOT_APPLIED') {
-        throw new RedriveRefusedError('DISPOSITION_UNCONFIRMED', `confirm the original invocation cannot make effects first, then send "confirmedDisposition": "NOT_APPLIED"`);
+        throw new RedriveRefusedError(
+          'DISPOSITION_UNCONFIRMED',
+          `confirm the original invocation cannot make effects first, then send "confirmedDisposition": "NOT_APPLIED"`,
+        );
       }
       await checkDispositionAttestation(record, this.registry, body.overrideEvidence === true); // 409 DISPOSITION_CONTRADICTED, 503 when unknown
       return 'REMOTE_OUTCOME_UNKNOWN';
@@ -161,23 +198,35 @@ export class RedriveService {
   private async runIsActive(record: ExecutionRecord): Promise<boolean> {
     if (await this.store.hasPendingDispatch(record.tenantId, record.executionId)) return true;
     try {
-      const description = await withCallDeadline(this.client, this.dispatcher.callTimeoutMs, () => this.client.workflow.getHandle(record.workflowId).describe());
+      const description = await withCallDeadline(this.client, this.dispatcher.callTimeoutMs, () =>
+        this.client.workflow.getHandle(record.workflowId).describe(),
+      );
       return description.status.name === 'RUNNING';
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return false;
-      this.log.warn({ event: 'temporal_unavailable', tenantId: record.tenantId, executionId: record.executionId, check: 'run_active', error: err instanceof Error ? err.name : 'unknown' });
+      this.log.warn({
+        event: 'temporal_unavailable',
+        tenantId: record.tenantId,
+        executionId: record.executionId,
+        check: 'run_active',
+        error: err instanceof Error ? err.name : 'unknown',
+      });
       throw new TemporalUnavailableError(`Temporal could not say whether execution ${record.executionId} has an active run; nothing was changed, retry later`);
     }
   }
 
-  async redrive(tenantId: string, executionId: string, body: RedriveRequest, principal: string): Promise<RedriveAccepted> {
+  /** `options.jobId`: the bulk job admitting this item (its audit row and job item say so). */
+  async redrive(tenantId: string, executionId: string, body: RedriveRequest, principal: string, options: { jobId?: string } = {}): Promise<RedriveAccepted> {
     const { record, plan } = await this.evaluate(tenantId, executionId, body);
     const redriveId = randomUUID();
     if (plan.target.switched) {
       const { name, version, fingerprint, steps } = plan.target.definition;
       await this.definitions.remember({ pipeline: name, version, fingerprint, steps: steps.map((step) => step.name) });
     }
-    const spec = { redrive: { redriveId, intent: plan.mode }, trace: traceCarrier() };
+    const spec = {
+      redrive: { redriveId, intent: plan.mode, ...(options.jobId ? { jobId: options.jobId } : {}), ...(record.runId ? { redriveOf: record.runId } : {}) },
+      trace: traceCarrier(),
+    };
     const moved = await this.store.admitRedrive({
       tenantId,
       executionId,
@@ -186,7 +235,9 @@ export class RedriveService {
       resumeStepIndex: plan.resumeStepIndex,
       resumeStepName: plan.target.resumeStepName,
       fromPipelineVersion: record.pipelineVersion,
-      definition: plan.target.switched ? { version: plan.target.definition.version, fingerprint: plan.target.definition.fingerprint, stepCount: plan.target.definition.steps.length } : undefined,
+      definition: plan.target.switched
+        ? { version: plan.target.definition.version, fingerprint: plan.target.definition.fingerprint, stepCount: plan.target.definition.steps.length }
+        : undefined,
       redriveId,
       principal,
       reason: body.reason,
@@ -196,6 +247,7 @@ export class RedriveService {
       dispatchSpec: spec,
       releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
       lease: this.dispatcher.lease(),
+      jobId: options.jobId ?? null,
     });
     if (!moved) {
       const current = await this.store.get(tenantId, executionId);
@@ -204,15 +256,35 @@ export class RedriveService {
     const outcome = await this.dispatcher.launch(moved, redriveId, spec);
     this.metrics?.redrives.inc({ mode: plan.mode });
     this.log.info({
-      event: 'execution_redrive_admitted', tenantId, executionId, correlationId: record.correlationId, redriveId, principal,
-      mode: plan.mode, fromStatus: record.status, fromVersion: record.version, version: moved.version,
-      resumeStepIndex: plan.resumeStepIndex, attempt: moved.attempt, dispatch: outcome.dispatch,
-      fromPipelineVersion: record.pipelineVersion, pipelineVersion: moved.pipelineVersion,
+      event: 'execution_redrive_admitted',
+      tenantId,
+      executionId,
+      correlationId: record.correlationId,
+      redriveId,
+      principal,
+      mode: plan.mode,
+      fromStatus: record.status,
+      fromVersion: record.version,
+      version: moved.version,
+      resumeStepIndex: plan.resumeStepIndex,
+      attempt: moved.attempt,
+      dispatch: outcome.dispatch,
+      fromPipelineVersion: record.pipelineVersion,
+      pipelineVersion: moved.pipelineVersion,
+      ...(options.jobId ? { jobId: options.jobId } : {}),
       ...(body.overrideEvidence ? { evidenceOverridden: true } : {}),
     });
     return {
-      tenantId, executionId, version: moved.version, status: 'QUEUED', pipelineVersion: moved.pipelineVersion, resumeStepIndex: plan.resumeStepIndex,
-      attempt: moved.attempt, redriveId, runId: outcome.runId, dispatch: outcome.dispatch,
+      tenantId,
+      executionId,
+      version: moved.version,
+      status: 'QUEUED',
+      pipelineVersion: moved.pipelineVersion,
+      resumeStepIndex: plan.resumeStepIndex,
+      attempt: moved.attempt,
+      redriveId,
+      runId: outcome.runId,
+      dispatch: outcome.dispatch,
     };
   }
 
@@ -221,9 +293,18 @@ export class RedriveService {
     try {
       const { record, plan } = await this.evaluate(tenantId, executionId, body);
       return {
-        admitted: true as const, tenantId, executionId, version: record.version + 1, status: 'QUEUED' as const,
-        resumeStepIndex: plan.resumeStepIndex, attempt: plan.attempt, mode: plan.mode, fromStatus: plan.fromStatus, effectStatus: plan.effectStatus,
-        pipelineVersion: plan.target.definition.version, fromPipelineVersion: record.pipelineVersion,
+        admitted: true as const,
+        tenantId,
+        executionId,
+        version: record.version + 1,
+        status: 'QUEUED' as const,
+        resumeStepIndex: plan.resumeStepIndex,
+        attempt: plan.attempt,
+        mode: plan.mode,
+        fromStatus: plan.fromStatus,
+        effectStatus: plan.effectStatus,
+        pipelineVersion: plan.target.definition.version,
+        fromPipelineVersion: record.pipelineVersion,
       };
     } catch (err) {
       // 5xx (Temporal cannot answer) is not an admission verdict: the dry run answers it as the real one would.

@@ -102,7 +102,11 @@ export class Retention {
       }
     }
     if (Object.values(total).some((count) => count > 0)) {
-      this.log.info({ event: 'retention_pass', deleted: Object.fromEntries(Object.entries(total).filter(([, count]) => count > 0)), durationMs: Date.now() - started });
+      this.log.info({
+        event: 'retention_pass',
+        deleted: Object.fromEntries(Object.entries(total).filter(([, count]) => count > 0)),
+        durationMs: Date.now() - started,
+      });
     }
     return total;
   }

@@ -26,6 +26,7 @@ import { ExecutionStore } from '../store/execution-store';
 import { createDlqProvider } from '../dlq/factory';
 import { DlqRelay } from '../dlq/relay';
 import { Metrics } from '../metrics';
+import { PeriodicTask } from '../periodic-task';
 import { requireFreePorts, serveHttp } from '../net';
 import { migrate } from '../store/migrate';
 import { RejectStore } from '../store/reject-store';
@@ -46,6 +47,7 @@ import { ExecutionService } from './executions';
 import { HistoryService } from './history';
 import { Readiness } from './readiness';
 import { RedriveService } from './redrive';
+import { RedriveJobs } from './redrive-jobs';
 import { Retention, retentionPolicy } from './retention';
 
 export interface ServiceOptions {
@@ -69,6 +71,8 @@ export interface Service {
   registry: PipelineRegistry;
   store: ExecutionStore;
   dispatcher: Dispatcher;
+  /** bulk re-drive jobs (API side, activities and the start sweeper) */
+  jobs: RedriveJobs;
   app: ReturnType<typeof createApp>;
   metrics: Metrics;
   checkpoints: CheckpointPublisher;
@@ -124,15 +128,23 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const embedded = !config['pipeline.store.url'] || !config['pipeline.temporal.address'];
   const role = config['pipeline.role'];
   if (embedded && role !== 'all') {
-    throw new ConfigError(`pipeline.role=${role} needs the shared Postgres (pipeline.store.url, DATABASE_URL) and Temporal (pipeline.temporal.address, TEMPORAL_ADDRESS or a temporal CLI profile): split roles cannot share an embedded default`);
+    throw new ConfigError(
+      `pipeline.role=${role} needs the shared Postgres (pipeline.store.url, DATABASE_URL) and Temporal (pipeline.temporal.address, TEMPORAL_ADDRESS or a temporal CLI profile): split roles cannot share an embedded default`,
+    );
   }
   // Every port clash is a start-up error naming its key, found before anything starts.
   await requireFreePorts([
     ...(options.http !== false ? [{ key: 'pipeline.server.port', port: config['pipeline.server.port'], host: config['pipeline.server.host'] }] : []),
-    ...(config['pipeline.temporal.address'] ? [] : [
-      { key: 'pipeline.temporal.dev-server.port', port: config['pipeline.temporal.dev-server.port'], hint: 'another Temporal server? the embedded default never adopts a server it did not start; to use that one, set pipeline.temporal.address' },
-      { key: 'pipeline.temporal.dev-server.ui-port', port: config['pipeline.temporal.dev-server.ui-port'] },
-    ]),
+    ...(config['pipeline.temporal.address']
+      ? []
+      : [
+          {
+            key: 'pipeline.temporal.dev-server.port',
+            port: config['pipeline.temporal.dev-server.port'],
+            hint: 'another Temporal server? the embedded default never adopts a server it did not start; to use that one, set pipeline.temporal.address',
+          },
+          { key: 'pipeline.temporal.dev-server.ui-port', port: config['pipeline.temporal.dev-server.ui-port'] },
+        ]),
   ]);
   let releaseDataDir: (() => void) | undefined;
   if (embedded) {
@@ -143,7 +155,12 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
   if (config['pipeline.defaults.retry-wait-ms'] < 1000) {
     // Temporal never retries an activity sooner than about 1 s: a smaller base is not honoured.
-    log.warn({ event: 'config_warning', key: 'pipeline.defaults.retry-wait-ms', value: config['pipeline.defaults.retry-wait-ms'], detail: 'Temporal retries an activity no sooner than about 1000 ms after a failure; delays below that behave as about 1000 ms' });
+    log.warn({
+      event: 'config_warning',
+      key: 'pipeline.defaults.retry-wait-ms',
+      value: config['pipeline.defaults.retry-wait-ms'],
+      detail: 'Temporal retries an activity no sooner than about 1000 ms after a failure; delays below that behave as about 1000 ms',
+    });
   }
 
   let tokens = config['pipeline.auth.tokens'];
@@ -155,7 +172,9 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
   const effective: Config = { ...config, 'pipeline.auth.tokens': tokens };
 
-  const db = config['pipeline.store.url'] ? createPgDb(storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']), { log }) : await createPgliteDb(join(dataDir, 'pglite'));
+  const db = config['pipeline.store.url']
+    ? createPgDb(storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']), { log })
+    : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
   await migrate(db, log).catch((err) => {
     throw config['pipeline.store.url'] ? explainStoreFailure(err, config['pipeline.store.url'], config['pipeline.store.ca-file']) : err;
@@ -202,23 +221,55 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
   const retention = new Retention(db, retentionPolicy(config), log, metrics, config['pipeline.retention.interval']);
   const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
-  const checkpoints = new CheckpointPublisher(new CheckpointStore(db), registry, executions, dispatcher, log, {
-    concurrency: config['pipeline.checkpoint.concurrency'],
-    slowMs: config['pipeline.checkpoint.slow-admission'],
-    intervalMs: config['pipeline.checkpoint.interval'],
-  }, metrics);
+  const jobs = new RedriveJobs(db, redrive, client, taskQueue, log, config['pipeline.temporal.call-timeout']);
+  // Starts the bulk re-drive jobs whose start was lost, on the execution sweeper's interval.
+  const jobSweeper = new PeriodicTask('redrive_job_sweep_failed', config['pipeline.sweeper.interval'], () => jobs.sweepOnce(), log);
+  const checkpoints = new CheckpointPublisher(
+    new CheckpointStore(db),
+    registry,
+    executions,
+    dispatcher,
+    log,
+    {
+      concurrency: config['pipeline.checkpoint.concurrency'],
+      slowMs: config['pipeline.checkpoint.slow-admission'],
+      intervalMs: config['pipeline.checkpoint.interval'],
+    },
+    metrics,
+  );
   let worker: Worker | undefined;
   const runWorker = options.worker ?? role !== 'api';
   const readiness = new Readiness({ db, client, worker: runWorker ? () => worker : undefined, timeoutMs: config['pipeline.temporal.call-timeout'] });
-  const app = createApp({ config: effective, log, store, effects, dlq, executions, redrive, registry, rejects: new RejectStore(db), signals, metrics, checkpoints, readiness, codec, tracing: tracing !== undefined,
-    fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry) } });
+  const app = createApp({
+    config: effective,
+    log,
+    store,
+    effects,
+    dlq,
+    executions,
+    redrive,
+    registry,
+    rejects: new RejectStore(db),
+    signals,
+    metrics,
+    checkpoints,
+    readiness,
+    codec,
+    tracing: tracing !== undefined,
+    fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry), jobs },
+  });
 
   let workerDone: Promise<void> | undefined;
   let stopping = false;
   const grace = config['pipeline.shutdown.grace-period'];
   if (runWorker) {
     const created = await createEngineWorker({
-      address, connect: connectOptions, namespace, taskQueue, deps: { store, effects, registry, log, metrics },
+      address,
+      connect: connectOptions,
+      namespace,
+      taskQueue,
+      deps: { store, effects, registry, log, metrics },
+      jobs,
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again
       // (at most 10 s more), the worker gives up on it (Temporal redelivers it elsewhere).
@@ -233,13 +284,14 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       })
       .finally(() => created.connection.close());
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
+    jobSweeper.start();
     checkpoints.start();
     relay?.start();
     retention.start();
     // Undone if a later start-up step fails (the HTTP server cannot listen after all): else the worker and the loops outlive the failed start.
     const started = { worker, workerDone };
     stack.push(async () => {
-      await Promise.all([dispatcher.stopSweeper(), checkpoints.stop(), relay?.stop(), retention.stop()]);
+      await Promise.all([dispatcher.stopSweeper(), jobSweeper.stop(), checkpoints.stop(), relay?.stop(), retention.stop()]);
       if (started.worker.getState() === 'RUNNING') started.worker.shutdown();
       await started.workerDone;
     });
@@ -257,7 +309,22 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
 
   return {
-    config: effective, db, client, registry, store, dispatcher, app, metrics, checkpoints, relay, retention, urls, adminToken, role, readiness,
+    config: effective,
+    db,
+    client,
+    registry,
+    store,
+    dispatcher,
+    jobs,
+    app,
+    metrics,
+    checkpoints,
+    relay,
+    retention,
+    urls,
+    adminToken,
+    role,
+    readiness,
     async stop() {
       // Graceful: not ready from now on; in-flight requests and running activities get the
       // grace period to finish, while nothing new is accepted or polled.
@@ -268,6 +335,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
         drainHttp(server, grace),
         (async () => {
           await dispatcher.stopSweeper();
+          await jobSweeper.stop();
           await checkpoints.stop();
           await relay?.stop();
           await retention.stop();

@@ -16,7 +16,10 @@ describe('triage classification', () => {
   it('is healthy when nothing rises, with every signal and its trend', () => {
     const answer = classify(900, withSignals({ executionsSucceeded: { current: 2, previous: 7 } }));
     expect(answer).toEqual({
-      windowSeconds: 900, classification: 'healthy', firstAction: FIRST_ACTION.healthy, findings: [],
+      windowSeconds: 900,
+      classification: 'healthy',
+      firstAction: FIRST_ACTION.healthy,
+      findings: [],
       signals: {
         executionDlq: { current: 0, previous: 0, trend: 'stable' },
         itemRejects: { current: 0, previous: 0, trend: 'stable' },
@@ -27,15 +30,22 @@ describe('triage classification', () => {
   });
 
   it('names a growing DLQ systemic, with the dominant errorCode and the first action of its terminalReason', () => {
-    const answer = classify(900, withSignals({
-      executionDlq: { current: 4, previous: 1 },
-      dominantDlq: { errorCode: 'CONTRACT_MISMATCH', terminalReason: 'non_retryable', envelopes: 3 },
-    }));
+    const answer = classify(
+      900,
+      withSignals({
+        executionDlq: { current: 4, previous: 1 },
+        dominantDlq: { errorCode: 'CONTRACT_MISMATCH', terminalReason: 'non_retryable', envelopes: 3 },
+      }),
+    );
     expect(answer.classification).toBe('systemic_execution_failure');
     expect(answer.firstAction).toBe(FIRST_ACTION.non_retryable);
     expect(answer.findings[0].detail).toEqual({ dominantErrorCode: 'CONTRACT_MISMATCH', dominantTerminalReason: 'non_retryable', envelopes: 3 });
-    expect(classify(900, withSignals({ executionDlq: { current: 1, previous: 0 }, dominantDlq: { errorCode: 'TIMEOUT', terminalReason: 'retry_exhausted', envelopes: 1 } })).firstAction)
-      .toBe(FIRST_ACTION.retry_exhausted);
+    expect(
+      classify(
+        900,
+        withSignals({ executionDlq: { current: 1, previous: 0 }, dominantDlq: { errorCode: 'TIMEOUT', terminalReason: 'retry_exhausted', envelopes: 1 } }),
+      ).firstAction,
+    ).toBe(FIRST_ACTION.retry_exhausted);
   });
 
   it('does not call a shrinking or steady DLQ systemic', () => {
@@ -45,7 +55,11 @@ describe('triage classification', () => {
 
   it('names a rising checkpoint backlog admission pressure', () => {
     const answer = classify(60, withSignals({ checkpointBacklog: { current: 4, previous: 0 } }));
-    expect(answer).toMatchObject({ classification: 'admission_pressure', firstAction: FIRST_ACTION.admission_pressure, findings: [{ detail: { backlog: 4 } }] });
+    expect(answer).toMatchObject({
+      classification: 'admission_pressure',
+      firstAction: FIRST_ACTION.admission_pressure,
+      findings: [{ detail: { backlog: 4 } }],
+    });
   });
 
   it('names rising rejects with stable success data-quality drift, with the top fingerprint share', () => {
@@ -59,11 +73,14 @@ describe('triage classification', () => {
   });
 
   it('lists every finding, the systemic one first', () => {
-    const answer = classify(900, withSignals({
-      executionDlq: { current: 2, previous: 0 },
-      checkpointBacklog: { current: 3, previous: 1 },
-      itemRejects: { current: 6, previous: 2 },
-    }));
+    const answer = classify(
+      900,
+      withSignals({
+        executionDlq: { current: 2, previous: 0 },
+        checkpointBacklog: { current: 3, previous: 1 },
+        itemRejects: { current: 6, previous: 2 },
+      }),
+    );
     expect(answer.findings.map((f) => f.classification)).toEqual(['systemic_execution_failure', 'admission_pressure', 'data_quality_drift']);
     expect(answer.classification).toBe('systemic_execution_failure');
     expect(answer.findings[0].detail).toEqual({ dominantErrorCode: null, dominantTerminalReason: null, envelopes: 0 });

@@ -56,7 +56,8 @@ export function classify(windowSeconds: number, input: TriageSignals): TriageAns
       detail: { dominantErrorCode: top?.errorCode ?? null, dominantTerminalReason: top?.terminalReason ?? null, envelopes: top?.envelopes ?? 0 },
     });
   }
-  if (backlog.trend === 'rising') findings.push({ classification: 'admission_pressure', firstAction: FIRST_ACTION.admission_pressure, detail: { backlog: backlog.current } });
+  if (backlog.trend === 'rising')
+    findings.push({ classification: 'admission_pressure', firstAction: FIRST_ACTION.admission_pressure, detail: { backlog: backlog.current } });
   // "Stable success": success did not fall while rejects rose.
   if (rejects.trend === 'rising' && succeeded.trend !== 'falling') {
     const top = input.topFingerprint;

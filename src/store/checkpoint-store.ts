@@ -41,7 +41,10 @@ export class CheckpointStore {
   }
 
   async status(key: CheckpointKey): Promise<CheckpointStatus | null> {
-    const result = await this.db.query<Pick<CheckpointOutboxRow, 'status'>>('SELECT status FROM checkpoint_outbox WHERE tenant_id = $1 AND handoff_key = $2', [key.tenantId, key.handoffKey]);
+    const result = await this.db.query<Pick<CheckpointOutboxRow, 'status'>>('SELECT status FROM checkpoint_outbox WHERE tenant_id = $1 AND handoff_key = $2', [
+      key.tenantId,
+      key.handoffKey,
+    ]);
     return result.rows[0]?.status ?? null;
   }
 

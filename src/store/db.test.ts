@@ -8,7 +8,9 @@ describe('isTransient', () => {
   });
 
   it('finds a connection loss through the cause chain and inside an AggregateError', () => {
-    expect(isTransient(new Error('admission failed', { cause: new Error('wrapped', { cause: Object.assign(new Error('reset'), { code: 'ECONNRESET' }) }) }))).toBe(true);
+    expect(
+      isTransient(new Error('admission failed', { cause: new Error('wrapped', { cause: Object.assign(new Error('reset'), { code: 'ECONNRESET' }) }) })),
+    ).toBe(true);
     expect(isTransient(new AggregateError([Object.assign(new Error('refused'), { code: 'ECONNREFUSED' })]))).toBe(true);
     expect(isTransient(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(isTransient(new StoreUnavailableError(new Error('x')))).toBe(true);

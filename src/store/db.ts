@@ -43,7 +43,23 @@ pg.types.setTypeParser(20, (value) => Number(value));
  * SQLSTATEs and socket errors that say "try again": serialisation failure, deadlock,
  * the server shutting down / crashed / still starting (57P03), connection exceptions (08…).
  */
-const TRANSIENT_CODES = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+const TRANSIENT_CODES = new Set([
+  '40001',
+  '40P01',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+]);
 /** pg reports a dropped connection with a message and no code. */
 const TRANSIENT_MESSAGE = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i;
 
@@ -124,7 +140,10 @@ export function explainStoreFailure(err: unknown, url: string, caFile?: string):
   const code = codes.find((c) => /CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|HOSTNAME/.test(c)) ?? '';
   if (/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|HOSTNAME/.test(code) || /certificate|self.signed/i.test(message)) {
     const key = caFile ? 'pipeline.store.ca-file' : 'pipeline.store.ca-file (unset: the system CAs were used)';
-    return new ConfigError(`${key}: the Postgres server's certificate does not verify (${code || message.slice(0, 200)}); set the CA that signed it, or check the host name in pipeline.store.url`, { cause: err });
+    return new ConfigError(
+      `${key}: the Postgres server's certificate does not verify (${code || message.slice(0, 200)}); set the CA that signed it, or check the host name in pipeline.store.url`,
+      { cause: err },
+    );
   }
   if (/does not support SSL|no pg_hba.conf entry .*no encryption|SSL off/i.test(message)) {
     let mode = '';
@@ -133,7 +152,9 @@ export function explainStoreFailure(err: unknown, url: string, caFile?: string):
     } catch {
       // not a URL: the message says enough
     }
-    return new ConfigError(`pipeline.store.url: ${mode ? `sslmode=${mode}` : 'the TLS setting'} does not match the server (${message.slice(0, 200)})`, { cause: err });
+    return new ConfigError(`pipeline.store.url: ${mode ? `sslmode=${mode}` : 'the TLS setting'} does not match the server (${message.slice(0, 200)})`, {
+      cause: err,
+    });
   }
   return err;
 }

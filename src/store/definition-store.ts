@@ -31,10 +31,12 @@ export class DefinitionStore {
   async remember(shape: DefinitionShape): Promise<void> {
     const key = `${shape.pipeline}\u0000${shape.version}\u0000${shape.fingerprint}`;
     if (this.remembered.has(key)) return;
-    await this.db.query(
-      `INSERT INTO pipeline_definition (pipeline, version, fingerprint, steps) VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING`,
-      [shape.pipeline, shape.version, shape.fingerprint, JSON.stringify(shape.steps)],
-    );
+    await this.db.query(`INSERT INTO pipeline_definition (pipeline, version, fingerprint, steps) VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING`, [
+      shape.pipeline,
+      shape.version,
+      shape.fingerprint,
+      JSON.stringify(shape.steps),
+    ]);
     this.remembered.add(key);
   }
 

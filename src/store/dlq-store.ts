@@ -33,7 +33,10 @@ export class DlqStore {
   async list(tenantId: string, options: { terminalReason?: TerminalReason; errorCode?: string; limit: number; before?: number }) {
     const params: unknown[] = [tenantId, options.limit + 1];
     let where = 'd.tenant_id = $1';
-    for (const [column, value] of [['terminal_reason', options.terminalReason], ['error_code', options.errorCode]] as const) {
+    for (const [column, value] of [
+      ['terminal_reason', options.terminalReason],
+      ['error_code', options.errorCode],
+    ] as const) {
       if (value !== undefined) {
         params.push(value);
         where += ` AND d.${column} = $${params.length}`;
@@ -78,12 +81,19 @@ export class DlqStore {
 
   /** The broker confirmed the envelope: it is never published again. */
   async markPublished(id: number): Promise<void> {
-    await this.db.query(`UPDATE execution_dlq SET published_at = now(), publish_lease_until = NULL, publish_error = NULL WHERE id = $1 AND published_at IS NULL`, [id]);
+    await this.db.query(
+      `UPDATE execution_dlq SET published_at = now(), publish_lease_until = NULL, publish_error = NULL WHERE id = $1 AND published_at IS NULL`,
+      [id],
+    );
   }
 
   /** A publish failed: keep why, and let the envelope be leased again after `retryInMs`. */
   async deferPublish(id: number, error: string, retryInMs: number): Promise<void> {
-    await this.db.query(`UPDATE execution_dlq SET publish_lease_until = now() + ($3::integer * interval '1 millisecond'), publish_error = $2 WHERE id = $1`, [id, error, retryInMs]);
+    await this.db.query(`UPDATE execution_dlq SET publish_lease_until = now() + ($3::integer * interval '1 millisecond'), publish_error = $2 WHERE id = $1`, [
+      id,
+      error,
+      retryInMs,
+    ]);
   }
 
   /** Envelopes the broker has not confirmed yet. */

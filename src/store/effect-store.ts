@@ -90,7 +90,10 @@ export class EffectStore {
   }
 
   async list(tenantId: string, executionId: string): Promise<CommandEffect[]> {
-    const result = await this.db.query<CommandEffectRow>('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index', [tenantId, executionId]);
+    const result = await this.db.query<CommandEffectRow>('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index', [
+      tenantId,
+      executionId,
+    ]);
     return result.rows.map(toEffect);
   }
 

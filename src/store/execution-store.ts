@@ -196,16 +196,32 @@ export class ExecutionStore {
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
          SELECT tenant_id, execution_id, 'start', $11::jsonb, 1, $12, now() + ($13::integer * interval '1 millisecond') FROM record)
        SELECT * FROM record`,
-      [execution.tenantId, execution.executionId, execution.executionKey, execution.pipeline, execution.workflowId,
-        execution.stepCount, json(execution.input), execution.correlationId, execution.resourceType, execution.resourceName, json(dispatchSpec),
-        lease.owner, lease.ms, admissionId, execution.pipelineVersion ?? 1, execution.definitionFingerprint ?? null],
+      [
+        execution.tenantId,
+        execution.executionId,
+        execution.executionKey,
+        execution.pipeline,
+        execution.workflowId,
+        execution.stepCount,
+        json(execution.input),
+        execution.correlationId,
+        execution.resourceType,
+        execution.resourceName,
+        json(dispatchSpec),
+        lease.owner,
+        lease.ms,
+        admissionId,
+        execution.pipelineVersion ?? 1,
+        execution.definitionFingerprint ?? null,
+      ],
     );
     if (inserted.rowCount) return toRecord(inserted.rows[0]);
     // Taken: by someone else (null), or by this very admission whose first answer was lost.
-    const own = await this.db.query<ExecutionRecordRow>(
-      'SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND admission_id = $3',
-      [execution.tenantId, execution.executionId, admissionId],
-    );
+    const own = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND admission_id = $3', [
+      execution.tenantId,
+      execution.executionId,
+      admissionId,
+    ]);
     return own.rowCount ? toRecord(own.rows[0]) : null;
   }
 
@@ -282,9 +298,29 @@ export class ExecutionStore {
          WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_name = $20 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
            AND EXISTS (SELECT 1 FROM moved))
        SELECT * FROM moved`,
-      [a.tenantId, a.executionId, a.expectedVersion, a.fromStatus, a.resumeStepIndex, a.redriveId, a.principal, a.reason,
-        json(a.request), a.mode, a.confirmedDisposition, json(a.dispatchSpec), a.releaseAmbiguousEffect, a.lease.owner, a.lease.ms, a.jobId ?? null,
-        a.definition?.version ?? null, a.definition?.fingerprint ?? null, a.definition?.stepCount ?? null, a.resumeStepName, a.fromPipelineVersion],
+      [
+        a.tenantId,
+        a.executionId,
+        a.expectedVersion,
+        a.fromStatus,
+        a.resumeStepIndex,
+        a.redriveId,
+        a.principal,
+        a.reason,
+        json(a.request),
+        a.mode,
+        a.confirmedDisposition,
+        json(a.dispatchSpec),
+        a.releaseAmbiguousEffect,
+        a.lease.owner,
+        a.lease.ms,
+        a.jobId ?? null,
+        a.definition?.version ?? null,
+        a.definition?.fingerprint ?? null,
+        a.definition?.stepCount ?? null,
+        a.resumeStepName,
+        a.fromPipelineVersion,
+      ],
     );
     if (result.rowCount) return toRecord(result.rows[0]);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
@@ -300,7 +336,10 @@ export class ExecutionStore {
   }
 
   async hasPendingDispatch(tenantId: string, executionId: string): Promise<boolean> {
-    const result = await this.db.query(`SELECT 1 FROM execution_dispatch WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING' LIMIT 1`, [tenantId, executionId]);
+    const result = await this.db.query(`SELECT 1 FROM execution_dispatch WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING' LIMIT 1`, [
+      tenantId,
+      executionId,
+    ]);
     return result.rowCount > 0;
   }
 
@@ -310,7 +349,10 @@ export class ExecutionStore {
   }
 
   async getByKey(tenantId: string, executionKey: string): Promise<ExecutionRecord | null> {
-    const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [tenantId, executionKey]);
+    const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [
+      tenantId,
+      executionKey,
+    ]);
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
@@ -326,7 +368,10 @@ export class ExecutionStore {
       params.push(options.after.createdAt, options.after.executionId);
       where += ` AND (created_at, execution_id) < ($${params.length - 1}::timestamptz, $${params.length})`;
     }
-    const result = await this.db.query<ExecutionRecordRow>(`SELECT * FROM execution_record WHERE ${where} ORDER BY created_at DESC, execution_id DESC LIMIT $2`, params);
+    const result = await this.db.query<ExecutionRecordRow>(
+      `SELECT * FROM execution_record WHERE ${where} ORDER BY created_at DESC, execution_id DESC LIMIT $2`,
+      params,
+    );
     const records = result.rows.map(toRecord);
     return { records: records.slice(0, options.limit), more: records.length > options.limit };
   }
@@ -375,7 +420,13 @@ export class ExecutionStore {
   }
 
   /** Retryable failure with budget left: commit the retry intent (next attempt, nextDueAt) before the wait. */
-  commitRetry({ delayMs, errorCode, errorMessage, effect, ...key }: StepKey & { delayMs: number; errorCode: string; errorMessage: string; effect?: EffectChange }) {
+  commitRetry({
+    delayMs,
+    errorCode,
+    errorMessage,
+    effect,
+    ...key
+  }: StepKey & { delayMs: number; errorCode: string; errorMessage: string; effect?: EffectChange }) {
     return this.commit(
       key,
       `version = version + 1, attempt = attempt + 1, next_due_at = now() + ($5::integer * interval '1 millisecond'),
@@ -410,7 +461,13 @@ export class ExecutionStore {
   }
 
   /** A remote call's outcome is unknown: park the execution; no retry, no DLQ entry. */
-  commitOutcomeUnknown({ errorCode, errorMessage, remoteCall, effect, ...key }: StepKey & { errorCode: string; errorMessage: string; remoteCall: RemoteCall; effect?: EffectChange }) {
+  commitOutcomeUnknown({
+    errorCode,
+    errorMessage,
+    remoteCall,
+    effect,
+    ...key
+  }: StepKey & { errorCode: string; errorMessage: string; remoteCall: RemoteCall; effect?: EffectChange }) {
     return this.commit(
       key,
       `version = version + 1, status = 'REMOTE_OUTCOME_UNKNOWN', failed_step_index = current_step_index,

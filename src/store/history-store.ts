@@ -3,6 +3,7 @@
  * started, every committed step outcome from the attempt log, every re-drive from the
  * audit, and its DLQ envelopes. Read-only.
  */
+import type { AttemptOutcome } from '../spec-words';
 import type { Db } from './db';
 
 export interface RunRow {
@@ -20,7 +21,7 @@ export interface AttemptRow {
   /** the definition version the step ran under (null before versions) */
   pipeline_version: number | null;
   attempt: number;
-  outcome: 'SUCCEEDED' | 'RETRY_SCHEDULED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
+  outcome: AttemptOutcome;
   error_code: string | null;
   run_id: string | null;
   version: number;

@@ -42,8 +42,10 @@ export async function migrate(db: Db, log?: Log): Promise<string[]> {
   const unknown = await unknownMigrations(db);
   if (unknown.length > 0) {
     log?.warn({
-      event: 'schema_migrations_unknown', versions: unknown,
-      detail: 'the database has migrations this build does not know: a newer build migrated it. Run that build, or check its migrations are compatible with this one',
+      event: 'schema_migrations_unknown',
+      versions: unknown,
+      detail:
+        'the database has migrations this build does not know: a newer build migrated it. Run that build, or check its migrations are compatible with this one',
     });
   }
   return applied;

@@ -62,16 +62,34 @@ export class RetentionStore {
   }
 
   admittedCheckpoints(retentionMs: number, limit: number): Promise<Deleted> {
-    return this.deleteByKey('checkpoint_outbox', ['tenant_id', 'handoff_key'], `status = 'ADMITTED' AND admitted_at < ${CUTOFF} ORDER BY admitted_at`, retentionMs, limit);
+    return this.deleteByKey(
+      'checkpoint_outbox',
+      ['tenant_id', 'handoff_key'],
+      `status = 'ADMITTED' AND admitted_at < ${CUTOFF} ORDER BY admitted_at`,
+      retentionMs,
+      limit,
+    );
   }
 
   startedDispatches(retentionMs: number, limit: number): Promise<Deleted> {
-    return this.deleteByKey('execution_dispatch', ['tenant_id', 'execution_id', 'dispatch_id'], `status = 'STARTED' AND started_at < ${CUTOFF} ORDER BY started_at`, retentionMs, limit);
+    return this.deleteByKey(
+      'execution_dispatch',
+      ['tenant_id', 'execution_id', 'dispatch_id'],
+      `status = 'STARTED' AND started_at < ${CUTOFF} ORDER BY started_at`,
+      retentionMs,
+      limit,
+    );
   }
 
   /** Per-minute signal counts older than any triage window reads. */
   signalMinutes(retentionMs: number, limit: number): Promise<Deleted> {
-    return this.deleteByKey('signal_minute', ['tenant_id', 'signal', 'minute', 'key', 'detail', 'shard'], `minute < ${CUTOFF} ORDER BY minute`, retentionMs, limit);
+    return this.deleteByKey(
+      'signal_minute',
+      ['tenant_id', 'signal', 'minute', 'key', 'detail', 'shard'],
+      `minute < ${CUTOFF} ORDER BY minute`,
+      retentionMs,
+      limit,
+    );
   }
 
   /** Items of bulk re-drive jobs that finished (COMPLETED or ABORTED) longer ago than the cutoff. */

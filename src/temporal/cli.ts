@@ -22,7 +22,11 @@ function executable(path: string): boolean {
 
 function pythonScriptsDir(): string | undefined {
   try {
-    return execFileSync('python3', ['-c', "import sysconfig;print(sysconfig.get_path('scripts'))"], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }).trim();
+    return execFileSync('python3', ['-c', "import sysconfig;print(sysconfig.get_path('scripts'))"], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000,
+    }).trim();
   } catch {
     return undefined;
   }
@@ -34,7 +38,10 @@ export function resolveTemporalCli(env: NodeJS.ProcessEnv = process.env, project
     return { type: 'existing-path', path: env.TEMPORAL_CLI_PATH };
   }
   const candidates = [
-    ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'temporal')),
+    ...(env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'temporal')),
     resolve(projectRoot, '.tools/pip/bin/temporal'),
   ];
   const scripts = pythonScriptsDir();

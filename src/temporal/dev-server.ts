@@ -54,7 +54,8 @@ async function waitUntilServing(address: string, namespace: string, exited: () =
         await connection.close();
       }
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`temporal dev server at ${address} did not come up in ${timeoutMs} ms: ${err instanceof Error ? err.message : err}`);
+      if (Date.now() > deadline)
+        throw new Error(`temporal dev server at ${address} did not come up in ${timeoutMs} ms: ${err instanceof Error ? err.message : err}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
@@ -65,7 +66,15 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const namespace = options.namespace ?? 'default';
   if (executable.type === 'cached-download') {
     const env = await TestWorkflowEnvironment.createLocal({
-      server: { executable, dbFilename: options.dbFilename, port: options.port, ui: options.uiPort !== undefined, uiPort: options.uiPort, namespace, searchAttributes: ALL_SEARCH_ATTRIBUTES },
+      server: {
+        executable,
+        dbFilename: options.dbFilename,
+        port: options.port,
+        ui: options.uiPort !== undefined,
+        uiPort: options.uiPort,
+        namespace,
+        searchAttributes: ALL_SEARCH_ATTRIBUTES,
+      },
     });
     return { address: env.address, namespace, settings: 'SDK-downloaded dev server (TestWorkflowEnvironment.createLocal)', stop: () => env.teardown() };
   }
@@ -113,7 +122,9 @@ class FrontendPortTakenError extends Error {}
 
 async function spawnDevServer(path: string, namespace: string, options: DevServerOptions): Promise<DevServer> {
   if (options.port !== undefined && (await portInUse(options.port))) {
-    throw new FrontendPortTakenError(`port ${options.port} on 127.0.0.1 is already in use: a Temporal dev server is never started onto, or adopted from, a port something else holds`);
+    throw new FrontendPortTakenError(
+      `port ${options.port} on 127.0.0.1 is already in use: a Temporal dev server is never started onto, or adopted from, a port something else holds`,
+    );
   }
   const port = options.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-format', 'json', '--log-level', 'warn'];

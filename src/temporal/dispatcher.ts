@@ -17,7 +17,7 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import type { Db } from '../store/db';
 import { DispatchStore } from '../store/dispatch-store';
 import type { DispatchLease, ExecutionRecord } from '../store/execution-store';
-import { PipelineExecutionId, PipelineName, PipelineTenant } from '../workflows/search-attributes';
+import { PipelineExecutionId, PipelineName, PipelineRedriveJob, PipelineRedriveOf, PipelineTenant } from '../workflows/search-attributes';
 // The workflow function itself (not its name): `args` is then type-checked against its parameter.
 import { pipelineWorkflow } from '../workflows/pipeline-workflow';
 import type { PipelineRunInput } from '../workflows/types';
@@ -88,7 +88,10 @@ export class Dispatcher {
     try {
       // The run follows the definition the execution is pinned to, never the newest one.
       const definition = this.registry.pinned(record.pipeline, record.pipelineVersion, record.definitionFingerprint);
-      if (!definition) throw new Error(`pipeline "${record.pipeline}" version ${record.pipelineVersion} (${record.definitionFingerprint ?? 'any shape'}) is not registered here`);
+      if (!definition)
+        throw new Error(
+          `pipeline "${record.pipeline}" version ${record.pipelineVersion} (${record.definitionFingerprint ?? 'any shape'}) is not registered here`,
+        );
       const run: PipelineRunInput = {
         tenantId,
         executionId,
@@ -104,7 +107,9 @@ export class Dispatcher {
       };
       await this.beforeStart?.(tenantId, executionId, dispatchId);
       // A start that cannot finish within the deadline stays pending: the sweeper starts it later.
-      const runId = await withCallDeadline(this.client, this.callTimeoutMs, () => withTraceCarrier(spec.trace, () => this.startRun(record.workflowId, dispatchId, run, spec)));
+      const runId = await withCallDeadline(this.client, this.callTimeoutMs, () =>
+        withTraceCarrier(spec.trace, () => this.startRun(record.workflowId, dispatchId, run, spec)),
+      );
       return { dispatch: 'started', runId };
     } catch (err) {
       const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';
@@ -134,6 +139,8 @@ export class Dispatcher {
           { key: PipelineTenant, value: tenantId },
           { key: PipelineExecutionId, value: executionId },
           { key: PipelineName, value: run.pipeline },
+          ...(spec.redrive?.redriveOf ? [{ key: PipelineRedriveOf, value: spec.redrive.redriveOf }] : []),
+          ...(spec.redrive?.jobId ? [{ key: PipelineRedriveJob, value: spec.redrive.jobId }] : []),
         ]),
         staticSummary: `${pipeline} v${pipelineVersion} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
         staticDetails: [
@@ -141,7 +148,15 @@ export class Dispatcher {
           `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
           run.correlationId ? `**Correlation** ${run.correlationId}` : '',
           spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',
-        ].filter(Boolean).join('\n\n'),
+          spec.redrive?.redriveOf
+            ? `**Re-drives run** ${spec.redrive.redriveOf} (search \`PipelineRedriveOf = "${spec.redrive.redriveOf}"\` from that run to here)`
+            : '',
+          spec.redrive?.jobId
+            ? `**Bulk job** ${spec.redrive.jobId} (its runs: \`PipelineRedriveJob = "${spec.redrive.jobId}"\`; the job: workflow redrive-job/${tenantId}/${spec.redrive.jobId})`
+            : '',
+        ]
+          .filter(Boolean)
+          .join('\n\n'),
       });
       return handle.firstExecutionRunId;
     } catch (err) {

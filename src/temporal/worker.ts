@@ -4,6 +4,8 @@
 import { fileURLToPath } from 'node:url';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type EngineDeps } from '../activities/engine-activities';
+import { createRedriveJobActivities } from '../activities/redrive-job-activities';
+import type { RedriveJobs } from '../service/redrive-jobs';
 import { connectNative, type TemporalConnectOptions } from './connection';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -15,6 +17,8 @@ export interface EngineWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: EngineDeps;
+  /** bulk re-drive jobs: their workflow's activities run on this worker too (absent: jobs' activities wait for a worker that has them) */
+  jobs?: RedriveJobs;
   /** extra worker options (benchmarks and tests tune concurrency, bundles) */
   worker?: Partial<WorkerOptions>;
 }
@@ -26,7 +30,7 @@ export async function createEngineWorker(options: EngineWorkerOptions): Promise<
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     workflowsPath: WORKFLOWS_PATH,
-    activities: createActivities(options.deps),
+    activities: { ...createActivities(options.deps), ...(options.jobs ? createRedriveJobActivities(options.jobs) : {}) },
     ...options.worker,
   });
   return { worker, connection };

@@ -34,52 +34,72 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
     if (ctx.correlationId) metadata.set('x-correlation-id', ctx.correlationId);
   } catch {
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
-    throw new RemoteFailureError(`the call to ${address} was not sent: a metadata value (correlationId) cannot be encoded in gRPC`, 'INVALID_REQUEST_METADATA', false, null);
+    throw new RemoteFailureError(
+      `the call to ${address} was not sent: a metadata value (correlationId) cannot be encoded in gRPC`,
+      'INVALID_REQUEST_METADATA',
+      false,
+      null,
+    );
   }
   injectTraceContext((key, value) => metadata.set(key, value));
-  return withDeadline('GRPC', address, deadlineMs, ctx, (signal) =>
-    new Promise((resolve, reject) => {
-      let platform: string | null = null;
-      const startedAt = new Date();
-      const call = grpcClient(address).Invoke(
-        { input_json: JSON.stringify(input ?? null) },
-        metadata,
-        { deadline: Date.now() + deadlineMs },
-        (err: grpc.ServiceError | null, response: { output_json: string; platform: string }) => {
-          if (err) {
-            platform ??= (err.metadata?.get(PLATFORM_HEADER)[0] as string | undefined) ?? null;
-            if (err.code === grpc.status.DEADLINE_EXCEEDED) {
-              reject(new RemoteOutcomeUnknownError('GRPC', address, Math.max(deadlineMs, Date.now() - startedAt.getTime()), deadlineMs, startedAt));
+  return withDeadline(
+    'GRPC',
+    address,
+    deadlineMs,
+    ctx,
+    (signal) =>
+      new Promise((resolve, reject) => {
+        let platform: string | null = null;
+        const startedAt = new Date();
+        const call = grpcClient(address).Invoke(
+          { input_json: JSON.stringify(input ?? null) },
+          metadata,
+          { deadline: Date.now() + deadlineMs },
+          (err: grpc.ServiceError | null, response: { output_json: string; platform: string }) => {
+            if (err) {
+              platform ??= (err.metadata?.get(PLATFORM_HEADER)[0] as string | undefined) ?? null;
+              if (err.code === grpc.status.DEADLINE_EXCEEDED) {
+                reject(new RemoteOutcomeUnknownError('GRPC', address, Math.max(deadlineMs, Date.now() - startedAt.getTime()), deadlineMs, startedAt));
+                return;
+              }
+              if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') {
+                reject(new TransitionInProgressError('GRPC', address, platform, null));
+                return;
+              }
+              const name = grpc.status[err.code] ?? String(err.code);
+              reject(new RemoteFailureError(`gRPC worker at ${address} answered ${name}`, `GRPC_${name}`, RETRYABLE.has(err.code), platform));
               return;
             }
-            if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') {
-              reject(new TransitionInProgressError('GRPC', address, platform, null));
-              return;
+            try {
+              resolve(response.output_json === '' ? null : JSON.parse(response.output_json));
+            } catch {
+              reject(
+                new RemoteFailureError(
+                  `gRPC worker at ${address} answered output that is not JSON`,
+                  'INVALID_WORKER_RESPONSE',
+                  false,
+                  response.platform || platform,
+                ),
+              );
             }
-            const name = grpc.status[err.code] ?? String(err.code);
-            reject(new RemoteFailureError(`gRPC worker at ${address} answered ${name}`, `GRPC_${name}`, RETRYABLE.has(err.code), platform));
-            return;
-          }
-          try {
-            resolve(response.output_json === '' ? null : JSON.parse(response.output_json));
-          } catch {
-            reject(new RemoteFailureError(`gRPC worker at ${address} answered output that is not JSON`, 'INVALID_WORKER_RESPONSE', false, response.platform || platform));
-          }
-        },
-      );
-      call.on('metadata', (md: grpc.Metadata) => {
-        platform = (md.get(PLATFORM_HEADER)[0] as string | undefined) ?? platform;
-      });
-      signal.addEventListener('abort', () => call.cancel(), { once: true });
-    }),
+          },
+        );
+        call.on('metadata', (md: grpc.Metadata) => {
+          platform = (md.get(PLATFORM_HEADER)[0] as string | undefined) ?? platform;
+        });
+        signal.addEventListener('abort', () => call.cancel(), { once: true });
+      }),
   );
 }
 
 /** TransitionWorker.Lookup of the idempotency key the call was sent with, for disposition evidence. */
 export function lookupGrpc(address: string, key: string, timeoutMs: number): Promise<{ recorded: boolean; state: string }> {
   return new Promise((resolve, reject) => {
-    grpcClient(address).Lookup({ transition_key: key }, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: { recorded: boolean; state: string }) =>
-      err ? reject(err) : resolve(res),
+    grpcClient(address).Lookup(
+      { transition_key: key },
+      new grpc.Metadata(),
+      { deadline: Date.now() + timeoutMs },
+      (err: grpc.ServiceError | null, res: { recorded: boolean; state: string }) => (err ? reject(err) : resolve(res)),
     );
   });
 }

@@ -82,12 +82,24 @@ export async function withDeadline<T>(
   const controller = new AbortController();
   const onCancel = () => controller.abort(ctx.signal.reason);
   ctx.signal.addEventListener('abort', onCancel, { once: true });
-  const fields = { tenantId: ctx.tenantId, executionId: ctx.executionId, correlationId: ctx.correlationId, attempt: ctx.attempt, transitionKey: ctx.transitionKey, protocol, target, deadlineMs };
-  const warning = setTimeout(() => {
-    // Elapsed transport time only; not a diagnosis of a stalled worker.
-    ctx.log.warn({ event: 'remote_transition_deadline_warning', ...fields, elapsedMs: Math.round(performance.now() - started) });
-    ctx.onDeadlineWarning?.(protocol);
-  }, Math.floor(deadlineMs * 0.75));
+  const fields = {
+    tenantId: ctx.tenantId,
+    executionId: ctx.executionId,
+    correlationId: ctx.correlationId,
+    attempt: ctx.attempt,
+    transitionKey: ctx.transitionKey,
+    protocol,
+    target,
+    deadlineMs,
+  };
+  const warning = setTimeout(
+    () => {
+      // Elapsed transport time only; not a diagnosis of a stalled worker.
+      ctx.log.warn({ event: 'remote_transition_deadline_warning', ...fields, elapsedMs: Math.round(performance.now() - started) });
+      ctx.onDeadlineWarning?.(protocol);
+    },
+    Math.floor(deadlineMs * 0.75),
+  );
   let expire: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     expire = setTimeout(() => {

@@ -30,7 +30,12 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
     });
   } catch {
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
-    throw new RemoteFailureError(`the call to ${url} was not sent: a header value (correlationId) cannot be encoded in HTTP`, 'INVALID_REQUEST_HEADER', false, null);
+    throw new RemoteFailureError(
+      `the call to ${url} was not sent: a header value (correlationId) cannot be encoded in HTTP`,
+      'INVALID_REQUEST_HEADER',
+      false,
+      null,
+    );
   }
   // The step's trace continues in the transition worker (W3C traceparent); nothing when tracing is off.
   injectTraceContext((key, value) => headers.set(key, value));
@@ -41,7 +46,12 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
     } catch (err) {
       if (signal.aborted) throw err;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
-      throw new RemoteFailureError(`REST worker at ${url} unreachable (${cause ?? 'network error'})`, cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR', true, null);
+      throw new RemoteFailureError(
+        `REST worker at ${url} unreachable (${cause ?? 'network error'})`,
+        cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR',
+        true,
+        null,
+      );
     }
     const platform = response.headers.get(PLATFORM_HEADER);
     const text = await response.text();
@@ -49,10 +59,16 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       try {
         return text === '' ? null : JSON.parse(text);
       } catch {
-        throw new RemoteFailureError(`REST worker at ${url} answered ${response.status} with a body that is not JSON`, 'INVALID_WORKER_RESPONSE', false, platform);
+        throw new RemoteFailureError(
+          `REST worker at ${url} answered ${response.status} with a body that is not JSON`,
+          'INVALID_WORKER_RESPONSE',
+          false,
+          platform,
+        );
       }
     }
-    if (response.headers.get(IN_PROGRESS_HEADER) === 'true') throw new TransitionInProgressError('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
+    if (response.headers.get(IN_PROGRESS_HEADER) === 'true')
+      throw new TransitionInProgressError('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
     const retryable = RETRYABLE_STATUS.has(response.status) || response.status >= 500;
     throw new RemoteFailureError(
       `REST worker at ${url} answered ${response.status}`,

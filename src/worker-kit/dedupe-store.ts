@@ -26,7 +26,8 @@ export const LEGACY_ROW_RESPONSE: StoredResponse = {
   status: 409,
   body: {
     code: 'LEGACY_TRANSITION_RECORDED',
-    error: 'this transition identity was recorded before idempotency keys were tenant-qualified; the handler is not run again and the stored outcome is withheld',
+    error:
+      'this transition identity was recorded before idempotency keys were tenant-qualified; the handler is not run again and the stored outcome is withheld',
   },
 };
 

@@ -72,7 +72,10 @@ export class Deliveries {
       return inProgress;
     }
 
-    const renewal = setInterval(() => void this.store.renew(key, this.limits.leaseMs).catch(() => undefined), Math.max(50, Math.floor(this.limits.leaseMs / 3)));
+    const renewal = setInterval(
+      () => void this.store.renew(key, this.limits.leaseMs).catch(() => undefined),
+      Math.max(50, Math.floor(this.limits.leaseMs / 3)),
+    );
     let stored: StoredResponse;
     try {
       stored = { status: 200, body: (await run()) ?? null };

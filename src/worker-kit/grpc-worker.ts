@@ -48,7 +48,10 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
       const first = (name: string) => (call.metadata.get(name)[0] as string | undefined) ?? null;
       const key = first('idempotency-key') ?? '';
       const transition = transitionCallOf(key, first('x-correlation-id'));
-      if (!transition) return callback(fail(grpc.status.INVALID_ARGUMENT, 'idempotency-key must be a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}'));
+      if (!transition)
+        return callback(
+          fail(grpc.status.INVALID_ARGUMENT, 'idempotency-key must be a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}'),
+        );
       let input: unknown;
       try {
         input = JSON.parse(call.request.input_json || 'null');
@@ -56,13 +59,23 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
         return callback(fail(grpc.status.INVALID_ARGUMENT, 'input_json is not JSON'));
       }
       try {
-        const handle = () => withRemoteParent('worker-kit gRPC handle', (name) => first(name) ?? undefined, { 'pipeline.transition_key': transition.transitionKey, 'pipeline.platform': options.platform }, () => options.handler(input, transition));
+        const handle = () =>
+          withRemoteParent(
+            'worker-kit gRPC handle',
+            (name) => first(name) ?? undefined,
+            { 'pipeline.transition_key': transition.transitionKey, 'pipeline.platform': options.platform },
+            () => options.handler(input, transition),
+          );
         const outcome = await deliveries.deliver(key, handle);
         if (outcome.kind === 'in-progress') {
           // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).
           const inProgress = platformMetadata();
           inProgress.set(IN_PROGRESS_HEADER, 'true');
-          return callback({ code: grpc.status.UNAVAILABLE, details: 'the same transition is still being handled; deliver it again later', metadata: inProgress });
+          return callback({
+            code: grpc.status.UNAVAILABLE,
+            details: 'the same transition is still being handled; deliver it again later',
+            metadata: inProgress,
+          });
         }
         if (outcome.kind === 'retry') return callback(fail(grpc.status.UNAVAILABLE, 'transition failed; retry'));
         if (outcome.stored.status >= 400) return callback(fail(grpc.status.FAILED_PRECONDITION, JSON.stringify(outcome.stored.body)));
@@ -72,7 +85,8 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
       }
     },
     async Lookup(call: grpc.ServerUnaryCall<{ transition_key: string }, unknown>, callback: grpc.sendUnaryData<unknown>) {
-      if (!parseIdempotencyKey(call.request.transition_key)) return callback(fail(grpc.status.INVALID_ARGUMENT, 'transition_key must be a tenant-qualified transition identity'));
+      if (!parseIdempotencyKey(call.request.transition_key))
+        return callback(fail(grpc.status.INVALID_ARGUMENT, 'transition_key must be a tenant-qualified transition identity'));
       try {
         const found = await store.lookup(call.request.transition_key);
         callback(null, { recorded: found !== null, state: found?.state ?? '', completed_at: found?.completedAt ?? '' });

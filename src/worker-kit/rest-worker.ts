@@ -38,7 +38,14 @@ export interface TransitionCall {
 export function transitionCallOf(key: string, correlationId: string | null): TransitionCall | null {
   const parsed = parseIdempotencyKey(key);
   if (!parsed) return null;
-  return { idempotencyKey: key, transitionKey: parsed.transitionKey, tenantId: parsed.tenantId, executionId: parsed.executionId, correlationId, attempt: parsed.attempt };
+  return {
+    idempotencyKey: key,
+    transitionKey: parsed.transitionKey,
+    tenantId: parsed.tenantId,
+    executionId: parsed.executionId,
+    correlationId,
+    attempt: parsed.attempt,
+  };
 }
 
 export interface RestTransitionWorkerOptions {
@@ -52,7 +59,6 @@ export interface RestTransitionWorkerOptions {
   duplicateWaitMs?: number;
 }
 
-
 export function createRestTransitionWorker(options: RestTransitionWorkerOptions) {
   if (!options.platform) throw new TypeError('createRestTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
@@ -65,7 +71,10 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
   });
 
   const reply = (stored: StoredResponse, replayed: boolean) =>
-    new Response(JSON.stringify(stored.body ?? null), { status: stored.status, headers: { 'content-type': 'application/json', ...(replayed ? { 'idempotent-replayed': 'true' } : {}) } });
+    new Response(JSON.stringify(stored.body ?? null), {
+      status: stored.status,
+      headers: { 'content-type': 'application/json', ...(replayed ? { 'idempotent-replayed': 'true' } : {}) },
+    });
 
   app.post('/transition', async (c) => {
     const key = c.req.header('idempotency-key') ?? '';
@@ -78,7 +87,13 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
       return c.json({ error: 'body must be JSON' }, 400);
     }
     // The handler runs in a span continuing the orchestrator's trace (traceparent), when tracing is on.
-    const handle = () => withRemoteParent('worker-kit REST handle', (name) => c.req.header(name), { 'pipeline.transition_key': call.transitionKey, 'pipeline.platform': options.platform }, () => options.handler(input, call));
+    const handle = () =>
+      withRemoteParent(
+        'worker-kit REST handle',
+        (name) => c.req.header(name),
+        { 'pipeline.transition_key': call.transitionKey, 'pipeline.platform': options.platform },
+        () => options.handler(input, call),
+      );
     const outcome = await deliveries.deliver(key, handle);
     if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
     if (outcome.kind === 'in-progress') {
@@ -94,7 +109,13 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
     const key = c.req.param('key');
     if (!parseIdempotencyKey(key)) return c.json({ error: 'not a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}' }, 400);
     const found = await store.lookup(key);
-    return c.json({ idempotencyKey: key, recorded: found !== null, state: found?.state ?? null, completedAt: found?.completedAt ?? null, legacy: found?.legacy ?? false });
+    return c.json({
+      idempotencyKey: key,
+      recorded: found !== null,
+      state: found?.state ?? null,
+      completedAt: found?.completedAt ?? null,
+      legacy: found?.legacy ?? false,
+    });
   });
 
   return app;

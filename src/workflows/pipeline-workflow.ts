@@ -17,7 +17,16 @@ const TEMPORAL_TIMEOUT_MARGIN_MS = 10_000;
 /** Redeliveries (worker crashes) allowed beyond the step's retry budget before the run gives up. */
 const REDELIVERY_ALLOWANCE = 10;
 
-function activitiesFor(step: StepPlan, index: number, attempt: number) {
+/**
+ * The activity's summary in the Temporal UI. Temporal's own attempt counter counts
+ * redeliveries and starts at 1 in every run, so the summary names the transition identity
+ * the first Temporal attempt runs as; every retried attempt's failure message names its own.
+ */
+function activitySummary(step: StepPlan, index: number, executionId: string, attempt: number): string {
+  return `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''} · transition ${executionId}:${index}:${attempt} on Temporal attempt 1; each retry's failure names its own`;
+}
+
+function activitiesFor(step: StepPlan, index: number, executionId: string, attempt: number) {
   return proxyActivities<EngineActivities>({
     startToCloseTimeout: step.timeoutMs + TEMPORAL_TIMEOUT_MARGIN_MS,
     heartbeatTimeout: step.heartbeatMs,
@@ -28,7 +37,7 @@ function activitiesFor(step: StepPlan, index: number, attempt: number) {
       maximumAttempts: step.retry.limit + 1 + REDELIVERY_ALLOWANCE,
       nonRetryableErrorTypes: [FailureTypes.terminal, FailureTypes.duplicateRun],
     },
-    summary: `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''} · attempt ${attempt}`,
+    summary: activitySummary(step, index, executionId, attempt),
   });
 }
 
@@ -38,7 +47,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
     const step = run.steps[index];
     const firstOfRun = index === run.resumeStepIndex;
     const attempt = firstOfRun ? run.resumeAttempt : 1;
-    const activities = activitiesFor(step, index, attempt);
+    const activities = activitiesFor(step, index, run.executionId, attempt);
     try {
       const result = await activities.runStep({
         tenantId: run.tenantId,
@@ -61,12 +70,21 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
       segment = result.output;
     } catch (err) {
       if (failureType(err) === FailureTypes.duplicateRun) return { duplicateRun: true };
-      const terminal = terminalDetails(err) ?? (await activities.abandonStep({ tenantId: run.tenantId, executionId: run.executionId, stepIndex: index, stepName: step.name, transport: step.transport, reason: describe(err) }));
+      const terminal =
+        terminalDetails(err) ??
+        (await activities.abandonStep({
+          tenantId: run.tenantId,
+          executionId: run.executionId,
+          stepIndex: index,
+          stepName: step.name,
+          transport: step.transport,
+          reason: describe(err),
+        }));
       upsertSearchAttributes([{ key: PipelineStatus, value: terminal.status }]);
       throw ApplicationFailure.create({
         type: FailureTypes.terminal,
         nonRetryable: true,
-        message: `execution ${run.executionId} ${terminal.status} at step ${index} (${step.name}): ${terminal.errorCode}${terminal.terminalReason ? ` / ${terminal.terminalReason}` : ''}`,
+        message: `execution ${run.executionId} ${terminal.status} at step ${index} (${step.name}), transition ${terminal.transitionKey}: ${terminal.errorCode}${terminal.terminalReason ? ` / ${terminal.terminalReason}` : ''}`,
         details: [terminal],
         cause: err instanceof Error ? err : undefined,
       });
@@ -81,12 +99,12 @@ function failureType(err: unknown): string | undefined | null {
 
 /** The terminal outcome the activity already committed, if that is why it failed. */
 function terminalDetails(err: unknown): TerminalDetails | undefined {
-  return failureType(err) === FailureTypes.terminal ? ((err as ActivityFailure & { cause: ApplicationFailure }).cause.details?.[0] as TerminalDetails) : undefined;
+  return failureType(err) === FailureTypes.terminal
+    ? ((err as ActivityFailure & { cause: ApplicationFailure }).cause.details?.[0] as TerminalDetails)
+    : undefined;
 }
 
 function describe(err: unknown): string {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   return cause instanceof Error ? `${cause.name}: ${cause.message}`.slice(0, 500) : 'unknown failure';
 }
-
-

@@ -5,5 +5,9 @@ export const PipelineTenant = defineSearchAttributeKey('PipelineTenant', SearchA
 export const PipelineExecutionId = defineSearchAttributeKey('PipelineExecutionId', SearchAttributeType.KEYWORD);
 export const PipelineName = defineSearchAttributeKey('PipelineName', SearchAttributeType.KEYWORD);
 export const PipelineStatus = defineSearchAttributeKey('PipelineStatus', SearchAttributeType.KEYWORD);
+/** On a re-drive's run: the runId of the run it re-drives (the execution's previous run). */
+export const PipelineRedriveOf = defineSearchAttributeKey('PipelineRedriveOf', SearchAttributeType.KEYWORD);
+/** On a run a bulk job re-drove, and on the job's own workflow: the job id. */
+export const PipelineRedriveJob = defineSearchAttributeKey('PipelineRedriveJob', SearchAttributeType.KEYWORD);
 
-export const ALL_SEARCH_ATTRIBUTES = [PipelineTenant, PipelineExecutionId, PipelineName, PipelineStatus];
+export const ALL_SEARCH_ATTRIBUTES = [PipelineTenant, PipelineExecutionId, PipelineName, PipelineStatus, PipelineRedriveOf, PipelineRedriveJob];

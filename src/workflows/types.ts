@@ -33,7 +33,14 @@ export interface PipelineRunInput {
   /** the dispatch row this run was started from ('start' or a redriveId) */
   dispatchId: string;
   /** set by a re-drive: the operator attested the ambiguous call made no effect */
-  redrive?: { redriveId: string; intent: RedriveMode };
+  redrive?: {
+    redriveId: string;
+    intent: RedriveMode;
+    /** the bulk re-drive job that admitted it (searchable as PipelineRedriveJob) */
+    jobId?: string;
+    /** the runId of the run it re-drives, when the record knew it (searchable as PipelineRedriveOf) */
+    redriveOf?: string;
+  };
 }
 
 export interface StepRequest {

@@ -13,7 +13,15 @@ import { runBenchmarks } from '../../bench/suite';
 describe('benchmark harness (smoke)', () => {
   it('measures every figure at the smallest sizes', async () => {
     const results = await runBenchmarks({
-      n: 2, runs: 1, concurrency: 2, memoryCount: 2, dlqCount: 2, redriveCount: 2, roundTripExecutions: 1, memorySamples: 1, temporalAddress: inject('temporalAddress'),
+      n: 2,
+      runs: 1,
+      concurrency: 2,
+      memoryCount: 2,
+      dlqCount: 2,
+      redriveCount: 2,
+      roundTripExecutions: 1,
+      memorySamples: 1,
+      temporalAddress: inject('temporalAddress'),
     });
     const { engineOverhead, historyEvents, postgresRoundTrips, workerMemory, dlqPublish } = results.figures;
     expect(engineOverhead.engine.median).toBeGreaterThan(0);

@@ -11,7 +11,10 @@ import { createLog } from '../../src/log';
 describe('growth figure harness (smoke)', () => {
   it('measures every read on two seeded stores and renders the table', async () => {
     const results = await measureGrowth({ sizes: [400, 4000], samples: 3, commits: 3, log: createLog({ level: 'silent' }), say: () => undefined });
-    expect(results.sizes.map((s) => [s.executions, s.envelopes])).toEqual([[400, Math.floor(200 / 33)], [4000, Math.floor(3800 / 33)]]);
+    expect(results.sizes.map((s) => [s.executions, s.envelopes])).toEqual([
+      [400, Math.floor(200 / 33)],
+      [4000, Math.floor(3800 / 33)],
+    ]);
     expect(results.reads.length).toBeGreaterThanOrEqual(20);
     for (const read of results.reads) {
       expect(read.ms).toHaveLength(2);

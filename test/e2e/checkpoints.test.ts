@@ -61,19 +61,29 @@ describe('checkpoint publication', () => {
     server = undefined;
     const keys = Array.from({ length: 20 }, (_, i) => `down-${String(i).padStart(2, '0')}`);
     for (const handoffKey of keys) expect((await publish({ handoffKey, pipeline: 'ingest', records: [handoffKey] })).status).toBe(202);
-    await until(async () => engine.logs.some((l) => l.event === 'checkpoint_publication_delivery_failure' && String(l.handoffKey).startsWith('down-')), 60_000, 'a delivery-failure log');
+    await until(
+      async () => engine.logs.some((l) => l.event === 'checkpoint_publication_delivery_failure' && String(l.handoffKey).startsWith('down-')),
+      60_000,
+      'a delivery-failure log',
+    );
     expect(await metric('pipeline_checkpoint_backlog')).toBe(20);
     expect(await metric('pipeline_checkpoint_lag_seconds')).toBeGreaterThan(0);
     const dlqBefore = await engine.service.db.query('SELECT count(*)::int AS n FROM execution_dlq');
     expect(dlqBefore.rows[0].n).toBe(0);
 
     server = await startServer();
-    await until(async () => {
-      const pending = await engine.service.db.query("SELECT count(*)::int AS n FROM checkpoint_outbox WHERE status = 'PENDING'");
-      return pending.rows[0].n === 0;
-    }, 90_000, 'every checkpoint admitted');
+    await until(
+      async () => {
+        const pending = await engine.service.db.query("SELECT count(*)::int AS n FROM checkpoint_outbox WHERE status = 'PENDING'");
+        return pending.rows[0].n === 0;
+      },
+      90_000,
+      'every checkpoint admitted',
+    );
     for (const key of keys) expect((await engine.waitFor('acme', checkpointExecutionId(key), ['SUCCEEDED'], 60_000)).executionKey).toBe(key);
-    const counts = await engine.service.db.query("SELECT count(*)::int AS n, count(DISTINCT execution_key)::int AS d FROM execution_record WHERE execution_key LIKE 'down-%'");
+    const counts = await engine.service.db.query(
+      "SELECT count(*)::int AS n, count(DISTINCT execution_key)::int AS d FROM execution_record WHERE execution_key LIKE 'down-%'",
+    );
     expect(counts.rows[0]).toEqual({ n: 20, d: 20 });
     for (const key of keys.slice(0, 5)) expect(await engine.runsOf('acme', checkpointExecutionId(key), 1)).toHaveLength(1);
     expect(await metric('pipeline_checkpoint_backlog')).toBe(0);

@@ -23,7 +23,12 @@ let engine: TestEngine;
 const workers: ChildProcess[] = [];
 
 const startWorker = async (env: Record<string, string>) => {
-  const child = await startWorkerProcess(WORKER, { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: engine.database.url, TASK_QUEUE: engine.taskQueue, ...env });
+  const child = await startWorkerProcess(WORKER, {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    DATABASE_URL: engine.database.url,
+    TASK_QUEUE: engine.taskQueue,
+    ...env,
+  });
   workers.push(child);
   return child;
 };
@@ -45,7 +50,9 @@ beforeAll(async () => {
   // A re-drive sent while the previous run is still closing (its last workflow task waits
   // out the killed worker's task timeout) is left pending for the sweeper, so run one here.
   engine.service.dispatcher.startSweeper(500);
-  await engine.service.db.query('CREATE TABLE test_invocation (id serial PRIMARY KEY, execution_id text NOT NULL, version integer NOT NULL, step text NOT NULL, transition_key text NOT NULL, pid integer NOT NULL)');
+  await engine.service.db.query(
+    'CREATE TABLE test_invocation (id serial PRIMARY KEY, execution_id text NOT NULL, version integer NOT NULL, step text NOT NULL, transition_key text NOT NULL, pid integer NOT NULL)',
+  );
 });
 afterAll(async () => {
   for (const child of workers) if (child.exitCode === null) child.kill('SIGKILL');
@@ -53,7 +60,7 @@ afterAll(async () => {
 });
 
 describe('a deploy that inserts a step', () => {
-  it('never makes a run or a re-drive execute the wrong step', { timeout: 240_000 }, async () => {
+  it('never makes a run or a re-drive execute the wrong step', { timeout: 400_000 }, async () => {
     // Version 1 is deployed; settle is flaky in this worker process.
     const oldWorker = await startWorker({ VERSIONS: '1', FAIL_RETRYABLE: 'settle' });
     await engine.start('acme', { pipeline: 'orders', executionId: 'parked' });
@@ -61,13 +68,23 @@ describe('a deploy that inserts a step', () => {
     await engine.start('acme', { pipeline: 'orders', executionId: 'failed-2', input: { fatal: 'settle' } });
 
     for (const id of ['failed', 'failed-2']) {
-      expect(await engine.waitFor('acme', id, ['FAILED', 'SUCCEEDED'], 60_000)).toMatchObject({ status: 'FAILED', failedStepIndex: 3, pipelineVersion: 1, stepCount: 4, lastErrorCode: 'TEST_FATAL' });
+      expect(await engine.waitFor('acme', id, ['FAILED', 'SUCCEEDED'], 60_000)).toMatchObject({
+        status: 'FAILED',
+        failedStepIndex: 3,
+        pipelineVersion: 1,
+        stepCount: 4,
+        lastErrorCode: 'TEST_FATAL',
+      });
     }
     // The parked run committed a retry of settle (step 3) and waits in backoff.
-    await until(async () => {
-      const record = await engine.service.store.get('acme', 'parked');
-      return record?.status === 'RUNNING' && record.currentStepIndex === 3 && record.attempt >= 2;
-    }, 60_000, 'the parked run to commit a retry of step 3');
+    await until(
+      async () => {
+        const record = await engine.service.store.get('acme', 'parked');
+        return record?.status === 'RUNNING' && record.currentStepIndex === 3 && record.attempt >= 2;
+      },
+      60_000,
+      'the parked run to commit a retry of step 3',
+    );
 
     // The deploy: a new worker process with both versions; the old process goes away.
     oldWorker.kill('SIGKILL');
@@ -87,7 +104,9 @@ describe('a deploy that inserts a step', () => {
     // New executions use version 2.
     const fresh = await engine.start('acme', { pipeline: 'orders', executionId: 'fresh' });
     expect(fresh).toMatchObject({ pipelineVersion: 2, stepCount: 5 });
-    expect((await engine.waitFor('acme', 'fresh', ['SUCCEEDED', 'FAILED'], 60_000)).segmentInput).toMatchObject({ trail: ['validate@v2', 'reserve@v2', 'charge@v2', 'audit@v2', 'settle@v2'] });
+    expect((await engine.waitFor('acme', 'fresh', ['SUCCEEDED', 'FAILED'], 60_000)).segmentInput).toMatchObject({
+      trail: ['validate@v2', 'reserve@v2', 'charge@v2', 'audit@v2', 'settle@v2'],
+    });
 
     // Re-drive under version 1 while it is registered: settle of version 1, step 3, attempt 2.
     const failed = (await engine.service.store.get('acme', 'failed'))!;
@@ -118,17 +137,30 @@ describe('a deploy that inserts a step', () => {
     const optIn = await redrive('failed-2', { expectedVersion: before.version, resumeUnderCurrentVersion: true });
     expect(optIn.status).toBe(202);
     expect(await optIn.json()).toMatchObject({ resumeStepIndex: 4, pipelineVersion: 2 });
-    expect(await engine.waitFor('acme', 'failed-2', ['SUCCEEDED', 'FAILED'], 60_000)).toMatchObject({ status: 'SUCCEEDED', pipelineVersion: 2, stepCount: 5, currentStepIndex: 5 });
+    // A generous bound (it only stops a hang): under load the opt-in run's first step waited past 60 s once.
+    expect(await engine.waitFor('acme', 'failed-2', ['SUCCEEDED', 'FAILED'], 180_000)).toMatchObject({
+      status: 'SUCCEEDED',
+      pipelineVersion: 2,
+      stepCount: 5,
+      currentStepIndex: 5,
+    });
     const moved = (await invocations('failed-2')).filter((row) => row.pid === newWorker.pid);
     expect(moved).toEqual([expect.objectContaining({ version: 2, step: 'settle', transition_key: 'failed-2:4:2' })]);
-    const audit = await engine.service.db.query('SELECT from_pipeline_version, to_pipeline_version, request FROM redrive_audit WHERE execution_id = $1', ['failed-2']);
-    expect(audit.rows).toEqual([expect.objectContaining({ from_pipeline_version: 1, to_pipeline_version: 2, request: expect.objectContaining({ resumeUnderCurrentVersion: true }) })]);
+    const audit = await engine.service.db.query('SELECT from_pipeline_version, to_pipeline_version, request FROM redrive_audit WHERE execution_id = $1', [
+      'failed-2',
+    ]);
+    expect(audit.rows).toEqual([
+      expect.objectContaining({ from_pipeline_version: 1, to_pipeline_version: 2, request: expect.objectContaining({ resumeUnderCurrentVersion: true }) }),
+    ]);
 
     // The record, the DLQ envelope and the history name the versions.
     const view = await (await engine.request('GET', '/admin/tenants/acme/executions/failed-2')).json();
     expect(view).toMatchObject({ pipelineVersion: 2, stepCount: 5 });
     const dlq = await (await engine.request('GET', '/admin/tenants/acme/dlq?errorCode=TEST_FATAL')).json();
-    expect(dlq.items.find((item: { envelope: { executionId: string } }) => item.envelope.executionId === 'failed-2').envelope).toMatchObject({ pipeline: 'orders', pipelineVersion: 1 });
+    expect(dlq.items.find((item: { envelope: { executionId: string } }) => item.envelope.executionId === 'failed-2').envelope).toMatchObject({
+      pipeline: 'orders',
+      pipelineVersion: 1,
+    });
     const story = await (await engine.request('GET', '/admin/tenants/acme/executions/failed-2/history')).json();
     expect(story.pipelineVersion).toBe(2);
     expect(story.attempts.filter((row: { step: string }) => row.step === 'settle')).toEqual([

@@ -25,7 +25,8 @@ afterAll(() => {
 
 const cleanEnv = () => {
   const env = { ...process.env };
-  for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS' || key === 'PORT') delete env[key];
+  for (const key of Object.keys(env))
+    if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS' || key === 'PORT') delete env[key];
   return env;
 };
 
@@ -79,13 +80,18 @@ const alive = (pid: number) => {
 
 const holdPort = (port: number) =>
   new Promise<Server>((resolve, reject) => {
-    const server = createServer((socket) => socket.destroy()).once('error', reject).listen(port, '127.0.0.1', () => resolve(server));
+    const server = createServer((socket) => socket.destroy())
+      .once('error', reject)
+      .listen(port, '127.0.0.1', () => resolve(server));
   });
 
 describe('embedded lifecycle', () => {
   it('leaves no process behind after kill -9 of the service, and warns about retry-wait-ms below 1000', async () => {
     const { child, output, env } = await startMainUp({ PIPELINE_DEFAULTS_RETRY_WAIT_MS: '300' });
-    const started = output.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    const started = output.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
     const devServer = started.find((l) => l.event === 'temporal_dev_server_started');
     expect(devServer).toMatchObject({ pid: expect.any(Number), watchdogPid: expect.any(Number) });
     expect(alive(devServer.pid)).toBe(true);
@@ -104,11 +110,19 @@ describe('embedded lifecycle', () => {
     let [stdout, stderr] = ['', ''];
     launcher.stdout!.on('data', (chunk) => (stdout += chunk));
     launcher.stderr!.on('data', (chunk) => (stderr += chunk));
-    await until(() => {
-      if (launcher.exitCode !== null) throw new Error(`tsx src/main.ts exited ${launcher.exitCode}: ${stderr}`);
-      return stderr.includes('Admin token');
-    }, 120_000, 'the service to start');
-    const devServer = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line)).find((l) => l.event === 'temporal_dev_server_started');
+    await until(
+      () => {
+        if (launcher.exitCode !== null) throw new Error(`tsx src/main.ts exited ${launcher.exitCode}: ${stderr}`);
+        return stderr.includes('Admin token');
+      },
+      120_000,
+      'the service to start',
+    );
+    const devServer = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .find((l) => l.event === 'temporal_dev_server_started');
     launcher.kill('SIGKILL');
     await until(() => !alive(devServer.pid) && !alive(devServer.watchdogPid), 60_000, 'the service to stop its dev server after its launcher died');
     await until(async () => !(await portInUse(Number(env.PIPELINE_SERVER_PORT))), 30_000, 'the API port to be released');

@@ -80,11 +80,21 @@ describe('npm start on the embedded default', () => {
     const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
     const api = `http://127.0.0.1:${port}/pipeline`;
     const call = (method: string, path: string, body?: unknown) =>
-      fetch(`${api}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+      fetch(`${api}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
 
     expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-1', input: { orderId: 1 } })).status).toBe(202);
-    expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-2', input: { fail: { charge: { mode: 'retryable' } } } })).status).toBe(202);
-    expect((await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-3', input: { fail: { notify: { mode: 'non_retryable' } } } })).status).toBe(202);
+    expect(
+      (await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-2', input: { fail: { charge: { mode: 'retryable' } } } }))
+        .status,
+    ).toBe(202);
+    expect(
+      (await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-3', input: { fail: { notify: { mode: 'non_retryable' } } } }))
+        .status,
+    ).toBe(202);
 
     const waitStatus = async (id: string) => {
       const until = Date.now() + 60_000;
@@ -101,7 +111,10 @@ describe('npm start on the embedded default', () => {
     expect(dlq.items).toHaveLength(1);
     expect(dlq.items[0].envelope).toMatchObject({ executionId: 'order-2', errorCode: 'DEMO_RETRYABLE', retriesObserved: 5 });
     const effects = await (await call('GET', '/admin/tenants/acme/executions/order-1/effects')).json();
-    expect(effects.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', hasResult: true }, { stepName: 'notify', status: 'SUCCEEDED', transitionKey: 'order-1:3:1' }]);
+    expect(effects.items).toMatchObject([
+      { stepName: 'charge', status: 'SUCCEEDED', hasResult: true },
+      { stepName: 'notify', status: 'SUCCEEDED', transitionKey: 'order-1:3:1' },
+    ]);
     // The REST step (worker kit) rejecting: non_retryable, with the kit's platform in the envelope.
     expect(await waitStatus('order-3')).toMatchObject({ status: 'FAILED', failedStepIndex: 3, terminalReason: 'non_retryable', lastErrorCode: 'HTTP_422' });
     const rejected = await (await call('GET', '/admin/tenants/acme/dlq?errorCode=HTTP_422')).json();

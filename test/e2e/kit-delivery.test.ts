@@ -51,10 +51,14 @@ async function startCaller(): Promise<ChildProcess> {
   callers.push(child);
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
-  await until(() => {
-    if (child.exitCode !== null) throw new Error(`caller process exited with ${child.exitCode}`);
-    return out.includes('ready');
-  }, 60_000, 'the caller process to poll');
+  await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`caller process exited with ${child.exitCode}`);
+      return out.includes('ready');
+    },
+    60_000,
+    'the caller process to poll',
+  );
   return child;
 }
 
@@ -89,7 +93,10 @@ beforeAll(async () => {
   });
   kitUrl = `http://127.0.0.1:${port}/transition`;
   // The API side plans the run from the same shape; the caller processes (or this one) run it.
-  const shape = definePipeline({ name: 'remote', steps: [restStep('call', { url: kitUrl }, { command: true, retry: { limit: 3, waitMs: 100, maxBackoffMs: 500 } })] });
+  const shape = definePipeline({
+    name: 'remote',
+    steps: [restStep('call', { url: kitUrl }, { command: true, retry: { limit: 3, waitMs: 100, maxBackoffMs: 500 } })],
+  });
   engine = await startTestEngine([shape], { 'pipeline.orchestrator.worker.heartbeat-timeout': '1s' }, { worker: false });
 }, 120_000);
 afterAll(async () => {
@@ -121,7 +128,7 @@ describe('worker kit delivery under faults', () => {
     expect(runsOf('kill-1')).toEqual([['acme/kill-1:0:1', 1]]);
   }, 180_000);
 
-  it('runs the handler once when the kit\'s Postgres crashes between the handler and its stored outcome', async () => {
+  it("runs the handler once when the kit's Postgres crashes between the handler and its stored outcome", async () => {
     if (callers.every((child) => child.exitCode !== null)) await startCaller();
     crashBeforeReturn.add('pg-1');
     released.add('pg-1');
@@ -155,12 +162,21 @@ describe('worker kit delivery under faults', () => {
     const address = await grpcKit.listen();
     try {
       const ctx = {
-        tenantId: 'acme', executionId: 'grpc-1', correlationId: null, attempt: 1, transitionKey: 'grpc-1:0:1', idempotencyKey: 'acme/grpc-1:0:1',
-        signal: new AbortController().signal, log: createLog({ level: 'silent' }),
+        tenantId: 'acme',
+        executionId: 'grpc-1',
+        correlationId: null,
+        attempt: 1,
+        transitionKey: 'grpc-1:0:1',
+        idempotencyKey: 'acme/grpc-1:0:1',
+        signal: new AbortController().signal,
+        log: createLog({ level: 'silent' }),
       };
       const first = callGrpc(address, {}, 30_000, ctx);
       await until(() => runsOf('grpc-1').length === 1, 10_000, 'the gRPC handler to start');
-      const copy = await callGrpc(address, {}, 30_000, ctx).then(() => null, (err: unknown) => err);
+      const copy = await callGrpc(address, {}, 30_000, ctx).then(
+        () => null,
+        (err: unknown) => err,
+      );
       expect(copy).toBeInstanceOf(TransitionInProgressError);
       expect(copy).toMatchObject({ code: 'TRANSITION_IN_PROGRESS', retryable: true, platform: 'kit-under-test' });
       released.add('grpc-1');

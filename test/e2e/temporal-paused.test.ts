@@ -26,12 +26,14 @@ const failing = new Set<string>();
 const pipelines = [
   definePipeline({
     name: 'held',
-    steps: [localStep('hold', async (_input: unknown, ctx) => {
-      runs[ctx.executionId] = (runs[ctx.executionId] ?? 0) + 1;
-      if (failing.has(ctx.executionId)) throw new NonRetryableException('bad input', 'BAD_INPUT');
-      while (!released.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
-      return {};
-    })],
+    steps: [
+      localStep('hold', async (_input: unknown, ctx) => {
+        runs[ctx.executionId] = (runs[ctx.executionId] ?? 0) + 1;
+        if (failing.has(ctx.executionId)) throw new NonRetryableException('bad input', 'BAD_INPUT');
+        while (!released.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
+        return {};
+      }),
+    ],
   }),
 ];
 
@@ -76,7 +78,10 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
     failing.add('failed-1');
     await engine.start('acme', { pipeline: 'held', executionId: 'failed-1' });
     const failed = await engine.waitFor('acme', 'failed-1', ['FAILED']);
-    await engine.service.client.workflow.getHandle(failed.workflowId).result().catch(() => undefined);
+    await engine.service.client.workflow
+      .getHandle(failed.workflowId)
+      .result()
+      .catch(() => undefined);
     failing.delete('failed-1');
     await engine.start('acme', { pipeline: 'held', executionId: 'live-1' });
     const live = await engine.waitFor('acme', 'live-1', ['RUNNING']);
@@ -100,7 +105,8 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
 
       // One sweep while Temporal is down tries one row, not each row for a full deadline.
       await engine.service.dispatcher.stopSweeper();
-      const attempts = async () => (await engine.service.db.query<{ n: number }>(`SELECT sum(attempts)::int AS n FROM execution_dispatch WHERE status = 'PENDING'`)).rows[0].n;
+      const attempts = async () =>
+        (await engine.service.db.query<{ n: number }>(`SELECT sum(attempts)::int AS n FROM execution_dispatch WHERE status = 'PENDING'`)).rows[0].n;
       const before = await attempts();
       expect(await engine.service.dispatcher.sweepOnce()).toBe(0);
       expect(await attempts()).toBe(before + 1);
@@ -108,7 +114,9 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
       // Re-drive of a live execution: Temporal cannot say whether its run is alive → 503, nothing changed.
       const liveBefore = await engine.service.store.get('acme', 'live-1');
       for (const query of ['', '?dryRun=true']) {
-        const { res, body, elapsedMs } = await timed(() => redrive('live-1', { expectedVersion: live.version, reason: 'looks stuck', allowFailed: false }, query));
+        const { res, body, elapsedMs } = await timed(() =>
+          redrive('live-1', { expectedVersion: live.version, reason: 'looks stuck', allowFailed: false }, query),
+        );
         expect({ status: res.status, code: body.code }).toEqual({ status: 503, code: 'TEMPORAL_UNAVAILABLE' });
         expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
         expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);
@@ -120,7 +128,8 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
       // A checkpoint admission stuck on Temporal is counted while it is stuck, before its start gives up.
       const published = await engine.request('POST', '/api/tenants/acme/checkpoints', { body: { handoffKey: 'h-1', pipeline: 'held', records: [] } });
       expect(published.status).toBe(202);
-      const failures = (reason: string) => engine.logs.filter((l) => l.event === 'checkpoint_publication_delivery_failure' && l.handoffKey === 'h-1' && l.reason === reason);
+      const failures = (reason: string) =>
+        engine.logs.filter((l) => l.event === 'checkpoint_publication_delivery_failure' && l.handoffKey === 'h-1' && l.reason === reason);
       await until(() => failures('SLOW_ADMISSION').length > 0, 20_000, 'the slow admission to be logged');
       expect(failures('ORCHESTRATION_START_FAILED')).toHaveLength(0);
       const metrics = await (await engine.service.app.request('/metrics')).text();
@@ -153,7 +162,9 @@ describe('with the Temporal dev server paused (SIGSTOP)', () => {
   it('answers a start with 202 pending within the deadline while Temporal is gone altogether', async () => {
     resume();
     await server.stop();
-    const { res, body, elapsedMs } = await timed(() => engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'held', executionId: 'killed-1' } }));
+    const { res, body, elapsedMs } = await timed(() =>
+      engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'held', executionId: 'killed-1' } }),
+    );
     expect(res.status).toBe(202);
     expect(body).toMatchObject({ dispatch: 'pending', runId: null });
     expect(elapsedMs).toBeLessThan(CALL_TIMEOUT_MS + 1000);

@@ -19,7 +19,11 @@ let engine: TestEngine;
 const workers: ChildProcess[] = [];
 
 async function startWorker(): Promise<ChildProcess> {
-  const child = await startWorkerProcess('test/fixtures/worker-process.ts', { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: engine.database.url, TASK_QUEUE: engine.taskQueue });
+  const child = await startWorkerProcess('test/fixtures/worker-process.ts', {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    DATABASE_URL: engine.database.url,
+    TASK_QUEUE: engine.taskQueue,
+  });
   workers.push(child);
   return child;
 }

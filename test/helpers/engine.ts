@@ -53,7 +53,13 @@ export const FAST_RETRY: ConfigInput = {
 export async function startTestEngine(
   pipelines: PipelineDefinition[],
   overrides: ConfigInput = {},
-  options: { worker?: boolean; /** serve HTTP on pipeline.server.host/port too (default: in-process only) */ http?: boolean; databaseSettings?: Record<string, string>; /** the URL the service uses for the fresh database (e.g. through a proxy) */ storeUrl?: (databaseUrl: string) => string; /** trace to this span processor (tracing on) */ spanProcessor?: SpanProcessor } = {},
+  options: {
+    worker?: boolean;
+    /** serve HTTP on pipeline.server.host/port too (default: in-process only) */ http?: boolean;
+    databaseSettings?: Record<string, string>;
+    /** the URL the service uses for the fresh database (e.g. through a proxy) */ storeUrl?: (databaseUrl: string) => string;
+    /** trace to this span processor (tracing on) */ spanProcessor?: SpanProcessor;
+  } = {},
 ): Promise<TestEngine> {
   const database = await createTestDatabase(options.databaseSettings);
   const taskQueue = `test-${randomBytes(5).toString('hex')}`;
@@ -65,19 +71,22 @@ export async function startTestEngine(
     },
   });
   const log = createLog({ level: 'debug', destination: sink });
-  const config = loadConfig({}, {
-    'pipeline.store.url': options.storeUrl ? options.storeUrl(database.url) : database.url,
-    'pipeline.temporal.address': inject('temporalAddress'),
-    'pipeline.temporal.task-queue': taskQueue,
-    'pipeline.auth.tokens': TEST_TOKENS,
-    'pipeline.sweeper.interval': '500ms',
-    // Loaded CI machines can take longer than the 5 s default to answer a start; a start past the
-    // deadline stays pending for the sweeper, which an engine without a worker does not run.
-    // Tests of the deadline itself set their own.
-    'pipeline.temporal.call-timeout': '30s',
-    ...FAST_RETRY,
-    ...overrides,
-  });
+  const config = loadConfig(
+    {},
+    {
+      'pipeline.store.url': options.storeUrl ? options.storeUrl(database.url) : database.url,
+      'pipeline.temporal.address': inject('temporalAddress'),
+      'pipeline.temporal.task-queue': taskQueue,
+      'pipeline.auth.tokens': TEST_TOKENS,
+      'pipeline.sweeper.interval': '500ms',
+      // Loaded CI machines can take longer than the 5 s default to answer a start; a start past the
+      // deadline stays pending for the sweeper, which an engine without a worker does not run.
+      // Tests of the deadline itself set their own.
+      'pipeline.temporal.call-timeout': '30s',
+      ...FAST_RETRY,
+      ...overrides,
+    },
+  );
   const service = await startService({ config, log, pipelines, http: options.http ?? false, worker: options.worker, spanProcessor: options.spanProcessor });
   const prefix = `/${config['pipeline.admin.prefix']}`;
 
@@ -109,7 +118,8 @@ export async function startTestEngine(
       for (;;) {
         const record = await service.store.get(tenantId, executionId);
         if (record && statuses.includes(record.status)) return record;
-        if (Date.now() > deadline) throw new Error(`execution ${executionId} is ${record?.status ?? 'missing'} after ${timeoutMs} ms, not ${statuses.join('|')}`);
+        if (Date.now() > deadline)
+          throw new Error(`execution ${executionId} is ${record?.status ?? 'missing'} after ${timeoutMs} ms, not ${statuses.join('|')}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },

@@ -19,7 +19,9 @@ const require = createRequire(import.meta.url);
 const requireFromProto = createRequire(require.resolve('@temporalio/proto'));
 const { fromJson } = requireFromProto('protobufjs/ext/protojson') as { fromJson(type: unknown, json: unknown, options?: object): History | null };
 // The CommonJS root itself (an ESM namespace import is a copy patchProtobufRoot cannot walk).
-const historyType = (patchProtobufRoot(require('@temporalio/proto')) as unknown as { lookupType(name: string): unknown }).lookupType('temporal.api.history.v1.History');
+const historyType = (patchProtobufRoot(require('@temporalio/proto')) as unknown as { lookupType(name: string): unknown }).lookupType(
+  'temporal.api.history.v1.History',
+);
 
 export function readHistory(file: string): History {
   const json = JSON.parse(readFileSync(file, 'utf8')) as { events?: unknown };

@@ -11,7 +11,10 @@ export interface Moto {
 export async function startMoto(): Promise<Moto> {
   const port = await freePort();
   const pythonPath = [resolve('.tools/pip'), process.env.PYTHONPATH].filter(Boolean).join(':');
-  const child: ChildProcess = spawn('python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { env: { ...process.env, PYTHONPATH: pythonPath }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn('python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], {
+    env: { ...process.env, PYTHONPATH: pythonPath },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
   const endpoint = `http://127.0.0.1:${port}`;

@@ -11,7 +11,10 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 
 export function testServerExecutable(env: NodeJS.ProcessEnv = process.env): { type: 'existing-path'; path: string } | { type: 'cached-download' } {
-  for (const path of [env.TEMPORAL_TEST_SERVER_PATH, resolve(import.meta.dirname, '..', '..', '.tools', 'temporal-test-server', 'bin', 'temporal-test-server')]) {
+  for (const path of [
+    env.TEMPORAL_TEST_SERVER_PATH,
+    resolve(import.meta.dirname, '..', '..', '.tools', 'temporal-test-server', 'bin', 'temporal-test-server'),
+  ]) {
     if (!path) continue;
     try {
       accessSync(path, constants.X_OK);

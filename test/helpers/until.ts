@@ -76,7 +76,10 @@ export class Gates {
   wait(key: string, signal?: AbortSignal): Promise<void> {
     const opened = this.latch(key).wait(24 * 3600_000, `gate ${key}`);
     if (!signal) return opened;
-    return Promise.race([opened, new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })))]);
+    return Promise.race([
+      opened,
+      new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }))),
+    ]);
   }
 
   /** Opens every gate (end of a test file: nothing stays blocked). */

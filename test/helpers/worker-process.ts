@@ -6,9 +6,13 @@ export async function startWorkerProcess(script: string, env: Record<string, str
   const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
-  await until(() => {
-    if (child.exitCode !== null) throw new Error(`worker process ${script} exited with ${child.exitCode}`);
-    return out.includes('ready');
-  }, timeoutMs, `worker process ${script} to become ready`);
+  await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`worker process ${script} exited with ${child.exitCode}`);
+      return out.includes('ready');
+    },
+    timeoutMs,
+    `worker process ${script} to become ready`,
+  );
   return child;
 }

@@ -27,10 +27,27 @@ afterAll(async () => {
 describe('abandonStep', () => {
   it('commits FAILED with a STEP_ABANDONED envelope exactly once', async () => {
     const store = new ExecutionStore(database.db);
-    const registry = new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), [definePipeline({ name: 'p', steps: [localStep('a', () => null), localStep('b', () => null)] })]);
+    const registry = new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), [
+      definePipeline({ name: 'p', steps: [localStep('a', () => null), localStep('b', () => null)] }),
+    ]);
     const metrics = new Metrics(new SignalsStore(database.db), 5);
     const activities = createActivities({ store, effects: new EffectStore(database.db), registry, log: createLog({ level: 'silent' }), metrics });
-    await store.create({ tenantId: 't', executionId: 'ab-1', executionKey: null, pipeline: 'p', workflowId: 'w', stepCount: 2, input: { x: 1 }, correlationId: 'c-1', resourceType: null, resourceName: null }, {}, { owner: 'test', ms: 1000 });
+    await store.create(
+      {
+        tenantId: 't',
+        executionId: 'ab-1',
+        executionKey: null,
+        pipeline: 'p',
+        workflowId: 'w',
+        stepCount: 2,
+        input: { x: 1 },
+        correlationId: 'c-1',
+        resourceType: null,
+        resourceName: null,
+      },
+      {},
+      { owner: 'test', ms: 1000 },
+    );
     await store.begin({ tenantId: 't', executionId: 'ab-1', runId: 'run-1', dispatchId: 'start' });
 
     const first = await activities.abandonStep({ tenantId: 't', executionId: 'ab-1', stepIndex: 0, reason: 'worker lost 11 times' });
@@ -41,7 +58,15 @@ describe('abandonStep', () => {
     expect(record).toMatchObject({ status: 'FAILED', failedStepIndex: 0, terminalReason: 'retry_exhausted', version: 3, segmentInput: { x: 1 } });
     const { entries } = await new DlqStore(database.db).list('t', { limit: 10 });
     expect(entries).toHaveLength(1);
-    expect(await metrics.registry.getSingleMetricAsString('pipeline_executions_failed_total')).toContain('pipeline_executions_failed_total{terminal_reason="retry_exhausted",error_code="STEP_ABANDONED"} 1');
-    expect(entries[0].envelope).toMatchObject({ executionId: 'ab-1', correlationId: 'c-1', errorCode: 'STEP_ABANDONED', terminalReason: 'retry_exhausted', transitionKey: 'ab-1:0:1' });
+    expect(await metrics.registry.getSingleMetricAsString('pipeline_executions_failed_total')).toContain(
+      'pipeline_executions_failed_total{terminal_reason="retry_exhausted",error_code="STEP_ABANDONED"} 1',
+    );
+    expect(entries[0].envelope).toMatchObject({
+      executionId: 'ab-1',
+      correlationId: 'c-1',
+      errorCode: 'STEP_ABANDONED',
+      terminalReason: 'retry_exhausted',
+      transitionKey: 'ab-1:0:1',
+    });
   });
 });

@@ -14,9 +14,11 @@ const pipelines = [
   definePipeline({ name: 'ok', steps: [localStep('only', (input: unknown) => input)] }),
   definePipeline({
     name: 'fails',
-    steps: [localStep('only', (input: { code: string }) => {
-      throw new NonRetryableException('rejected', input.code);
-    })],
+    steps: [
+      localStep('only', (input: { code: string }) => {
+        throw new NonRetryableException('rejected', input.code);
+      }),
+    ],
   }),
 ];
 
@@ -31,7 +33,11 @@ async function tableCounts() {
 beforeAll(async () => {
   engine = await startTestEngine(pipelines);
   // Three DLQ entries with two error codes, for filters and paging.
-  for (const [id, code] of [['f1', 'BAD_A'], ['f2', 'BAD_B'], ['f3', 'BAD_A']]) {
+  for (const [id, code] of [
+    ['f1', 'BAD_A'],
+    ['f2', 'BAD_B'],
+    ['f3', 'BAD_A'],
+  ]) {
     await engine.start('tenant-a', { pipeline: 'fails', executionId: id, input: { code } });
     await engine.waitFor('tenant-a', id, ['FAILED']);
   }
@@ -155,7 +161,6 @@ describe('admin reads', () => {
   });
 });
 
-
 describe('OpenAPI document and reference page', () => {
   it('serves the generated document behind bearer auth', async () => {
     expect((await engine.request('GET', '/openapi.json', { token: null })).status).toBe(401);
@@ -166,8 +171,12 @@ describe('OpenAPI document and reference page', () => {
     const redrive = document.paths['/pipeline/admin/tenants/{tenantId}/executions/{executionId}/redrive'].post;
     expect(Object.keys(redrive.responses)).toEqual(expect.arrayContaining(['200', '202', '400', '401', '403', '404', '409', '413', '415', '422']));
     expect(JSON.stringify(redrive.requestBody)).toContain('RETRY_FAILED_COMMAND');
-    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['ExecutionRecord', 'DlqEnvelope', 'RedriveAccepted', 'Problem', 'RejectList', 'Triage', 'PublishCheckpointResponse']));
-    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/pipeline/api/tenants/{tenantId}/checkpoints', '/pipeline/admin/tenants/{tenantId}/rejects', '/pipeline/admin/triage']));
+    expect(Object.keys(document.components.schemas)).toEqual(
+      expect.arrayContaining(['ExecutionRecord', 'DlqEnvelope', 'RedriveAccepted', 'Problem', 'RejectList', 'Triage', 'PublishCheckpointResponse']),
+    );
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/pipeline/api/tenants/{tenantId}/checkpoints', '/pipeline/admin/tenants/{tenantId}/rejects', '/pipeline/admin/triage']),
+    );
   });
 
   it('serves the reference page and its assets from local files', async () => {

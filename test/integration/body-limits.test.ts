@@ -25,12 +25,14 @@ beforeAll(async () => {
     fetch: (req: Request) => {
       if (!req.body) return app.fetch(req);
       const path = new URL(req.url).pathname;
-      const counted = req.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          consumed[path] = (consumed[path] ?? 0) + chunk.byteLength;
-          controller.enqueue(chunk);
-        },
-      }));
+      const counted = req.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            consumed[path] = (consumed[path] ?? 0) + chunk.byteLength;
+            controller.enqueue(chunk);
+          },
+        }),
+      );
       return app.fetch(new Request(req.url, { method: req.method, headers: req.headers, body: counted, duplex: 'half' } as RequestInit));
     },
   });
@@ -52,7 +54,13 @@ function postChunked(path: string, total: number, stallAfter?: number): Promise<
     chunk[0] = 0x5b; // '[' : a JSON array of spaces, never finished
     let sent = 0;
     let answered = false;
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      path,
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+    });
     req.on('response', (res) => {
       answered = true;
       let body = '';
@@ -96,7 +104,9 @@ describe('request body limits on a real server', () => {
     for (let i = 0; i < 4; i++) expect((await postChunked(path, 256 * 1024 * 1024)).status).toBe(413);
     global.gc?.();
     const after = process.memoryUsage().rss;
-    console.log(`rss before ${Math.round(before / 2 ** 20)} MiB, after four 256 MiB chunked bodies ${Math.round(after / 2 ** 20)} MiB; server read ${consumed[path]} bytes of them`);
+    console.log(
+      `rss before ${Math.round(before / 2 ** 20)} MiB, after four 256 MiB chunked bodies ${Math.round(after / 2 ** 20)} MiB; server read ${consumed[path]} bytes of them`,
+    );
     expect(after - before).toBeLessThan(64 * 2 ** 20); // the old reader held each body whole: 256 MiB apiece
     expect(consumed[path]).toBeLessThanOrEqual(4 * (MAX_BODY_BYTES + 3 * 64 * 1024));
   });

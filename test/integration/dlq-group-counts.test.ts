@@ -6,7 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FailureGroupStore, type EnvelopeFilter } from '../../src/store/failure-group-store';
+import type { TerminalReason } from '../../src/spec-words';
+import { ExecutionStore } from '../../src/store/execution-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { agedFailure, deleteEnvelopesByHand } from '../helpers/unreachable-states';
 
 let database: TestDatabase;
 beforeAll(async () => {
@@ -16,21 +19,31 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** A FAILED execution at version 3 and its envelope in `group`, written `age` ago. */
-async function failed(tenant: string, id: string, group: string, reason: string, code: string, age: string) {
-  const db = database.db;
-  await db.query(
-    `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt, failed_step_index, terminal_reason, last_error_code)
-     VALUES ($1, $2, 'p', $2, 'FAILED', 3, 2, 1, 1, 1, $3, $4)`,
-    [tenant, id, reason, code],
-  );
-  await db.query(
-    `INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope, created_at, group_id, signature)
-     VALUES ($1, $2, $2 || ':1:1', $3, $4, 3, '{}', now() - $5::interval, $6, jsonb_build_object('step', 'charge', 'errorCode', $4::text, 'terminalReason', $3::text, 'transport', 'REST', 'message', 'm'))`,
-    [tenant, id, reason, code, age, group],
-  );
+const failed = (tenantId: string, executionId: string, groupId: string, terminalReason: TerminalReason, errorCode: string, age: string) =>
+  agedFailure(database.db, { tenantId, executionId, groupId, terminalReason, errorCode, age });
+
+/** The re-drive's own admission (version 3, FAILED, resume at step 1): the record leaves FAILED and its envelope counts as re-driven. */
+async function redrive(executionId: string) {
+  const admitted = await new ExecutionStore(database.db).admitRedrive({
+    tenantId: 't',
+    executionId,
+    expectedVersion: 3,
+    fromStatus: 'FAILED',
+    fromPipelineVersion: 1,
+    resumeStepIndex: 1,
+    resumeStepName: 'charge',
+    redriveId: `redrive-${executionId}`,
+    principal: 'ops',
+    reason: 'test',
+    request: {},
+    mode: 'FAILED',
+    confirmedDisposition: null,
+    dispatchSpec: {},
+    releaseAmbiguousEffect: false,
+    lease: { owner: 'test', ms: 60_000 },
+  });
+  expect(admitted).toMatchObject({ status: 'QUEUED', version: 4 });
 }
-const redrive = (id: string) => database.db.query(`UPDATE execution_record SET status = 'QUEUED', version = version + 1 WHERE execution_id = $1`, [id]);
 
 /** The same question through the scanning path (a from-filter that excludes nothing). */
 async function compare(tenant: string, filter: EnvelopeFilter = {}) {
@@ -49,7 +62,10 @@ describe('failure groups from counts', () => {
     await failed('other', 'o1', 'ga', 'retry_exhausted', 'HTTP_503', '1 minute');
 
     let groups = await compare('t');
-    expect(groups.map((g) => [g.group_id, g.count])).toEqual([['ga', 6], ['gb', 3]]);
+    expect(groups.map((g) => [g.group_id, g.count])).toEqual([
+      ['ga', 6],
+      ['gb', 3],
+    ]);
     expect(groups[0].buckets.reduce((a, b) => a + b, 0)).toBe(2);
 
     // Re-drive the oldest and the newest of ga: its first and last seen move, its count drops.
@@ -62,7 +78,7 @@ describe('failure groups from counts', () => {
     groups = await compare('t');
     expect(groups.map((g) => g.group_id)).toEqual(['ga']);
     // Retention deletes re-driven envelopes only; a deleted unredriven one (by hand) leaves its count.
-    await database.db.query(`DELETE FROM execution_dlq WHERE execution_id IN ('a0', 'b1', 'a3')`);
+    await deleteEnvelopesByHand(database.db, 't', ['a0', 'b1', 'a3']);
     groups = await compare('t');
     expect(groups[0].count).toBe(3);
     expect(await compare('t', { terminalReason: 'retry_exhausted' })).toHaveLength(1);

@@ -15,7 +15,14 @@ import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startMoto, type Moto } from '../helpers/moto';
 import { until } from '../helpers/until';
 
-const failing = definePipeline({ name: 'fails', steps: [localStep('x', () => { throw new NonRetryableException('bad input', 'BAD_INPUT'); })] });
+const failing = definePipeline({
+  name: 'fails',
+  steps: [
+    localStep('x', () => {
+      throw new NonRetryableException('bad input', 'BAD_INPUT');
+    }),
+  ],
+});
 
 async function failOne(engine: TestEngine, executionId: string): Promise<DlqEnvelope> {
   await engine.start('acme', { pipeline: 'fails', executionId });
@@ -27,10 +34,17 @@ describe('sqs provider (moto)', () => {
   let moto: Moto;
   let engine: TestEngine;
   beforeAll(async () => {
-    Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: 'us-east-1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_REGION: 'us-east-1',
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    });
     moto = await startMoto();
     const sqs = new SQSClient({ endpoint: moto.endpoint, region: 'us-east-1' });
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `pipeline-dlq-${randomBytes(3).toString('hex')}.fifo`, Attributes: { FifoQueue: 'true' } }));
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: `pipeline-dlq-${randomBytes(3).toString('hex')}.fifo`, Attributes: { FifoQueue: 'true' } }),
+    );
     sqs.destroy();
     engine = await startTestEngine([failing], { 'pipeline.orchestrator.dlq-provider': 'sqs', 'pipeline.orchestrator.dlq-url': QueueUrl! });
   }, 60_000);
@@ -61,7 +75,10 @@ describe('rabbitmq provider', () => {
   const queue = `pipeline-test-dlq-${randomBytes(4).toString('hex')}`;
   let engine: TestEngine;
   beforeAll(async () => {
-    engine = await startTestEngine([failing], { 'pipeline.orchestrator.dlq-provider': 'rabbitmq', 'pipeline.orchestrator.dlq-url': `amqp://guest:guest@127.0.0.1:5672/%2F?queue=${queue}` });
+    engine = await startTestEngine([failing], {
+      'pipeline.orchestrator.dlq-provider': 'rabbitmq',
+      'pipeline.orchestrator.dlq-url': `amqp://guest:guest@127.0.0.1:5672/%2F?queue=${queue}`,
+    });
   });
   afterAll(async () => {
     await engine?.stop();

@@ -15,11 +15,11 @@ import { definePipeline, localStep, NonRetryableException } from '../../src/pipe
 import { EffectStore } from '../../src/store/effect-store';
 import { FailureTypes, type TerminalDetails } from '../../src/workflows/types';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { deleteRecordBehindTheEngine } from '../helpers/unreachable-states';
 
 let engine: TestEngine;
 const invocations: Record<string, number> = {};
-const deleteRecord = (executionId: string) =>
-  engine.service.db.query('DELETE FROM execution_record WHERE tenant_id = $1 AND execution_id = $2', ['acme', executionId]);
+const deleteRecord = (executionId: string) => deleteRecordBehindTheEngine(engine.service.db, 'acme', executionId);
 
 const pipelines = [
   definePipeline({
@@ -40,21 +40,40 @@ const pipelines = [
       localStep('first', async (_input: unknown, ctx) => {
         invocations[ctx.executionId] = (invocations[ctx.executionId] ?? 0) + 1;
         // Another delivery of this very attempt committed its success first; this one then fails.
-        await engine.service.store.commitSucceeded({ tenantId: ctx.tenantId, executionId: ctx.executionId, stepIndex: ctx.stepIndex, attempt: ctx.attempt, output: { by: 'other' } });
+        await engine.service.store.commitSucceeded({
+          tenantId: ctx.tenantId,
+          executionId: ctx.executionId,
+          stepIndex: ctx.stepIndex,
+          attempt: ctx.attempt,
+          output: { by: 'other' },
+        });
         throw new NonRetryableException('too late', 'LATE_FAILURE');
       }),
       localStep('second', (input: unknown) => input),
     ],
   }),
-  definePipeline({ name: 'plain', steps: [localStep('one', (_input: unknown, ctx) => { invocations[ctx.executionId] = (invocations[ctx.executionId] ?? 0) + 1; return {}; })] }),
+  definePipeline({
+    name: 'plain',
+    steps: [
+      localStep('one', (_input: unknown, ctx) => {
+        invocations[ctx.executionId] = (invocations[ctx.executionId] ?? 0) + 1;
+        return {};
+      }),
+    ],
+  }),
 ];
 
 /** The run's failure, and what its history says about its activities. */
 async function closedRun(executionId: string) {
   const handle = engine.service.client.workflow.getHandle(workflowIdFor('acme', executionId));
-  const failure = await handle.result().then(() => undefined, (err: unknown) => err);
+  const failure = await handle.result().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   const history = await handle.fetchHistory();
-  const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
+  const scheduled = (history.events ?? [])
+    .filter((e) => e.activityTaskScheduledEventAttributes)
+    .map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
   const attempts = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt);
   return { failure, scheduled, attempts };
 }
@@ -104,12 +123,17 @@ describe('terminal failures', () => {
   });
 
   it('abandonStep answers TerminalDetails for a missing record instead of throwing a retryable error', async () => {
-    const activities = createActivities({ store: engine.service.store, effects: new EffectStore(engine.service.db), registry: engine.service.registry, log: createLog({ level: 'silent' }) });
+    const activities = createActivities({
+      store: engine.service.store,
+      effects: new EffectStore(engine.service.db),
+      registry: engine.service.registry,
+      log: createLog({ level: 'silent' }),
+    });
     const details = await activities.abandonStep({ tenantId: 'acme', executionId: 'nowhere', stepIndex: 0, reason: 'worker kept dying' });
     expect(details).toMatchObject({ status: 'FAILED', errorCode: 'EXECUTION_RECORD_MISSING', stepIndex: 0, transitionKey: 'nowhere:0:1' });
   });
 
-  it('answers the settled success when a failure commit lost its race to the same attempt\'s success, instead of ending the run FAILED', async () => {
+  it("answers the settled success when a failure commit lost its race to the same attempt's success, instead of ending the run FAILED", async () => {
     await engine.start('acme', { pipeline: 'raced', executionId: 'raced-1' });
     const handle = engine.service.client.workflow.getHandle(workflowIdFor('acme', 'raced-1'));
     expect(await handle.result()).toEqual({ by: 'other' });

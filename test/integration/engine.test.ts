@@ -19,10 +19,11 @@ const keysOf = (step: string) => (seen[step] ?? []).map((entry) => entry.key);
 
 let engine: TestEngine;
 
-const passThrough = (name: string) => localStep(name, (input: { trail?: string[] } | null, ctx) => {
-  note(`${ctx.executionId}/${name}`, ctx);
-  return { ...input, trail: [...(input?.trail ?? []), name] };
-});
+const passThrough = (name: string) =>
+  localStep(name, (input: { trail?: string[] } | null, ctx) => {
+    note(`${ctx.executionId}/${name}`, ctx);
+    return { ...input, trail: [...(input?.trail ?? []), name] };
+  });
 
 const pipelines = [
   definePipeline({ name: 'three', steps: [passThrough('a'), passThrough('b'), passThrough('c')] }),
@@ -30,12 +31,16 @@ const pipelines = [
     name: 'flaky-last',
     steps: [
       passThrough('a'),
-      localStep('flaky', async (input: { failTimes: number }, ctx) => {
-        const record = await engine.service.store.get(ctx.tenantId, ctx.executionId);
-        note(`${ctx.executionId}/flaky`, ctx, { recordAttempt: record?.attempt, nextDueAt: record?.nextDueAt });
-        if (ctx.attempt <= input.failTimes) throw Object.assign(new Error('dependency unavailable'), { code: 'DEPENDENCY_DOWN' });
-        return { done: true };
-      }, { retry: { limit: 5, waitMs: 200, maxBackoffMs: 300, jitter: false } }),
+      localStep(
+        'flaky',
+        async (input: { failTimes: number }, ctx) => {
+          const record = await engine.service.store.get(ctx.tenantId, ctx.executionId);
+          note(`${ctx.executionId}/flaky`, ctx, { recordAttempt: record?.attempt, nextDueAt: record?.nextDueAt });
+          if (ctx.attempt <= input.failTimes) throw Object.assign(new Error('dependency unavailable'), { code: 'DEPENDENCY_DOWN' });
+          return { done: true };
+        },
+        { retry: { limit: 5, waitMs: 200, maxBackoffMs: 300, jitter: false } },
+      ),
     ],
   }),
   definePipeline({
@@ -53,24 +58,30 @@ const pipelines = [
   definePipeline({
     name: 'no-retries',
     retry: { limit: 0 },
-    steps: [localStep('once', (_input: unknown, ctx) => {
-      note(`${ctx.executionId}/once`, ctx);
-      throw new Error('flaky');
-    })],
+    steps: [
+      localStep('once', (_input: unknown, ctx) => {
+        note(`${ctx.executionId}/once`, ctx);
+        throw new Error('flaky');
+      }),
+    ],
   }),
   definePipeline({
     name: 'rejects-payload',
-    steps: [functionStep('validate', (_event: unknown, context) => {
-      (seen[`${context.executionId}/validate`] ??= []).push({ key: context.invocationId, at: Date.now() });
-      throw new NonRetryableException('amount must be positive', 'INVALID_AMOUNT');
-    })],
+    steps: [
+      functionStep('validate', (_event: unknown, context) => {
+        (seen[`${context.executionId}/validate`] ??= []).push({ key: context.invocationId, at: Date.now() });
+        throw new NonRetryableException('amount must be positive', 'INVALID_AMOUNT');
+      }),
+    ],
   }),
   definePipeline({
     name: 'bad-output',
-    steps: [localStep('bigint', (_input: unknown, ctx) => {
-      note(`${ctx.executionId}/bigint`, ctx);
-      return { amount: 10n };
-    })],
+    steps: [
+      localStep('bigint', (_input: unknown, ctx) => {
+        note(`${ctx.executionId}/bigint`, ctx);
+        return { amount: 10n };
+      }),
+    ],
   }),
 ];
 
@@ -115,8 +126,12 @@ describe('execution engine', () => {
 
   it('exhausts retry-limit 2 in exactly 3 invocations and writes a retry_exhausted envelope', async () => {
     await engine.start('acme', {
-      pipeline: 'always-failing', executionId: 'exhaust-1', executionKey: 'order-77', correlationId: 'corr-9',
-      resource: { type: 'order', name: 'orders-eu' }, input: { order: 77 },
+      pipeline: 'always-failing',
+      executionId: 'exhaust-1',
+      executionKey: 'order-77',
+      correlationId: 'corr-9',
+      resource: { type: 'order', name: 'orders-eu' },
+      input: { order: 77 },
     });
     const record = await engine.waitFor('acme', 'exhaust-1', ['FAILED', 'SUCCEEDED']);
     expect(keysOf('exhaust-1/broken')).toEqual(['exhaust-1:1:1', 'exhaust-1:1:2', 'exhaust-1:1:3']);
@@ -127,10 +142,24 @@ describe('execution engine', () => {
     const { entries } = await engine.dlq.list('acme', { limit: 10 });
     const entry = entries.find((e) => e.envelope.executionId === 'exhaust-1');
     expect(entry?.envelope).toEqual({
-      tenantId: 'acme', executionId: 'exhaust-1', executionKey: 'order-77', transitionKey: 'exhaust-1:1:3',
-      correlationId: 'corr-9', resourceType: 'order', resourceName: 'orders-eu', pipeline: 'always-failing', pipelineVersion: 1,
-      transport: 'LOCAL', platform: expect.stringMatching(/^node-/), terminalStatus: 'FAILED', createdAtEpochMs: expect.any(Number),
-      terminalReason: 'retry_exhausted', errorCode: 'DEPENDENCY_DOWN', errorMessage: 'still down', retryable: true, retriesObserved: 2,
+      tenantId: 'acme',
+      executionId: 'exhaust-1',
+      executionKey: 'order-77',
+      transitionKey: 'exhaust-1:1:3',
+      correlationId: 'corr-9',
+      resourceType: 'order',
+      resourceName: 'orders-eu',
+      pipeline: 'always-failing',
+      pipelineVersion: 1,
+      transport: 'LOCAL',
+      platform: expect.stringMatching(/^node-/),
+      terminalStatus: 'FAILED',
+      createdAtEpochMs: expect.any(Number),
+      terminalReason: 'retry_exhausted',
+      errorCode: 'DEPENDENCY_DOWN',
+      errorMessage: 'still down',
+      retryable: true,
+      retriesObserved: 2,
     });
     expect(entry?.recordVersion).toBe(record.version);
   });
@@ -194,7 +223,9 @@ describe('execution engine', () => {
     const summaries = (history.events ?? [])
       .filter((event) => event.activityTaskScheduledEventAttributes)
       .map((event) => JSON.parse(Buffer.from(event.userMetadata?.summary?.data ?? []).toString('utf8')));
-    expect(summaries).toEqual(['step 0 a · LOCAL · attempt 1', 'step 1 b · LOCAL · attempt 1', 'step 2 c · LOCAL · attempt 1']);
+    expect(summaries).toEqual(
+      [0, 1, 2].map((i) => `step ${i} ${'abc'[i]} · LOCAL · transition ui-1:${i}:1 on Temporal attempt 1; each retry's failure names its own`),
+    );
   });
 
   it('returns the existing execution for a repeated executionKey', async () => {

@@ -12,13 +12,19 @@ let engine: TestEngine;
 const healthy = new Set<string>();
 
 /** The "ledger" dependency: refuses connections for some executions, times out for others. */
-const ledger = localStep('ledger', (input: { way: 'refused' | 'timeout'; n: number }, ctx) => {
-  if (healthy.has(ctx.executionId)) return { booked: input.n };
-  if (input.way === 'refused') throw Object.assign(new Error(`connect ECONNREFUSED 10.0.0.${input.n}:5432 for ${ctx.executionId}`), { code: 'LEDGER_DOWN' });
-  throw Object.assign(new Error(`ledger call for "${ctx.executionId}" timed out after ${1000 + input.n} ms`), { code: 'LEDGER_DOWN' });
-}, { retry: { limit: 1 } });
+const ledger = localStep(
+  'ledger',
+  (input: { way: 'refused' | 'timeout'; n: number }, ctx) => {
+    if (healthy.has(ctx.executionId)) return { booked: input.n };
+    if (input.way === 'refused') throw Object.assign(new Error(`connect ECONNREFUSED 10.0.0.${input.n}:5432 for ${ctx.executionId}`), { code: 'LEDGER_DOWN' });
+    throw Object.assign(new Error(`ledger call for "${ctx.executionId}" timed out after ${1000 + input.n} ms`), { code: 'LEDGER_DOWN' });
+  },
+  { retry: { limit: 1 } },
+);
 
-const pipelines = [definePipeline({ name: 'book', steps: [localStep('prepare', (input: unknown) => input), ledger, localStep('notify', (input: unknown) => input)] })];
+const pipelines = [
+  definePipeline({ name: 'book', steps: [localStep('prepare', (input: unknown) => input), ledger, localStep('notify', (input: unknown) => input)] }),
+];
 
 async function failAll(ways: ['refused' | 'timeout', number][]) {
   const ids: string[] = [];
@@ -41,7 +47,10 @@ const groups = async (query = '') => {
 
 beforeAll(async () => {
   engine = await startTestEngine(pipelines);
-  await failAll([['refused', 7], ['timeout', 4]]);
+  await failAll([
+    ['refused', 7],
+    ['timeout', 4],
+  ]);
 });
 afterAll(async () => engine?.stop());
 
@@ -75,7 +84,9 @@ describe('DLQ failure groups', () => {
     const before = await groups();
     const record = await engine.service.store.get('acme', 'timeout-1');
     healthy.add('timeout-1');
-    const res = await engine.request('POST', '/admin/tenants/acme/executions/timeout-1/redrive', { body: { expectedVersion: record!.version, reason: 'ledger restored', allowFailed: true } });
+    const res = await engine.request('POST', '/admin/tenants/acme/executions/timeout-1/redrive', {
+      body: { expectedVersion: record!.version, reason: 'ledger restored', allowFailed: true },
+    });
     expect(res.status).toBe(202);
     await engine.waitFor('acme', 'timeout-1', ['SUCCEEDED']);
     const after = await groups();
@@ -85,13 +96,16 @@ describe('DLQ failure groups', () => {
   });
 });
 
-describe('an execution\'s story', () => {
+describe("an execution's story", () => {
   it('names every run, every committed attempt with its outcome, and the re-drive with who and why', async () => {
     const res = await engine.request('GET', '/admin/tenants/acme/executions/timeout-1/history');
     expect(res.status).toBe(200);
     const story = await res.json();
     expect(story).toMatchObject({ executionId: 'timeout-1', status: 'SUCCEEDED', pipeline: 'book' });
-    expect(story.runs.map((r: any) => [r.dispatch, r.status])).toEqual([['start', 'STARTED'], ['redrive', 'STARTED']]);
+    expect(story.runs.map((r: any) => [r.dispatch, r.status])).toEqual([
+      ['start', 'STARTED'],
+      ['redrive', 'STARTED'],
+    ]);
     expect(story.runs.every((r: any) => typeof r.runId === 'string' && r.startedAt)).toBe(true);
     expect(new Set(story.runs.map((r: any) => r.runId)).size).toBe(2);
     expect(story.attempts.map((a: any) => [a.step, a.attempt, a.outcome, a.errorCode])).toEqual([
@@ -105,7 +119,17 @@ describe('an execution\'s story', () => {
     // Attempts of the first run carry its runId, the re-drive's carry the second.
     expect(story.attempts[2].runId).toBe(story.runs[0].runId);
     expect(story.attempts[3].runId).toBe(story.runs[1].runId);
-    expect(story.redrives).toEqual([expect.objectContaining({ principal: 'test-admin', reason: 'ledger restored', mode: 'FAILED', jobId: null, fromStatus: 'FAILED', resumeStepIndex: 1, attempt: 3 })]);
+    expect(story.redrives).toEqual([
+      expect.objectContaining({
+        principal: 'test-admin',
+        reason: 'ledger restored',
+        mode: 'FAILED',
+        jobId: null,
+        fromStatus: 'FAILED',
+        resumeStepIndex: 1,
+        attempt: 3,
+      }),
+    ]);
     expect(story.redrives[0].redriveId).toBe(story.runs[1].dispatchId);
     expect(story.dlq).toEqual([expect.objectContaining({ transitionKey: 'timeout-1:1:2', terminalReason: 'retry_exhausted', errorCode: 'LEDGER_DOWN' })]);
     expect(story.disposition).toBeNull();

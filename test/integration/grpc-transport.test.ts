@@ -36,7 +36,11 @@ beforeAll(async () => {
   });
   address = await worker.listen();
   engine = await startTestEngine([
-    definePipeline({ name: 'grpc', retry: { limit: 3, waitMs: 50, maxBackoffMs: 100 }, steps: [grpcStep('call', { address, lookup: true }, { command: true, timeoutMs: 2000 })] }),
+    definePipeline({
+      name: 'grpc',
+      retry: { limit: 3, waitMs: 50, maxBackoffMs: 100 },
+      steps: [grpcStep('call', { address, lookup: true }, { command: true, timeoutMs: 2000 })],
+    }),
   ]);
 });
 afterAll(async () => {
@@ -83,7 +87,10 @@ describe('gRPC transport', () => {
     const body = { expectedVersion: record.version, reason: 'worker checked', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' };
     const contradicted = await engine.request('POST', '/admin/tenants/acme/executions/grpc-hang/redrive', { body });
     expect(contradicted.status).toBe(409);
-    expect(await contradicted.json()).toMatchObject({ code: 'DISPOSITION_CONTRADICTED', evidence: { lookup: 'ANSWERED', workerRecorded: true, protocol: 'GRPC' } });
+    expect(await contradicted.json()).toMatchObject({
+      code: 'DISPOSITION_CONTRADICTED',
+      evidence: { lookup: 'ANSWERED', workerRecorded: true, protocol: 'GRPC' },
+    });
     const res = await engine.request('POST', '/admin/tenants/acme/executions/grpc-hang/redrive', { body: { ...body, overrideEvidence: true } });
     expect(res.status).toBe(202);
     expect((await engine.waitFor('acme', 'grpc-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000)).status).toBe('SUCCEEDED');
@@ -92,11 +99,12 @@ describe('gRPC transport', () => {
 
   it('the gRPC kit runs the handler once for concurrent deliveries of one identity', async () => {
     const client = grpcClient(address);
-    const invoke = () => new Promise<any>((resolve, reject) => {
-      const md = new grpc.Metadata();
-      md.set('idempotency-key', 'acme/grpc-kit:0:1');
-      client.Invoke({ input_json: JSON.stringify({ mode: 'slow', value: 9 }) }, md, (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res)));
-    });
+    const invoke = () =>
+      new Promise<any>((resolve, reject) => {
+        const md = new grpc.Metadata();
+        md.set('idempotency-key', 'acme/grpc-kit:0:1');
+        client.Invoke({ input_json: JSON.stringify({ mode: 'slow', value: 9 }) }, md, (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res)));
+      });
     const [a, b] = await Promise.all([invoke(), invoke()]);
     // One is the original answer, the other the stored one (jsonb may reorder keys).
     expect(JSON.parse(a.output_json)).toEqual(JSON.parse(b.output_json));

@@ -77,7 +77,8 @@ async function plans(read: (db: Db) => Promise<unknown>): Promise<{ sql: string;
   return out;
 }
 
-const seqScansOfHistory = (nodes: PlanNode[]) => nodes.filter((n) => n['Node Type'] === 'Seq Scan' && SEEDED_TABLES.includes(n['Relation Name'] ?? '')).map((n) => n['Relation Name']);
+const seqScansOfHistory = (nodes: PlanNode[]) =>
+  nodes.filter((n) => n['Node Type'] === 'Seq Scan' && SEEDED_TABLES.includes(n['Relation Name'] ?? '')).map((n) => n['Relation Name']);
 /**
  * Scans of a history table that read far more rows than a page (kept plus filtered out).
  * The planner may rightly read a few pages' worth through a less selective index (a
@@ -86,14 +87,26 @@ const seqScansOfHistory = (nodes: PlanNode[]) => nodes.filter((n) => n['Node Typ
 const PAGE = 50;
 const tooManyRows = (nodes: PlanNode[]) =>
   nodes
-    .filter((n) => SEEDED_TABLES.includes(n['Relation Name'] ?? '') && n['Actual Rows'] * n['Actual Loops'] + (n['Rows Removed by Filter'] ?? 0) * n['Actual Loops'] > 10 * PAGE)
-    .map((n) => `${n['Index Name'] ?? n['Relation Name']}: ${n['Actual Rows'] * n['Actual Loops']} rows kept, ${(n['Rows Removed by Filter'] ?? 0) * n['Actual Loops']} filtered out (${n.Filter})`);
+    .filter(
+      (n) =>
+        SEEDED_TABLES.includes(n['Relation Name'] ?? '') &&
+        n['Actual Rows'] * n['Actual Loops'] + (n['Rows Removed by Filter'] ?? 0) * n['Actual Loops'] > 10 * PAGE,
+    )
+    .map(
+      (n) =>
+        `${n['Index Name'] ?? n['Relation Name']}: ${n['Actual Rows'] * n['Actual Loops']} rows kept, ${(n['Rows Removed by Filter'] ?? 0) * n['Actual Loops']} filtered out (${n.Filter})`,
+    );
 // An Incremental Sort only orders ties of an index's order (bounded by the page); a Sort reads everything first.
 const sorts = (nodes: PlanNode[]) => nodes.filter((n) => n['Node Type'] === 'Sort').map((n) => n['Node Type']);
 
 async function expectIndexedPage(read: (db: Db) => Promise<unknown>) {
   for (const { sql, nodes } of await plans(read)) {
-    expect({ sql, seqScans: seqScansOfHistory(nodes), tooManyRows: tooManyRows(nodes), sorts: sorts(nodes) }).toEqual({ sql, seqScans: [], tooManyRows: [], sorts: [] });
+    expect({ sql, seqScans: seqScansOfHistory(nodes), tooManyRows: tooManyRows(nodes), sorts: sorts(nodes) }).toEqual({
+      sql,
+      seqScans: [],
+      tooManyRows: [],
+      sorts: [],
+    });
     expect(nodes.some((n) => n['Index Name'])).toBe(true);
   }
 }
@@ -110,7 +123,8 @@ describe('list endpoints read an index in page order', () => {
   });
 
   it('DLQ envelopes, by errorCode (frequent, rare, absent), by terminalReason, by both, with a cursor', async () => {
-    const dlq = (db: Db, filter: { terminalReason?: (typeof TERMINAL_REASONS)[number]; errorCode?: string; before?: number }) => new DlqStore(db).list('big', { limit: PAGE, ...filter });
+    const dlq = (db: Db, filter: { terminalReason?: (typeof TERMINAL_REASONS)[number]; errorCode?: string; before?: number }) =>
+      new DlqStore(db).list('big', { limit: PAGE, ...filter });
     await expectIndexedPage((db) => dlq(db, {}));
     await expectIndexedPage((db) => dlq(db, { before: 500 }));
     for (const errorCode of [SEEDED_CODES.frequent, SEEDED_CODES.rare, 'ABSENT_CODE']) {
@@ -131,7 +145,9 @@ describe('DLQ failure groups', () => {
     for (const filter of [{}, { errorCode: SEEDED_CODES.frequent }, { terminalReason: 'non_retryable' as const }, { errorCode: 'ABSENT_CODE' }]) {
       for (const { sql, nodes } of await plans((db) => new FailureGroupStore(db).groups('big', filter, 100))) {
         // Every read of the envelopes is bounded by time (a group's first or last day, the last hour).
-        const unbounded = nodes.filter((n) => n['Relation Name'] === 'execution_dlq' && !(n['Index Cond'] ?? n['Recheck Cond'])?.includes('created_at')).map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`);
+        const unbounded = nodes
+          .filter((n) => n['Relation Name'] === 'execution_dlq' && !(n['Index Cond'] ?? n['Recheck Cond'])?.includes('created_at'))
+          .map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`);
         expect({ sql, seqScans: seqScansOfHistory(nodes), unbounded }).toEqual({ sql, seqScans: [], unbounded: [] });
       }
     }

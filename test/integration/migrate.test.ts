@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLog } from '../../src/log';
 import { listMigrations, migrate, unknownMigrations } from '../../src/store/migrate';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { migrationFromNewerBuild } from '../helpers/unreachable-states';
 
 let database: TestDatabase;
 
@@ -20,7 +21,14 @@ afterAll(async () => {
 describe('migrate', () => {
   it('applies nothing twice and says nothing when the database matches the build', async () => {
     const lines: Record<string, unknown>[] = [];
-    const log = createLog({ destination: new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }) });
+    const log = createLog({
+      destination: new Writable({
+        write(chunk, _e, done) {
+          lines.push(JSON.parse(chunk.toString()));
+          done();
+        },
+      }),
+    });
     expect(await migrate(database.db, log)).toEqual([]);
     expect(await unknownMigrations(database.db)).toEqual([]);
     expect(lines.filter((line) => line.event === 'schema_migrations_unknown')).toEqual([]);
@@ -29,10 +37,19 @@ describe('migrate', () => {
   });
 
   it('warns, naming the versions, when the database has migrations this build does not know', async () => {
-    await database.db.query("INSERT INTO schema_migration (version, name) VALUES ('29991231235959', 'from_a_newer_build')");
+    await migrationFromNewerBuild(database.db, '29991231235959', 'from_a_newer_build');
     const lines: Record<string, unknown>[] = [];
-    const log = createLog({ destination: new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(chunk.toString())); done(); } }) });
+    const log = createLog({
+      destination: new Writable({
+        write(chunk, _e, done) {
+          lines.push(JSON.parse(chunk.toString()));
+          done();
+        },
+      }),
+    });
     expect(await migrate(database.db, log)).toEqual([]);
-    expect(lines.filter((line) => line.event === 'schema_migrations_unknown')).toEqual([expect.objectContaining({ level: 'warn', versions: ['29991231235959'] })]);
+    expect(lines.filter((line) => line.event === 'schema_migrations_unknown')).toEqual([
+      expect.objectContaining({ level: 'warn', versions: ['29991231235959'] }),
+    ]);
   });
 });

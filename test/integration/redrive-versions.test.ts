@@ -10,11 +10,15 @@ import { startTestEngine, type TestEngine } from '../helpers/engine';
 
 const calls: string[] = [];
 const step = (version: number, name: string, options: { command?: boolean } = {}) =>
-  localStep(name, (input: { fail?: string } | null, ctx) => {
-    calls.push(`${ctx.executionId}/${name}@v${version}:${ctx.transitionKey}`);
-    if (input?.fail === name && ctx.attempt === 1) throw Object.assign(new Error('down'), { code: 'DOWN' });
-    return input ?? {};
-  }, { ...options, retry: { limit: 0 } });
+  localStep(
+    name,
+    (input: { fail?: string } | null, ctx) => {
+      calls.push(`${ctx.executionId}/${name}@v${version}:${ctx.transitionKey}`);
+      if (input?.fail === name && ctx.attempt === 1) throw Object.assign(new Error('down'), { code: 'DOWN' });
+      return input ?? {};
+    },
+    { ...options, retry: { limit: 0 } },
+  );
 
 const billingV1 = definePipeline({ name: 'billing', steps: [step(1, 'prepare'), step(1, 'charge', { command: true })] });
 const billingV2 = definePipeline({ name: 'billing', version: 2, steps: [step(2, 'prepare'), step(2, 'audit'), step(2, 'charge', { command: true })] });
@@ -44,7 +48,9 @@ describe('re-drive under a changed definition', () => {
     const needsIntent = await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true });
     expect(needsIntent.status).toBe(409);
     expect((await needsIntent.json()).code).toBe('RETRY_FAILED_COMMAND_INTENT_REQUIRED');
-    const preview = await (await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true, intent: 'RETRY_FAILED_COMMAND' }, '?dryRun=true')).json();
+    const preview = await (
+      await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true, intent: 'RETRY_FAILED_COMMAND' }, '?dryRun=true')
+    ).json();
     expect(preview).toMatchObject({ admitted: true, resumeStepIndex: 2, pipelineVersion: 2, fromPipelineVersion: 1, effectStatus: 'FAILED_RETRYABLE' });
 
     const accepted = await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true, intent: 'RETRY_FAILED_COMMAND' });
@@ -52,7 +58,9 @@ describe('re-drive under a changed definition', () => {
     expect(await engine.waitFor('acme', 'cmd-v', ['SUCCEEDED', 'FAILED'])).toMatchObject({ status: 'SUCCEEDED', pipelineVersion: 2, stepCount: 3 });
     expect(calls.filter((call) => call.startsWith('cmd-v/'))).toEqual(['cmd-v/prepare@v1:cmd-v:0:1', 'cmd-v/charge@v1:cmd-v:1:1', 'cmd-v/charge@v2:cmd-v:2:2']);
     // One effect row for charge, claimed again by name at its new index.
-    expect(await engine.effects.list('acme', 'cmd-v')).toEqual([expect.objectContaining({ stepName: 'charge', stepIndex: 2, status: 'SUCCEEDED', transitionKey: 'cmd-v:2:2' })]);
+    expect(await engine.effects.list('acme', 'cmd-v')).toEqual([
+      expect.objectContaining({ stepName: 'charge', stepIndex: 2, status: 'SUCCEEDED', transitionKey: 'cmd-v:2:2' }),
+    ]);
   });
 
   it('refuses the opt-in when the step to resume vanished from the current version, changing nothing', async () => {
@@ -79,7 +87,13 @@ describe('re-drive under a changed definition', () => {
     const refused = await redrive('reshaped', { expectedVersion: failed.version });
     expect(refused.status).toBe(409);
     const body = await refused.json();
-    expect(body).toMatchObject({ code: 'PIPELINE_DEFINITION_CHANGED', pinnedVersion: 3, currentVersion: 3, resumeStep: 'audit', diff: { appeared: ['check'], moved: [{ step: 'audit', fromIndex: 1, toIndex: 2 }] } });
+    expect(body).toMatchObject({
+      code: 'PIPELINE_DEFINITION_CHANGED',
+      pinnedVersion: 3,
+      currentVersion: 3,
+      resumeStep: 'audit',
+      diff: { appeared: ['check'], moved: [{ step: 'audit', fromIndex: 1, toIndex: 2 }] },
+    });
     expect(body.detail).toContain('changed without a new version');
     expect(await engine.service.store.get('acme', 'reshaped')).toEqual(failed);
   });
@@ -88,15 +102,31 @@ describe('re-drive under a changed definition', () => {
     const res = await engine.request('GET', '/admin/tenants/acme/pipelines');
     expect(res.status).toBe(200);
     const { items } = await res.json();
-    expect(items).toEqual([{
-      pipeline: 'billing',
-      currentVersion: 3,
-      versions: [
-        // version 2 is gone but 'vanish' still needs it; version 1 has nothing left and is not listed
-        { version: 2, registered: false, newExecutions: false, fingerprint: null, steps: ['prepare', 'audit', 'charge'], unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 } },
-        { version: 3, registered: true, newExecutions: true, fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/), steps: ['prepare', 'check', 'audit'], unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 } },
-      ],
-    }]);
+    expect(items).toEqual([
+      {
+        pipeline: 'billing',
+        currentVersion: 3,
+        versions: [
+          // version 2 is gone but 'vanish' still needs it; version 1 has nothing left and is not listed
+          {
+            version: 2,
+            registered: false,
+            newExecutions: false,
+            fingerprint: null,
+            steps: ['prepare', 'audit', 'charge'],
+            unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 },
+          },
+          {
+            version: 3,
+            registered: true,
+            newExecutions: true,
+            fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/),
+            steps: ['prepare', 'check', 'audit'],
+            unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 },
+          },
+        ],
+      },
+    ]);
     expect((await (await engine.request('GET', '/admin/tenants/other/pipelines')).json()).items[0].versions).toEqual([
       expect.objectContaining({ version: 3, unfinished: expect.objectContaining({ total: 0 }) }),
     ]);

@@ -1,14 +1,19 @@
 /**
- * The admin re-drive endpoint against the real dev server and Postgres: every check of
- * DESIGN.md's list (status, code, and nothing changed on rejection), the accepted
- * paths end to end (FAILED, RETRY_FAILED_COMMAND, REMOTE_OUTCOME_UNKNOWN, ordinary
- * replay), concurrency on expectedVersion, and the sweeper after a failed start.
+ * The admin re-drive endpoint against the real dev server and Postgres: every admission
+ * check in order (status, code, and nothing changed on rejection), the accepted paths end
+ * to end (FAILED, RETRY_FAILED_COMMAND, REMOTE_OUTCOME_UNKNOWN through a real REST deadline,
+ * ordinary replay of a run really lost), concurrency on expectedVersion, and the sweeper
+ * after a failed start. States no engine path reaches come from unreachable-states.ts.
  */
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EffectList, RedriveAcceptedSchema, RedrivePreviewSchema } from '../../src/api/schemas';
-import { definePipeline, localStep } from '../../src/pipeline/define';
+import { definePipeline, localStep, restStep } from '../../src/pipeline/define';
+import type { RetryOverride } from '../../src/retry';
 import { startTestEngine, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
 import { Gates, until } from '../helpers/until';
+import { forgetFailedStepIndex, setRetainedEffect, stallAfterEffect } from '../helpers/unreachable-states';
 
 let engine: TestEngine;
 
@@ -20,29 +25,73 @@ const record = (step: string, ctx: { executionId: string; transitionKey: string 
 /** The 'slow' pipeline's first step waits at its execution's gate until the test opens it. */
 const gates = new Gates();
 
-const pass = (name: string) => localStep(name, (input: unknown, ctx) => { record(name, ctx); return input ?? {}; });
-const flaky = (name: string, command: boolean) =>
+const pass = (name: string) =>
   localStep(name, (input: unknown, ctx) => {
     record(name, ctx);
-    if (failing.has(ctx.executionId)) throw Object.assign(new Error('downstream unavailable'), { code: 'DOWNSTREAM_DOWN' });
-    return { ...(input as object), [name]: ctx.attempt };
-  }, { command, retry: { limit: 1 } });
+    return input ?? {};
+  });
+const flaky = (name: string, command: boolean, retry: RetryOverride = { limit: 1 }) =>
+  localStep(
+    name,
+    (input: unknown, ctx) => {
+      record(name, ctx);
+      if (failing.has(ctx.executionId)) throw Object.assign(new Error('downstream unavailable'), { code: 'DOWNSTREAM_DOWN' });
+      return { ...(input as object), [name]: ctx.attempt };
+    },
+    { command, retry },
+  );
 
-const pipelines = [
+/** A REST transition worker that answers every attempt but the first, which it holds past the caller's deadline. */
+let worker: ServerType;
+async function startRestWorker(): Promise<string> {
+  const app = new Hono();
+  app.post('/charge', async (c) => {
+    const key = c.req.header('idempotency-key') ?? '';
+    const [executionId] = key.replace(/^[^/]*\//, '').split(':');
+    record('charge', { executionId, transitionKey: key.replace(/^[^/]*\//, '') });
+    if (key.endsWith(':1')) await new Promise((resolve) => setTimeout(resolve, 2500));
+    return c.json({ charged: true });
+  });
+  worker = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => worker.once('listening', resolve));
+  return `http://127.0.0.1:${(worker.address() as { port: number }).port}`;
+}
+
+const pipelines = (restBase: string) => [
   definePipeline({ name: 'plain', steps: [pass('a'), flaky('b', false), pass('c')] }),
   definePipeline({ name: 'command', steps: [pass('prepare'), flaky('charge', true), pass('finish')] }),
+  // A retry that waits long enough for the test to lose the run in between.
+  definePipeline({
+    name: 'command-slow-retry',
+    steps: [pass('prepare'), flaky('charge', true, { limit: 1, waitMs: 600_000, maxBackoffMs: 600_000 }), pass('finish')],
+  }),
+  definePipeline({
+    name: 'remote',
+    steps: [pass('prepare'), restStep('charge', { url: `${restBase}/charge` }, { command: true, timeoutMs: 500 }), pass('finish')],
+  }),
   definePipeline({
     name: 'slow',
-    steps: [localStep('wait', async (_input: unknown, ctx) => {
-      record('wait', ctx);
-      await gates.wait(ctx.executionId, ctx.signal);
-      return {};
-    }), pass('after')],
+    steps: [
+      localStep('wait', async (_input: unknown, ctx) => {
+        record('wait', ctx);
+        await gates.wait(ctx.executionId, ctx.signal);
+        return {};
+      }),
+      pass('after'),
+    ],
   }),
 ];
 
-const redrive = (executionId: string, body: unknown, options: { token?: string | null; query?: string; headers?: Record<string, string>; tenant?: string } = {}) =>
-  engine.request('POST', `/admin/tenants/${options.tenant ?? 'tenant-a'}/executions/${executionId}/redrive${options.query ?? ''}`, { body, token: options.token, headers: options.headers });
+const redrive = (
+  executionId: string,
+  body: unknown,
+  options: { token?: string | null; query?: string; headers?: Record<string, string>; tenant?: string } = {},
+) =>
+  engine.request('POST', `/admin/tenants/${options.tenant ?? 'tenant-a'}/executions/${executionId}/redrive${options.query ?? ''}`, {
+    body,
+    token: options.token,
+    headers: options.headers,
+  });
 
 /** Everything a re-drive could touch for one execution. */
 async function snapshot(executionId: string) {
@@ -61,8 +110,38 @@ async function failedExecution(pipeline: 'plain' | 'command', executionId: strin
   await engine.start('tenant-a', { pipeline, executionId, input: { n: 1 } });
   const failed = await engine.waitFor('tenant-a', executionId, ['FAILED']);
   // The run closes one workflow task after the record commits FAILED.
-  await engine.service.client.workflow.getHandle(failed.workflowId).result().catch(() => undefined);
+  await engine.service.client.workflow
+    .getHandle(failed.workflowId)
+    .result()
+    .catch(() => undefined);
   return failed;
+}
+
+/** Parked for real: the REST call's first attempt passes its 500 ms deadline. */
+async function parkedExecution(executionId: string) {
+  await engine.start('tenant-a', { pipeline: 'remote', executionId, input: { n: 1 } });
+  const parked = await engine.waitFor('tenant-a', executionId, ['REMOTE_OUTCOME_UNKNOWN']);
+  await engine.service.client.workflow
+    .getHandle(parked.workflowId)
+    .result()
+    .catch(() => undefined);
+  return parked;
+}
+
+/** Stalled for real: the Command step failed once and waits out a long retry; the run is then lost (terminated). */
+async function stalledAtCommand(executionId: string) {
+  failing.add(executionId);
+  await engine.start('tenant-a', { pipeline: 'command-slow-retry', executionId, input: { n: 1 } });
+  await until(
+    async () => (await engine.effects.get('tenant-a', executionId, 1))?.status === 'FAILED_RETRYABLE',
+    30_000,
+    'the first failure of the Command step',
+  );
+  const waiting = (await engine.service.store.get('tenant-a', executionId))!;
+  const handle = engine.service.client.workflow.getHandle(waiting.workflowId);
+  await handle.terminate('simulated loss of the run');
+  await handle.result().catch(() => undefined);
+  return (await engine.service.store.get('tenant-a', executionId))!;
 }
 
 async function expectRejected(executionId: string, body: unknown, status: number, code: string, options: Parameters<typeof redrive>[2] = {}) {
@@ -76,11 +155,12 @@ async function expectRejected(executionId: string, body: unknown, status: number
 }
 
 beforeAll(async () => {
-  engine = await startTestEngine(pipelines);
+  engine = await startTestEngine(pipelines(await startRestWorker()));
 });
 afterAll(async () => {
   gates.openAll();
   await engine?.stop();
+  worker?.close();
 });
 
 describe('re-drive checks, in order; a rejection changes nothing', () => {
@@ -111,7 +191,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     expect(problem.issues).toEqual([expect.objectContaining({ path: 'intent' })]);
   });
 
-  it('3. answers 404 alike for an unknown execution and for another tenant\'s', async () => {
+  it("3. answers 404 alike for an unknown execution and for another tenant's", async () => {
     await expectRejected('nowhere-1', ok(), 404, 'EXECUTION_NOT_FOUND');
     const res = await redrive('checks-1', ok(), { tenant: 'tenant-b' });
     expect([res.status, (await res.json()).code]).toEqual([404, 'EXECUTION_NOT_FOUND']);
@@ -140,7 +220,12 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     await engine.start('tenant-a', { pipeline: 'plain', executionId: 'succeeded-1' });
     const done = await engine.waitFor('tenant-a', 'succeeded-1', ['SUCCEEDED']);
     await expectRejected('succeeded-1', { expectedVersion: done.version, reason: 'r', allowFailed: true }, 409, 'EXECUTION_SUCCEEDED');
-    await expectRejected('succeeded-1', { expectedVersion: done.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 409, 'EXECUTION_SUCCEEDED');
+    await expectRejected(
+      'succeeded-1',
+      { expectedVersion: done.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' },
+      409,
+      'EXECUTION_SUCCEEDED',
+    );
   });
 
   it('5. answers 409 RETRY_FAILED_COMMAND_INTENT_REQUIRED when the failed Command step keeps its effect', async () => {
@@ -153,7 +238,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     const cmd = await failedExecution('command', 'checks-effect');
     const body = { expectedVersion: cmd.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
     for (const status of ['FAILED_TERMINAL', 'IN_FLIGHT', 'SUCCEEDED']) {
-      await engine.service.db.query("UPDATE command_effect SET status = $1 WHERE execution_id = 'checks-effect'", [status]);
+      await setRetainedEffect(engine.service.db, 'tenant-a', 'checks-effect', status as 'FAILED_TERMINAL' | 'IN_FLIGHT' | 'SUCCEEDED');
       const problem = await expectRejected('checks-effect', body, 409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE');
       expect(problem.effectStatus).toBe(status);
       const preview = await (await redrive('checks-effect', body, { query: '?dryRun=true' })).json();
@@ -164,8 +249,13 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
 
   it('5. answers 422 FAILED_STEP_NOT_RETAINED when the failed step index is gone', async () => {
     const gone = await failedExecution('plain', 'checks-noindex');
-    await engine.service.db.query("UPDATE execution_record SET failed_step_index = NULL WHERE execution_id = 'checks-noindex'");
-    await expectRejected('checks-noindex', { expectedVersion: gone.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, 422, 'FAILED_STEP_NOT_RETAINED');
+    await forgetFailedStepIndex(engine.service.db, 'tenant-a', 'checks-noindex');
+    await expectRejected(
+      'checks-noindex',
+      { expectedVersion: gone.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' },
+      422,
+      'FAILED_STEP_NOT_RETAINED',
+    );
   });
 
   it('re-drives a FAILED execution that lost its failed step index from the step it stands at (no 500)', async () => {
@@ -178,9 +268,8 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
   });
 
   it('5. REMOTE_OUTCOME_UNKNOWN: 409 without allowFailed, 409 without a confirmed disposition, 422 with the intent', async () => {
-    const parked = await failedExecution('command', 'checks-rou');
-    await engine.service.db.query("UPDATE execution_record SET status = 'REMOTE_OUTCOME_UNKNOWN', terminal_reason = NULL WHERE execution_id = 'checks-rou'");
-    await engine.service.db.query("UPDATE command_effect SET status = 'AMBIGUOUS' WHERE execution_id = 'checks-rou'");
+    const parked = await parkedExecution('checks-rou');
+    expect((await engine.effects.get('tenant-a', 'checks-rou', 1))?.status).toBe('AMBIGUOUS');
     const base = { expectedVersion: parked.version, reason: 'worker checked' };
     await expectRejected('checks-rou', { ...base, allowFailed: false }, 409, 'ALLOW_FAILED_REQUIRED');
     await expectRejected('checks-rou', { ...base, allowFailed: true }, 409, 'DISPOSITION_UNCONFIRMED');
@@ -191,12 +280,21 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     const before = await snapshot('checks-1');
     const admitted = await redrive('checks-1', ok(), { query: '?dryRun=true' });
     expect(admitted.status).toBe(200);
-    expect(await admitted.json()).toMatchObject({ admitted: true, version: failed.version + 1, status: 'QUEUED', resumeStepIndex: 1, attempt: 3, mode: 'FAILED' });
+    expect(await admitted.json()).toMatchObject({
+      admitted: true,
+      version: failed.version + 1,
+      status: 'QUEUED',
+      resumeStepIndex: 1,
+      attempt: 3,
+      mode: 'FAILED',
+    });
     const refused = await redrive('checks-1', { ...ok(), expectedVersion: 1 }, { query: '?dryRun=true' });
     expect(refused.status).toBe(200);
     expect(await refused.json()).toMatchObject({ admitted: false, status: 409, code: 'VERSION_MISMATCH', currentVersion: failed.version });
     const cmd = await failedExecution('command', 'preview-cmd');
-    const preview = await (await redrive('preview-cmd', { expectedVersion: cmd.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, { query: '?dryRun=true' })).json();
+    const preview = await (
+      await redrive('preview-cmd', { expectedVersion: cmd.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' }, { query: '?dryRun=true' })
+    ).json();
     expect(preview).toMatchObject({ admitted: true, mode: 'RETRY_FAILED_COMMAND', effectStatus: 'FAILED_RETRYABLE' });
     RedrivePreviewSchema.parse(preview);
     // Auth and body errors answer as usual under dryRun.
@@ -215,7 +313,17 @@ describe('accepted re-drives', () => {
     const res = await redrive('redrive-1', { expectedVersion: failed.version, reason: 'dependency restored', allowFailed: true });
     expect(res.status).toBe(202);
     const accepted = RedriveAcceptedSchema.strict().parse(await res.json());
-    expect(accepted).toMatchObject({ tenantId: 'tenant-a', executionId: 'redrive-1', version: failed.version + 1, status: 'QUEUED', resumeStepIndex: 1, attempt: 3, dispatch: 'started', redriveId: expect.any(String), runId: expect.any(String) });
+    expect(accepted).toMatchObject({
+      tenantId: 'tenant-a',
+      executionId: 'redrive-1',
+      version: failed.version + 1,
+      status: 'QUEUED',
+      resumeStepIndex: 1,
+      attempt: 3,
+      dispatch: 'started',
+      redriveId: expect.any(String),
+      runId: expect.any(String),
+    });
     const done = await engine.waitFor('tenant-a', 'redrive-1', ['SUCCEEDED', 'FAILED']);
     expect(done).toMatchObject({ status: 'SUCCEEDED', redriveCount: 1 });
     expect(calls['redrive-1/b']).toEqual(['redrive-1:1:1', 'redrive-1:1:2', 'redrive-1:1:3']);
@@ -262,8 +370,13 @@ describe('accepted re-drives', () => {
     const failed = await failedExecution('command', 'inflight-1');
     failing.delete('inflight-1');
     // What a call abandoned after a worker's death leaves behind.
-    await engine.service.db.query("UPDATE command_effect SET status = 'IN_FLIGHT' WHERE execution_id = 'inflight-1'");
-    const body = { expectedVersion: failed.version, reason: 'worker died mid-call; checked downstream: no charge', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
+    await setRetainedEffect(engine.service.db, 'tenant-a', 'inflight-1', 'IN_FLIGHT');
+    const body = {
+      expectedVersion: failed.version,
+      reason: 'worker died mid-call; checked downstream: no charge',
+      allowFailed: true,
+      intent: 'RETRY_FAILED_COMMAND',
+    };
     const refused = await expectRejected('inflight-1', body, 409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE');
     expect(refused.detail).toContain('confirmedDisposition');
     const res = await redrive('inflight-1', { ...body, confirmedDisposition: 'NOT_APPLIED' });
@@ -283,19 +396,27 @@ describe('accepted re-drives', () => {
     const current = () => engine.service.store.get('tenant-a', 'notcmd-1');
     await until(async () => (await current())?.lastErrorCode === 'RETRY_INTENT_NOT_A_COMMAND', 15_000, 'the re-driven run to fail');
     expect(await engine.runsOf('tenant-a', 'notcmd-1', 2)).toHaveLength(2);
-    expect(await current()).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: 'RETRY_INTENT_NOT_A_COMMAND', failedStepIndex: 1 });
+    expect(await current()).toMatchObject({
+      status: 'FAILED',
+      terminalReason: 'non_retryable',
+      lastErrorCode: 'RETRY_INTENT_NOT_A_COMMAND',
+      failedStepIndex: 1,
+    });
     expect(calls['notcmd-1/b']).toHaveLength(invocations);
   });
 
   it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN: the AMBIGUOUS effect becomes retryable and the step runs with a new attempt', async () => {
-    const parked = await failedExecution('command', 'rou-1');
-    await engine.service.db.query("UPDATE execution_record SET status = 'REMOTE_OUTCOME_UNKNOWN', terminal_reason = NULL WHERE execution_id = 'rou-1'");
-    await engine.service.db.query("UPDATE command_effect SET status = 'AMBIGUOUS' WHERE execution_id = 'rou-1'");
-    failing.delete('rou-1');
-    const res = await redrive('rou-1', { expectedVersion: parked.version, reason: 'worker log shows no call', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' });
+    const parked = await parkedExecution('rou-1');
+    expect((await engine.effects.get('tenant-a', 'rou-1', 1))?.status).toBe('AMBIGUOUS');
+    const res = await redrive('rou-1', {
+      expectedVersion: parked.version,
+      reason: 'worker log shows no call',
+      allowFailed: true,
+      confirmedDisposition: 'NOT_APPLIED',
+    });
     expect(res.status).toBe(202);
     expect((await engine.waitFor('tenant-a', 'rou-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
-    expect(calls['rou-1/charge']).toEqual(['rou-1:1:1', 'rou-1:1:2', 'rou-1:1:3']);
+    expect(calls['rou-1/charge']).toEqual(['rou-1:1:1', 'rou-1:1:2']);
     expect((await engine.effects.get('tenant-a', 'rou-1', 1))?.status).toBe('SUCCEEDED');
     const audit = await engine.service.db.query("SELECT confirmed_disposition, mode, principal FROM redrive_audit WHERE execution_id = 'rou-1'");
     expect(audit.rows).toEqual([{ confirmed_disposition: 'NOT_APPLIED', mode: 'REMOTE_OUTCOME_UNKNOWN', principal: 'test-admin' }]);
@@ -322,9 +443,9 @@ describe('accepted re-drives', () => {
   });
 
   it('never redispatches a retained Command effect on ordinary replay', async () => {
-    const failed = await failedExecution('command', 'ordinary-cmd');
-    // Make it look stalled at the Command step: RUNNING, no run, effect retained as FAILED_RETRYABLE.
-    await engine.service.db.query("UPDATE execution_record SET status = 'RUNNING', failed_step_index = NULL, terminal_reason = NULL WHERE execution_id = 'ordinary-cmd'");
+    // Stalled at the Command step: RUNNING, no run, the effect retained as FAILED_RETRYABLE.
+    const failed = await stalledAtCommand('ordinary-cmd');
+    expect(failed).toMatchObject({ status: 'RUNNING', currentStepIndex: 1 });
     failing.delete('ordinary-cmd');
     const invocations = calls['ordinary-cmd/charge'].length;
     expect((await redrive('ordinary-cmd', { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
@@ -334,11 +455,10 @@ describe('accepted re-drives', () => {
     expect((await engine.effects.get('tenant-a', 'ordinary-cmd', 1))?.status).toBe('FAILED_RETRYABLE');
   });
 
-  it('reuses a SUCCEEDED effect\'s stored result on ordinary replay instead of invoking again', async () => {
+  it("reuses a SUCCEEDED effect's stored result on ordinary replay instead of invoking again", async () => {
     const failed = await failedExecution('command', 'reuse-1');
     // Stalled just after the effect happened: the effect holds its result, the record never moved past the step.
-    await engine.service.db.query(`UPDATE command_effect SET status = 'SUCCEEDED', result = '{"charged": true}'::jsonb WHERE execution_id = 'reuse-1'`);
-    await engine.service.db.query("UPDATE execution_record SET status = 'RUNNING', failed_step_index = NULL, terminal_reason = NULL WHERE execution_id = 'reuse-1'");
+    await stallAfterEffect(engine.service.db, 'tenant-a', 'reuse-1', { charged: true });
     const invocations = calls['reuse-1/charge'].length;
     const succeededBefore = (await engine.service.metrics.succeeded.get()).values[0]?.value ?? 0;
     expect((await redrive('reuse-1', { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
@@ -353,7 +473,9 @@ describe('accepted re-drives', () => {
   it('admits exactly one of 50 concurrent re-drives with the same expectedVersion', async () => {
     const failed = await failedExecution('plain', 'race-1');
     failing.delete('race-1');
-    const responses = await Promise.all(Array.from({ length: 50 }, () => redrive('race-1', { expectedVersion: failed.version, reason: 'race', allowFailed: true })));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => redrive('race-1', { expectedVersion: failed.version, reason: 'race', allowFailed: true })),
+    );
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 202)).toHaveLength(1);
     expect(statuses.filter((s) => s === 409)).toHaveLength(49);

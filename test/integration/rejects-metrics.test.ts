@@ -14,7 +14,11 @@ const SENTINEL = 'SENTINEL-CARD-5500000000000004';
 let engine: TestEngine;
 const failFirstAttempt = true;
 
-interface Item { id: string; sku: string; card: string }
+interface Item {
+  id: string;
+  sku: string;
+  card: string;
+}
 
 beforeAll(async () => {
   engine = await startTestEngine([
@@ -53,8 +57,13 @@ describe('item reject sink', () => {
     expect(page.items).toHaveLength(3);
     expect(page.items.map((r: any) => r.itemKey).sort()).toEqual(['item-3', 'item-6', 'item-9']);
     expect(page.items[0]).toMatchObject({
-      tenantId: 'acme', executionId: 'rej-1', transitionKey: 'rej-1:0:2', step: 'ingest', errorCode: 'INVALID_SKU',
-      fingerprint: rejectFingerprint('ingest', 'INVALID_SKU', 'sku BAD-9 is not in catalogue 42'), createdAtEpochMs: expect.any(Number),
+      tenantId: 'acme',
+      executionId: 'rej-1',
+      transitionKey: 'rej-1:0:2',
+      step: 'ingest',
+      errorCode: 'INVALID_SKU',
+      fingerprint: rejectFingerprint('ingest', 'INVALID_SKU', 'sku BAD-9 is not in catalogue 42'),
+      createdAtEpochMs: expect.any(Number),
     });
     // One fingerprint for the three (digits folded), and no payload anywhere.
     expect(new Set(page.items.map((r: any) => r.fingerprint)).size).toBe(1);

@@ -67,11 +67,15 @@ beforeAll(async () => {
   engine = await startTestEngine([
     definePipeline({
       name: 'remote',
-      steps: [restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/kit/transition/{idempotencyKey}` }, { command: true, timeoutMs: 2000 })],
+      steps: [
+        restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/kit/transition/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
+      ],
     }),
     definePipeline({
       name: 'remote-lookup-down',
-      steps: [restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/no-lookup-here/{idempotencyKey}` }, { command: true, timeoutMs: 2000 })],
+      steps: [
+        restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/no-lookup-here/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
+      ],
     }),
     definePipeline({ name: 'retry-after', retry: { limit: 2, waitMs: 50, maxBackoffMs: 5000 }, steps: [restStep('flaky', { url: `${base}/flaky503` })] }),
     definePipeline({ name: 'bad-request', steps: [restStep('bad', { url: `${base}/bad400` })] }),
@@ -109,8 +113,14 @@ describe('REST transport', () => {
     expect(warnings[0].elapsedMs).toBeLessThan(unknown[0].elapsedMs);
     expect(unknown).toHaveLength(1);
     expect(unknown[0]).toMatchObject({
-      tenantId: 'acme', executionId: 'rest-hang', attempt: 1, transitionKey: 'rest-hang:0:1', protocol: 'REST',
-      target: `${base}/kit/transition`, deadlineMs: 2000, decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY',
+      tenantId: 'acme',
+      executionId: 'rest-hang',
+      attempt: 1,
+      transitionKey: 'rest-hang:0:1',
+      protocol: 'REST',
+      target: `${base}/kit/transition`,
+      deadlineMs: 2000,
+      decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY',
     });
     expect(unknown[0].elapsedMs).toBeGreaterThanOrEqual(2000);
     expect(JSON.stringify([...warnings, ...unknown])).not.toContain(SENTINEL);
@@ -132,7 +142,8 @@ describe('REST transport', () => {
 
   it('refuses to re-drive REMOTE_OUTCOME_UNKNOWN without allowFailed or without a confirmed disposition', async () => {
     const record = (await engine.service.store.get('acme', 'rest-hang'))!;
-    const send = (body: object) => engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', { body: { expectedVersion: record.version, reason: 'checked', ...body } });
+    const send = (body: object) =>
+      engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', { body: { expectedVersion: record.version, reason: 'checked', ...body } });
     const noConfirm = await send({ allowFailed: true });
     expect([noConfirm.status, (await noConfirm.json()).code]).toEqual([409, 'DISPOSITION_UNCONFIRMED']);
     const ordinary = await send({ allowFailed: false, confirmedDisposition: 'NOT_APPLIED' });
@@ -149,7 +160,9 @@ describe('REST transport', () => {
     expect(problem.evidence).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
     const dry = await (await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive?dryRun=true', { body })).json();
     expect(dry).toMatchObject({ admitted: false, status: 409, code: 'DISPOSITION_CONTRADICTED', evidence: { workerRecorded: true } });
-    const misplaced = await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', { body: { ...body, confirmedDisposition: undefined, overrideEvidence: true } });
+    const misplaced = await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', {
+      body: { ...body, confirmedDisposition: undefined, overrideEvidence: true },
+    });
     expect(misplaced.status).toBe(400);
     expect((await engine.service.store.get('acme', 'rest-hang'))?.version).toBe(record.version);
     expect(requests['acme/rest-hang:0:2']).toBeUndefined();
@@ -171,11 +184,24 @@ describe('REST transport', () => {
   it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN with an audited evidence override, a new attempt and a new Idempotency-Key, to completion', async () => {
     const record = (await engine.service.store.get('acme', 'rest-hang'))!;
     const res = await engine.request('POST', '/admin/tenants/acme/executions/rest-hang/redrive', {
-      body: { expectedVersion: record.version, reason: 'domain side checked: the notification was never sent', allowFailed: true, confirmedDisposition: 'NOT_APPLIED', overrideEvidence: true },
+      body: {
+        expectedVersion: record.version,
+        reason: 'domain side checked: the notification was never sent',
+        allowFailed: true,
+        confirmedDisposition: 'NOT_APPLIED',
+        overrideEvidence: true,
+      },
     });
     expect(res.status).toBe(202);
-    const audit = await engine.service.db.query<{ reason: string; request: Record<string, unknown> }>("SELECT reason, request FROM redrive_audit WHERE execution_id = 'rest-hang'");
-    expect(audit.rows).toEqual([{ reason: 'domain side checked: the notification was never sent', request: expect.objectContaining({ overrideEvidence: true, confirmedDisposition: 'NOT_APPLIED' }) }]);
+    const audit = await engine.service.db.query<{ reason: string; request: Record<string, unknown> }>(
+      "SELECT reason, request FROM redrive_audit WHERE execution_id = 'rest-hang'",
+    );
+    expect(audit.rows).toEqual([
+      {
+        reason: 'domain side checked: the notification was never sent',
+        request: expect.objectContaining({ overrideEvidence: true, confirmedDisposition: 'NOT_APPLIED' }),
+      },
+    ]);
     expect(engine.logs.find((l) => l.event === 'execution_redrive_admitted' && l.executionId === 'rest-hang')).toMatchObject({ evidenceOverridden: true });
     const done = await engine.waitFor('acme', 'rest-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000);
     expect(done.status).toBe('SUCCEEDED');
@@ -190,7 +216,10 @@ describe('REST transport', () => {
     expect((await engine.waitFor('acme', 'rest-503', ['SUCCEEDED', 'FAILED'], 20_000)).status).toBe('SUCCEEDED');
     const [first, second] = arrivals['/flaky503'].slice(before);
     expect(second - first).toBeGreaterThanOrEqual(950);
-    expect(engine.logs.find((l) => l.event === 'execution_step_retry_scheduled' && l.executionId === 'rest-503')).toMatchObject({ errorCode: 'HTTP_503', delayMs: 1000 });
+    expect(engine.logs.find((l) => l.event === 'execution_step_retry_scheduled' && l.executionId === 'rest-503')).toMatchObject({
+      errorCode: 'HTTP_503',
+      delayMs: 1000,
+    });
   });
 
   it('sends a 400 to the DLQ as non_retryable HTTP_400 with the worker platform', async () => {
@@ -234,7 +263,11 @@ describe('transition-worker kit', () => {
     const missing = await fetch(`${base}/kit/transition`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(missing.status).toBe(400);
     expect(await (await fetch(`${base}/kit/transition/${encodeURIComponent('acme/kit-2:3:1')}`)).json()).toMatchObject({ recorded: true, state: 'DONE' });
-    expect(await (await fetch(`${base}/kit/transition/${encodeURIComponent('acme/never:0:1')}`)).json()).toMatchObject({ recorded: false, state: null, legacy: false });
+    expect(await (await fetch(`${base}/kit/transition/${encodeURIComponent('acme/never:0:1')}`)).json()).toMatchObject({
+      recorded: false,
+      state: null,
+      legacy: false,
+    });
     expect((await fetch(`${base}/kit/transition/never:0:1`)).status).toBe(400);
   });
 });

@@ -18,10 +18,27 @@ import { until } from '../helpers/until';
 const DAY = 86_400_000;
 const log = createLog({ level: 'silent' });
 const policy = (change: Partial<RetentionPolicy> = {}): RetentionPolicy => ({
-  succeededExecutionsMs: DAY, dlqMs: DAY, redriveAuditMs: DAY, rejectsMs: DAY, checkpointsMs: DAY, dispatchMs: DAY, dedupeMs: DAY, batchSize: 1000, ...change,
+  succeededExecutionsMs: DAY,
+  dlqMs: DAY,
+  redriveAuditMs: DAY,
+  rejectsMs: DAY,
+  checkpointsMs: DAY,
+  dispatchMs: DAY,
+  dedupeMs: DAY,
+  batchSize: 1000,
+  ...change,
 });
 
-const TABLES = ['execution_record', 'command_effect', 'execution_attempt', 'execution_dlq', 'redrive_audit', 'item_reject', 'checkpoint_outbox', 'execution_dispatch'];
+const TABLES = [
+  'execution_record',
+  'command_effect',
+  'execution_attempt',
+  'execution_dlq',
+  'redrive_audit',
+  'item_reject',
+  'checkpoint_outbox',
+  'execution_dispatch',
+];
 
 async function counts(db: Db, tables = TABLES): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -34,7 +51,9 @@ const ids = async (db: Db, sql: string) => (await db.query<{ id: string }>(sql))
 /**
  * Rows aged `age` (a SQL interval) in tenant t: `prefix`-numbered SUCCEEDED executions with
  * 2 effects and 3 attempt rows each, a started dispatch row and 2 rejects each, and one
- * admitted checkpoint each.
+ * admitted checkpoint each. Written straight into the tables, like every row aged here: the
+ * engine stamps a row with the time of its own commit, and retention acts on rows hours or
+ * days old (the engine-driven test at the end covers rows the engine wrote).
  */
 async function seedSucceeded(db: Db, prefix: string, count: number, age: string) {
   const at = `now() - interval '${age}'`;
@@ -107,8 +126,12 @@ describe('retention on the store', () => {
     await audit('QUEUED', 3, '40 days'); // ... and then its audit, in the same pass
     await envelope('RUNNING', 2, '12 hours'); // re-driven 12 hours ago: kept ...
     await audit('RUNNING', 2, '3 days'); // ... so its audit is kept, though older than the audit retention
-    await db.query(`INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, created_at) VALUES ('t', 'QUEUED', 'start', '{}', now() - interval '90 days')`);
-    await db.query(`INSERT INTO checkpoint_outbox (tenant_id, handoff_key, pipeline, records, record_count, execution_id, created_at) VALUES ('t', 'pending', 'p', '[]', 0, 'x', now() - interval '90 days')`);
+    await db.query(
+      `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, created_at) VALUES ('t', 'QUEUED', 'start', '{}', now() - interval '90 days')`,
+    );
+    await db.query(
+      `INSERT INTO checkpoint_outbox (tenant_id, handoff_key, pipeline, records, record_count, execution_id, created_at) VALUES ('t', 'pending', 'p', '[]', 0, 'x', now() - interval '90 days')`,
+    );
     await db.query(
       `INSERT INTO signal_minute (tenant_id, signal, minute, shard, n) VALUES ('t', 'succeeded', date_trunc('minute', now() - interval '3 days'), 0, 4), ('t', 'succeeded', date_trunc('minute', now() - interval '2 hours'), 0, 2)`,
     );
@@ -134,11 +157,19 @@ describe('retention on the store', () => {
     );
     const before = await counts(db);
     // Per-minute counts past the 49 h triage horizon (the seeded one, and the envelopes' own minutes 90 days ago).
-    const expiredMinutes = Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signal_minute WHERE minute < now() - interval '49 hours'`)).rows[0].n);
+    const expiredMinutes = Number(
+      (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signal_minute WHERE minute < now() - interval '49 hours'`)).rows[0].n,
+    );
     expect(expiredMinutes).toBeGreaterThanOrEqual(2);
     // Per-minute counts older than 3 h (the old rejects' minutes) are rolled into hours, their sums kept.
     const kept = `minute >= now() - interval '49 hours'`;
-    const toCompact = Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signal_minute WHERE ${kept} AND shard >= 0 AND minute < date_trunc('hour', now() - interval '3 hours')`)).rows[0].n);
+    const toCompact = Number(
+      (
+        await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM signal_minute WHERE ${kept} AND shard >= 0 AND minute < date_trunc('hour', now() - interval '3 hours')`,
+        )
+      ).rows[0].n,
+    );
     expect(toCompact).toBeGreaterThan(0);
     const sums = `SELECT tenant_id, signal, key, sum(n)::int AS n FROM signal_minute WHERE ${kept} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
     const sumsBefore = (await db.query(sums)).rows;
@@ -146,15 +177,40 @@ describe('retention on the store', () => {
     const retention = new Retention(db, policy({ batchSize: 7 }), log);
     const deleted = await retention.pass();
     expect(deleted).toEqual({
-      execution_record: 30, command_effect: 60, execution_attempt: 90, execution_dlq: 1, redrive_audit: 1, redrive_job: 1, redrive_job_item: 3, item_reject: 60,
-      checkpoint_outbox: 30, execution_dispatch: 30, signal_minute: expiredMinutes, signal_minute_compacted: toCompact, dlq_group_day: 0, transition_worker_dedupe: 2,
+      execution_record: 30,
+      command_effect: 60,
+      execution_attempt: 90,
+      execution_dlq: 1,
+      redrive_audit: 1,
+      redrive_job: 1,
+      redrive_job_item: 3,
+      item_reject: 60,
+      checkpoint_outbox: 30,
+      execution_dispatch: 30,
+      signal_minute: expiredMinutes,
+      signal_minute_compacted: toCompact,
+      dlq_group_day: 0,
+      transition_worker_dedupe: 2,
     });
     const after = await counts(db);
     for (const table of TABLES) expect(after[table], table).toBe(before[table] - (deleted[table] ?? 0));
     expect((await db.query(sums)).rows).toEqual(sumsBefore);
-    expect(Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM signal_minute WHERE shard >= 0 AND minute < date_trunc('hour', now() - interval '3 hours')`)).rows[0].n)).toBe(0);
+    expect(
+      Number(
+        (
+          await db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM signal_minute WHERE shard >= 0 AND minute < date_trunc('hour', now() - interval '3 hours')`,
+          )
+        ).rows[0].n,
+      ),
+    ).toBe(0);
 
-    expect(await ids(db, `SELECT execution_id AS id FROM execution_record WHERE execution_id NOT LIKE 'new-%'`)).toEqual(['FAILED', 'QUEUED', 'REMOTE_OUTCOME_UNKNOWN', 'RUNNING']);
+    expect(await ids(db, `SELECT execution_id AS id FROM execution_record WHERE execution_id NOT LIKE 'new-%'`)).toEqual([
+      'FAILED',
+      'QUEUED',
+      'REMOTE_OUTCOME_UNKNOWN',
+      'RUNNING',
+    ]);
     expect(await ids(db, `SELECT execution_id AS id FROM execution_dlq`)).toEqual(['FAILED', 'RUNNING']);
     expect(await ids(db, `SELECT execution_id AS id FROM redrive_audit`)).toEqual(['RUNNING']);
     expect(await ids(db, `SELECT execution_id AS id FROM execution_dispatch WHERE status = 'PENDING'`)).toEqual(['QUEUED']);
@@ -177,7 +233,8 @@ describe('retention on the store', () => {
   it('two deleters at once take disjoint batches: their counts add up to what was eligible, nothing deleted twice or wrongly', async () => {
     const db = database.db;
     // DELETE, not TRUNCATE: TRUNCATE fires no row triggers, so the signal totals would not follow.
-    for (const table of ['execution_record', 'command_effect', 'execution_attempt', 'execution_dispatch', 'item_reject', 'checkpoint_outbox']) await db.query(`DELETE FROM ${table}`);
+    for (const table of ['execution_record', 'command_effect', 'execution_attempt', 'execution_dispatch', 'item_reject', 'checkpoint_outbox'])
+      await db.query(`DELETE FROM ${table}`);
     await seedSucceeded(db, 'm-', 1500, '3 days');
     await seedSucceeded(db, 'keep-', 50, '1 minute');
     const before = await counts(db);
@@ -193,7 +250,14 @@ describe('retention on the store', () => {
         }
       };
       const [a, b] = await Promise.all(deleters.map(drain));
-      const expected = { execution_record: 1500, command_effect: 3000, execution_attempt: 4500, item_reject: 3000, checkpoint_outbox: 1500, execution_dispatch: 1500 };
+      const expected = {
+        execution_record: 1500,
+        command_effect: 3000,
+        execution_attempt: 4500,
+        item_reject: 3000,
+        checkpoint_outbox: 1500,
+        execution_dispatch: 1500,
+      };
       for (const [table, n] of Object.entries(expected)) {
         expect((a[table] ?? 0) + (b[table] ?? 0), table).toBe(n);
       }
@@ -228,16 +292,23 @@ describe('retention through the engine', () => {
         // Fails on its first attempt; a re-drive (a new attempt) succeeds.
         definePipeline({
           name: 'flaky',
-          steps: [localStep('call', (_input: unknown, ctx) => {
-            if (ctx.attempt === 1) throw new NonRetryableException('contract changed', 'CONTRACT_MISMATCH');
-            return { ok: true };
-          })],
+          steps: [
+            localStep('call', (_input: unknown, ctx) => {
+              if (ctx.attempt === 1) throw new NonRetryableException('contract changed', 'CONTRACT_MISMATCH');
+              return { ok: true };
+            }),
+          ],
         }),
       ],
       {
         // Everything finished is past retention at once; the pass runs when the test says.
-        'pipeline.retention.succeeded-executions': 0, 'pipeline.retention.dlq': 0, 'pipeline.retention.redrive-audit': 0,
-        'pipeline.retention.rejects': 0, 'pipeline.retention.checkpoints': 0, 'pipeline.retention.dispatch': 0, 'pipeline.retention.interval': '1h',
+        'pipeline.retention.succeeded-executions': 0,
+        'pipeline.retention.dlq': 0,
+        'pipeline.retention.redrive-audit': 0,
+        'pipeline.retention.rejects': 0,
+        'pipeline.retention.checkpoints': 0,
+        'pipeline.retention.dispatch': 0,
+        'pipeline.retention.interval': '1h',
       },
     );
   });
@@ -257,8 +328,16 @@ describe('retention through the engine', () => {
       const published = await engine.request('POST', '/api/tenants/t/checkpoints', { body: { handoffKey, pipeline: 'items', records: [] } });
       expect(published.status).toBe(202);
       for (const executionId of started) await engine.waitFor('t', executionId, ['SUCCEEDED']);
-      await until(async () => (await engine.service.store.getByKey('t', handoffKey))?.status === 'SUCCEEDED', 30_000, `the checkpoint ${handoffKey}'s execution`);
-      await until(async () => (await db.query(`SELECT 1 FROM checkpoint_outbox WHERE handoff_key = $1 AND status = 'ADMITTED'`, [handoffKey])).rowCount === 1, 30_000, 'admission');
+      await until(
+        async () => (await engine.service.store.getByKey('t', handoffKey))?.status === 'SUCCEEDED',
+        30_000,
+        `the checkpoint ${handoffKey}'s execution`,
+      );
+      await until(
+        async () => (await db.query(`SELECT 1 FROM checkpoint_outbox WHERE handoff_key = $1 AND status = 'ADMITTED'`, [handoffKey])).rowCount === 1,
+        30_000,
+        'admission',
+      );
       await until(async () => (await db.query(`SELECT 1 FROM execution_dispatch WHERE status = 'PENDING'`)).rowCount === 0, 30_000, 'every dispatch started');
       const deleted = await engine.service.retention.pass();
       expect(deleted.execution_record).toBe(9);
@@ -272,10 +351,16 @@ describe('retention through the engine', () => {
     expect(await engine.service.store.get('t', 'f-1')).toMatchObject({ status: 'FAILED', version: failed.version });
 
     // Past retention four times over, the FAILED execution is still there and can be re-driven.
-    const res = await engine.request('POST', '/admin/tenants/t/executions/f-1/redrive', { body: { expectedVersion: failed.version, reason: 'contract fixed', allowFailed: true } });
+    const res = await engine.request('POST', '/admin/tenants/t/executions/f-1/redrive', {
+      body: { expectedVersion: failed.version, reason: 'contract fixed', allowFailed: true },
+    });
     expect(res.status).toBe(202);
     await engine.waitFor('t', 'f-1', ['SUCCEEDED']);
-    await until(async () => (await db.query(`SELECT 1 FROM execution_dispatch WHERE status = 'PENDING'`)).rowCount === 0, 30_000, 'the re-drive dispatch started');
+    await until(
+      async () => (await db.query(`SELECT 1 FROM execution_dispatch WHERE status = 'PENDING'`)).rowCount === 0,
+      30_000,
+      'the re-drive dispatch started',
+    );
     // Now succeeded and explained: the record, its envelope and then its audit go too.
     expect(await engine.service.retention.pass()).toMatchObject({ execution_record: 1, execution_dlq: 1, redrive_audit: 1 });
     expect(await counts(db)).toEqual(Object.fromEntries(TABLES.map((t) => [t, 0])));

@@ -37,7 +37,11 @@ function operator(input: unknown, ctx: StepContext) {
 }
 
 const pipelines = [
-  definePipeline({ name: 'plain', steps: [localStep('work', operator), localStep('next', (input: unknown) => input)], retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 } }),
+  definePipeline({
+    name: 'plain',
+    steps: [localStep('work', operator), localStep('next', (input: unknown) => input)],
+    retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 },
+  }),
   definePipeline({ name: 'charge', steps: [localStep('charge', operator, { command: true })], retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 } }),
 ];
 
@@ -58,13 +62,36 @@ let next = 0;
 async function execution(pipeline: string): Promise<StepRequest> {
   const executionId = `rs-${++next}`;
   const record = await store.create(
-    { tenantId: 't', executionId, executionKey: null, pipeline, workflowId: workflowIdFor('t', executionId), stepCount: pipeline === 'plain' ? 2 : 1, input: { n: next }, correlationId: null, resourceType: null, resourceName: null },
+    {
+      tenantId: 't',
+      executionId,
+      executionKey: null,
+      pipeline,
+      workflowId: workflowIdFor('t', executionId),
+      stepCount: pipeline === 'plain' ? 2 : 1,
+      input: { n: next },
+      correlationId: null,
+      resourceType: null,
+      resourceName: null,
+    },
     {},
     { owner: 'run-step-test', ms: 60_000 },
   );
   if (!record) throw new Error('execution not created');
   const retry = { limit: 2, waitMs: 10, maxBackoffMs: 20, jitter: false };
-  return { tenantId: 't', executionId, pipeline, correlationId: null, stepIndex: 0, attempt: 1, firstOfRun: true, dispatchId: 'start', retry, timeoutMs: 5000, input: { n: next } };
+  return {
+    tenantId: 't',
+    executionId,
+    pipeline,
+    correlationId: null,
+    stepIndex: 0,
+    attempt: 1,
+    firstOfRun: true,
+    dispatchId: 'start',
+    retry,
+    timeoutMs: 5000,
+    input: { n: next },
+  };
 }
 
 /** One delivery of the activity as Temporal would make it: `attempt` is Temporal's own try count. */
@@ -78,16 +105,25 @@ function deliver(req: StepRequest, options: { attempt?: number; runId?: string }
 }
 
 async function rejection(promise: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ApplicationFailure);
   return err as ApplicationFailure;
 }
 
 describe('runStep', () => {
-  it('marks the record RUNNING on a run\'s first step and commits the output as the next segment input', async () => {
+  it("marks the record RUNNING on a run's first step and commits the output as the next segment input", async () => {
     const req = await execution('plain');
     expect(await deliver(req)).toEqual({ output: { echoed: { n: next }, attempt: 1 } });
-    expect(await store.get('t', req.executionId)).toMatchObject({ status: 'RUNNING', runId: 'run-1', currentStepIndex: 1, attempt: 1, segmentInput: { echoed: { n: next }, attempt: 1 } });
+    expect(await store.get('t', req.executionId)).toMatchObject({
+      status: 'RUNNING',
+      runId: 'run-1',
+      currentStepIndex: 1,
+      attempt: 1,
+      segmentInput: { echoed: { n: next }, attempt: 1 },
+    });
     expect(invoked[req.executionId]).toEqual([1]);
   });
 
@@ -132,15 +168,22 @@ describe('runStep', () => {
     expect(replay.details?.[0]).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', errorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE' });
     expect(invoked[req.executionId]).toEqual([1]);
     const { entries } = await new DlqStore(database.db).list('t', { limit: 10 });
-    expect(entries.filter((entry) => entry.envelope.executionId === req.executionId).map((entry) => entry.envelope.errorCode)).toEqual(['COMMAND_EFFECT_NOT_REDISPATCHABLE']);
+    expect(entries.filter((entry) => entry.envelope.executionId === req.executionId).map((entry) => entry.envelope.errorCode)).toEqual([
+      'COMMAND_EFFECT_NOT_REDISPATCHABLE',
+    ]);
   });
 
-  it('ends the execution retry_exhausted when the run\'s budget is used up: limit 2 = three invocations', async () => {
+  it("ends the execution retry_exhausted when the run's budget is used up: limit 2 = three invocations", async () => {
     const req = await execution('plain');
     failOn[req.executionId] = [1, 2, 3];
     for (const attempt of [1, 2]) expect((await rejection(deliver(req, { attempt }))).type).toBe(FailureTypes.retryable);
     const exhausted = await rejection(deliver(req, { attempt: 3 }));
-    expect(exhausted.details?.[0]).toMatchObject({ status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'OPERATOR_ERROR', transitionKey: `${req.executionId}:0:3` });
+    expect(exhausted.details?.[0]).toMatchObject({
+      status: 'FAILED',
+      terminalReason: 'retry_exhausted',
+      errorCode: 'OPERATOR_ERROR',
+      transitionKey: `${req.executionId}:0:3`,
+    });
     expect(invoked[req.executionId]).toEqual([1, 2, 3]);
     expect(await store.get('t', req.executionId)).toMatchObject({ status: 'FAILED', failedStepIndex: 0, attempt: 3 });
   });

@@ -17,10 +17,14 @@ let port = 0;
 
 beforeAll(async () => {
   port = await freePort();
-  engine = await startTestEngine([], {
-    'pipeline.server.port': port,
-    'pipeline.metrics.token-sha256': createHash('sha256').update(SCRAPE_TOKEN).digest('hex'),
-  }, { worker: false, http: true });
+  engine = await startTestEngine(
+    [],
+    {
+      'pipeline.server.port': port,
+      'pipeline.metrics.token-sha256': createHash('sha256').update(SCRAPE_TOKEN).digest('hex'),
+    },
+    { worker: false, http: true },
+  );
 });
 afterAll(async () => {
   await engine?.stop();
@@ -47,7 +51,10 @@ describe('pipeline.server.host', () => {
   it('listens on loopback only by default: another interface of this machine is refused', async () => {
     expect(await reachable('127.0.0.1')).toBe(true);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-    const others = Object.values(networkInterfaces()).flat().filter((i) => i && i.family === 'IPv4' && !i.internal).map((i) => i!.address);
+    const others = Object.values(networkInterfaces())
+      .flat()
+      .filter((i) => i && i.family === 'IPv4' && !i.internal)
+      .map((i) => i!.address);
     for (const address of others) expect(await reachable(address)).toBe(false);
   });
 });

@@ -1,10 +1,14 @@
 /**
  * The signal counters follow every writer: triggers keep `signal_total` equal to what the
  * tables hold and `signal_minute` equal to the events of each minute, on Postgres and on
- * PGlite, through inserts, status changes, deletes and concurrent commits; a rebuild from
- * the rows gives the same counts.
+ * PGlite, through the engine's own commits (created, FAILED with its envelope, outcome
+ * unknown, SUCCEEDED with item rejects, re-driven), an operator's deletes by hand and
+ * concurrent commits; a rebuild from the rows gives the same counts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failureGroup } from '../../src/dlq/failure-group';
+import type { TerminalReason } from '../../src/spec-words';
+import { ExecutionStore, type CommitResult } from '../../src/store/execution-store';
 import { createPgliteDb, type Db } from '../../src/store/db';
 import { migrate } from '../../src/store/migrate';
 import { SignalsStore } from '../../src/store/signals-store';
@@ -12,6 +16,7 @@ import { createLog } from '../../src/log';
 import { Retention } from '../../src/service/retention';
 import { FailureGroupStore } from '../../src/store/failure-group-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { deleteEnvelopesByHand, deleteRecordBehindTheEngine, deleteRejectsByHand } from '../helpers/unreachable-states';
 
 let database: TestDatabase;
 let lite: Db;
@@ -26,26 +31,76 @@ afterAll(async () => {
   await database?.drop();
 });
 
-const record = (db: Db, tenant: string, id: string, status = 'QUEUED') =>
-  db.query(
-    `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt)
-     VALUES ($1, $2, 'p', $2, $3, 1, 1, 0, 1)`,
-    [tenant, id, status],
-  );
-const setStatus = (db: Db, tenant: string, id: string, status: string) =>
-  db.query('UPDATE execution_record SET status = $3, version = version + 1 WHERE tenant_id = $1 AND execution_id = $2', [tenant, id, status]);
-const envelope = (db: Db, tenant: string, id: string, errorCode: string, terminalReason = 'retry_exhausted') =>
-  db.query(
-    `INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope)
-     VALUES ($1, $2, $2 || ':0:1', $3, $4, 2, '{}')`,
-    [tenant, id, terminalReason, errorCode],
-  );
-const rejects = (db: Db, tenant: string, id: string, fingerprints: string[]) =>
-  db.query(
-    `INSERT INTO item_reject (tenant_id, execution_id, transition_key, ordinal, step, error_code, reason, fingerprint)
-     SELECT $1, $2, $2 || ':0:1', ordinality, 's', 'BAD', 'r', f FROM unnest($3::text[]) WITH ORDINALITY AS f`,
-    [tenant, id, fingerprints],
-  );
+/**
+ * The service's own writers of the counted rows: an execution created, begun, ending in a
+ * step commit (FAILED with its envelope, REMOTE_OUTCOME_UNKNOWN, or SUCCEEDED with its item
+ * rejects) and re-driven by the re-drive's admission, each one statement as the engine
+ * makes it. Each commit is for the record's current step and attempt.
+ */
+function writers(db: Db) {
+  const store = new ExecutionStore(db);
+  const key = async (tenantId: string, executionId: string) => {
+    const record = await store.begin({ tenantId, executionId, runId: `run-${executionId}`, dispatchId: 'start' });
+    expect(record?.status).toBe('RUNNING');
+    const step = { tenantId, executionId, stepIndex: record!.currentStepIndex, attempt: record!.attempt };
+    return { step, transitionKey: `${executionId}:${step.stepIndex}:${step.attempt}` };
+  };
+  const committed = async (commit: Promise<CommitResult>) => expect((await commit).committed).toBe(true);
+  return {
+    async created(tenantId: string, executionId: string, stepCount = 1) {
+      const execution = { tenantId, executionId, executionKey: null, pipeline: 'p', workflowId: executionId, stepCount, input: {}, correlationId: null };
+      expect(await store.create({ ...execution, resourceType: null, resourceName: null }, {}, { owner: 'test', ms: 60_000 })).not.toBeNull();
+    },
+    async failed(tenantId: string, executionId: string, errorCode: string, terminalReason: TerminalReason = 'retry_exhausted') {
+      const { step, transitionKey } = await key(tenantId, executionId);
+      const failure = { terminalReason, errorCode, errorMessage: 'refused', transitionKey };
+      const envelope = { ...failure, tenantId, executionId, transport: 'LOCAL' as const, platform: 'temporal', terminalStatus: 'FAILED' };
+      await committed(
+        store.commitFailed({
+          ...step,
+          failure: {
+            ...failure,
+            step: 's',
+            envelope: { ...envelope, createdAtEpochMs: Date.now(), retryable: terminalReason === 'retry_exhausted', retriesObserved: 1 },
+          },
+        }),
+      );
+    },
+    async outcomeUnknown(tenantId: string, executionId: string) {
+      const { step, transitionKey } = await key(tenantId, executionId);
+      const remoteCall = { transitionKey, protocol: 'REST', target: 'http://x', startedAt: new Date().toISOString(), deadlineMs: 10, elapsedMs: 11 };
+      await committed(store.commitOutcomeUnknown({ ...step, errorCode: 'REMOTE_OUTCOME_UNKNOWN', errorMessage: 'deadline', remoteCall }));
+    },
+    async succeeded(tenantId: string, executionId: string, rejectFingerprints: string[] = []) {
+      const { step, transitionKey } = await key(tenantId, executionId);
+      const items = rejectFingerprints.map((fingerprint) => ({ itemKey: null, errorCode: 'BAD', reason: 'r', fingerprint }));
+      await committed(store.commitSucceeded({ ...step, output: {}, rejects: items.length > 0 ? { transitionKey, step: 's', items } : undefined }));
+    },
+    async redriven(tenantId: string, executionId: string) {
+      const record = (await store.get(tenantId, executionId))!;
+      const unknown = record.status === 'REMOTE_OUTCOME_UNKNOWN';
+      const admitted = await store.admitRedrive({
+        tenantId,
+        executionId,
+        expectedVersion: record.version,
+        fromStatus: record.status,
+        fromPipelineVersion: record.pipelineVersion,
+        resumeStepIndex: record.failedStepIndex!,
+        resumeStepName: 's',
+        redriveId: `redrive-${executionId}-${record.version}`,
+        principal: 'ops',
+        reason: 'test',
+        request: {},
+        mode: unknown ? 'REMOTE_OUTCOME_UNKNOWN' : 'FAILED',
+        confirmedDisposition: unknown ? 'NOT_APPLIED' : null,
+        dispatchSpec: {},
+        releaseAmbiguousEffect: unknown,
+        lease: { owner: 'test', ms: 60_000 },
+      });
+      expect(admitted?.status).toBe('QUEUED');
+    },
+  };
+}
 
 async function totals(signals: SignalsStore) {
   return {
@@ -63,18 +118,14 @@ describe.each([
   it('count what the tables hold and what each window saw, through inserts, status changes and deletes', async () => {
     const db = dbOf();
     const signals = new SignalsStore(db);
-    for (const id of ['e1', 'e2', 'e3', 'e4']) await record(db, 't1', id);
-    await record(db, 't2', 'x1');
-    await setStatus(db, 't1', 'e1', 'RUNNING');
-    await setStatus(db, 't1', 'e1', 'FAILED');
-    await envelope(db, 't1', 'e1', 'TIMEOUT');
-    await setStatus(db, 't1', 'e2', 'FAILED');
-    await envelope(db, 't1', 'e2', 'CONTRACT', 'non_retryable');
-    await setStatus(db, 't2', 'x1', 'FAILED');
-    await envelope(db, 't2', 'x1', 'CONTRACT', 'non_retryable');
-    await setStatus(db, 't1', 'e3', 'REMOTE_OUTCOME_UNKNOWN');
-    await setStatus(db, 't1', 'e4', 'SUCCEEDED');
-    await rejects(db, 't1', 'e4', ['fa', 'fa', 'fb']);
+    const write = writers(db);
+    for (const id of ['e1', 'e2', 'e3', 'e4']) await write.created('t1', id);
+    await write.created('t2', 'x1');
+    await write.failed('t1', 'e1', 'TIMEOUT');
+    await write.failed('t1', 'e2', 'CONTRACT', 'non_retryable');
+    await write.failed('t2', 'x1', 'CONTRACT', 'non_retryable');
+    await write.outcomeUnknown('t1', 'e3');
+    await write.succeeded('t1', 'e4', ['fa', 'fa', 'fb']);
     expect(await totals(signals)).toEqual({ dlq: 3, reject: 3, failed: 3, unknown: 1 });
 
     const t1 = await signals.triage(15 * 60_000, 't1');
@@ -88,13 +139,14 @@ describe.each([
     expect((await signals.triage(15 * 60_000)).dominantDlq).toEqual({ errorCode: 'CONTRACT', terminalReason: 'non_retryable', envelopes: 2 });
     expect(await signals.topFingerprintShare()).toBeCloseTo(2 / 3);
 
-    // A re-drive moves e1 out of FAILED and e3 out of REMOTE_OUTCOME_UNKNOWN; retention deletes
-    // an envelope, a reject and a FAILED record of another tenant.
-    await setStatus(db, 't1', 'e1', 'QUEUED');
-    await setStatus(db, 't1', 'e3', 'QUEUED');
-    await db.query(`DELETE FROM execution_dlq WHERE execution_id = 'e2'`);
-    await db.query(`DELETE FROM item_reject WHERE fingerprint = 'fb'`);
-    await db.query(`DELETE FROM execution_record WHERE execution_id = 'x1'`);
+    // A re-drive moves e1 out of FAILED and e3 out of REMOTE_OUTCOME_UNKNOWN; an operator deletes
+    // by hand an unredriven envelope, a reject and a FAILED record of another tenant (retention's
+    // own deletes are counted in retention.test.ts).
+    await write.redriven('t1', 'e1');
+    await write.redriven('t1', 'e3');
+    await deleteEnvelopesByHand(db, 't1', ['e2']);
+    await deleteRejectsByHand(db, 't1', 'fb');
+    await deleteRecordBehindTheEngine(db, 't2', 'x1');
     expect(await totals(signals)).toEqual({ dlq: 2, reject: 2, failed: 1, unknown: 0 });
     // The per-minute events stay: the window still saw 2 envelopes of t1.
     expect((await signals.triage(15 * 60_000, 't1')).executionDlq).toEqual({ current: 2, previous: 0 });
@@ -102,7 +154,9 @@ describe.each([
     const before = await db.query('SELECT tenant_id, signal, sum(n)::int AS n FROM signal_total GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2');
     const minutes = await db.query('SELECT tenant_id, signal, key, detail, sum(n)::int AS n FROM signal_minute GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4');
     await signals.rebuild();
-    expect((await db.query('SELECT tenant_id, signal, sum(n)::int AS n FROM signal_total GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2')).rows).toEqual(before.rows);
+    expect((await db.query('SELECT tenant_id, signal, sum(n)::int AS n FROM signal_total GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2')).rows).toEqual(
+      before.rows,
+    );
     // A rebuild counts the envelopes and rejects still held (retention removed one of each).
     const rebuilt = await db.query('SELECT tenant_id, signal, key, detail, sum(n)::int AS n FROM signal_minute GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4');
     expect(rebuilt.rows).toEqual(minutes.rows.filter((r: any) => !(r.key === 'CONTRACT' && r.tenant_id === 't1') && r.key !== 'fb'));
@@ -110,30 +164,34 @@ describe.each([
 });
 
 describe('signal counters under concurrent commits', () => {
-  it('add up exactly when 40 statements of one tenant write rejects and envelopes at once', async () => {
+  it('add up exactly when 40 executions of one tenant commit rejects and envelopes at once', async () => {
     const db = database.db;
     const signals = new SignalsStore(db);
+    const write = writers(db);
     const before = await totals(signals);
-    await Promise.all(Array.from({ length: 40 }, async (_, i) => {
-      await rejects(db, 'busy', `c${i}`, ['same', 'same', `other-${i % 3}`]);
-      await envelope(db, 'busy', `c${i}`, 'TIMEOUT');
-    }));
-    expect(await totals(signals)).toEqual({ ...before, dlq: before.dlq + 40, reject: before.reject + 120 });
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        await write.created('busy', `c${i}`, 2);
+        await write.succeeded('busy', `c${i}`, ['same', 'same', `other-${i % 3}`]);
+        await write.failed('busy', `c${i}`, 'TIMEOUT');
+      }),
+    );
+    expect(await totals(signals)).toEqual({ ...before, dlq: before.dlq + 40, reject: before.reject + 120, failed: before.failed + 40 });
     expect((await signals.triage(60_000, 'busy')).topFingerprint).toEqual({ fingerprint: 'same', n: 80, total: 120 });
   });
 });
 
 describe('the embedded store (PGlite)', () => {
   it('runs the retention pass and the failure-group counts', async () => {
-    await record(lite, 'g', 'gf', 'FAILED');
-    await lite.query(
-      `INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope, group_id, signature)
-       VALUES ('g', 'gf', 'gf:0:1', 'retry_exhausted', 'TIMEOUT', 1, '{}', 'grp', '{"step":"s"}')`,
-    );
-    expect((await new FailureGroupStore(lite).groups('g', {}, 10)).map((g) => [g.group_id, g.count])).toEqual([['grp', 1]]);
-    await setStatus(lite, 'g', 'gf', 'QUEUED');
+    const write = writers(lite);
+    await write.created('g', 'gf');
+    await write.failed('g', 'gf', 'TIMEOUT');
+    const group = failureGroup({ step: 's', errorCode: 'TIMEOUT', terminalReason: 'retry_exhausted', transport: 'LOCAL', errorMessage: 'refused' });
+    const groups = await new FailureGroupStore(lite).groups('g', {}, 10);
+    expect(groups.map((g) => [g.group_id, g.count, g.signature])).toEqual([[group.groupId, 1, group.signature]]);
+    await write.redriven('g', 'gf');
     expect(await new FailureGroupStore(lite).groups('g', {}, 10)).toEqual([]);
-    await setStatus(lite, 'g', 'gf', 'SUCCEEDED');
+    await write.succeeded('g', 'gf');
     const zero = { succeededExecutionsMs: 0, dlqMs: 0, redriveAuditMs: 0, rejectsMs: 0, checkpointsMs: 0, dispatchMs: 0, dedupeMs: 0, batchSize: 100 };
     const deleted = await new Retention(lite, zero, createLog({ level: 'silent' })).pass();
     // Everything re-driven or succeeded in this database goes (gf's, and e1's from the test above).

@@ -1,5 +1,5 @@
 /**
- * The issue's smaller holes, each as it was found: a correlationId no header can carry, a
+ * Smaller holes, each as it was once found: a correlationId no header can carry, a
  * local header-encoding error taken for a network failure, a submit token reading a
  * record through a repeated executionKey, ambiguous query parameters, non-integer
  * literals read as integers, and a lower-case Bearer scheme. Real app, Postgres, dev server.
@@ -17,7 +17,14 @@ let engine: TestEngine;
 
 beforeAll(async () => {
   engine = await startTestEngine([
-    definePipeline({ name: 'fails', steps: [localStep('x', () => { throw new NonRetryableException('card declined for SECRET-PAN', 'DECLINED'); })] }),
+    definePipeline({
+      name: 'fails',
+      steps: [
+        localStep('x', () => {
+          throw new NonRetryableException('card declined for SECRET-PAN', 'DECLINED');
+        }),
+      ],
+    }),
   ]);
 });
 afterAll(async () => {
@@ -27,21 +34,27 @@ afterAll(async () => {
 async function failedExecution(executionId: string) {
   await engine.start('acme', { pipeline: 'fails', executionId, executionKey: `key-${executionId}` });
   const record = await engine.waitFor('acme', executionId, ['FAILED']);
-  await engine.service.client.workflow.getHandle(record.workflowId).result().catch(() => undefined);
+  await engine.service.client.workflow
+    .getHandle(record.workflowId)
+    .result()
+    .catch(() => undefined);
   return record;
 }
 
 const rowCount = async () => (await engine.service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_record')).rows[0].n;
 
 describe('correlationId', () => {
-  it.each(['注文-1', 'line\nbreak', 'x\r\nX-Injected: 1', ' padded'])('refuses %j at admission with 400 naming the field, and creates nothing', async (correlationId) => {
-    const before = await rowCount();
-    const res = await engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'fails', correlationId } });
-    const problem = await res.json();
-    expect([res.status, problem.code]).toEqual([400, 'VALIDATION_FAILED']);
-    expect(problem.issues.map((i: { path: string }) => i.path)).toEqual(['correlationId']);
-    expect(await rowCount()).toBe(before);
-  });
+  it.each(['注文-1', 'line\nbreak', 'x\r\nX-Injected: 1', ' padded'])(
+    'refuses %j at admission with 400 naming the field, and creates nothing',
+    async (correlationId) => {
+      const before = await rowCount();
+      const res = await engine.request('POST', '/api/tenants/acme/executions', { body: { pipeline: 'fails', correlationId } });
+      const problem = await res.json();
+      expect([res.status, problem.code]).toEqual([400, 'VALIDATION_FAILED']);
+      expect(problem.issues.map((i: { path: string }) => i.path)).toEqual(['correlationId']);
+      expect(await rowCount()).toBe(before);
+    },
+  );
 
   it('a header the transport cannot encode fails as non_retryable INVALID_REQUEST_HEADER, never as a network failure, and sends nothing', async () => {
     let arrived = 0;
@@ -52,8 +65,14 @@ describe('correlationId', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/transition`;
     const ctx: RemoteCallContext = {
-      tenantId: 'acme', executionId: 'e', correlationId: '注文-1', attempt: 1, transitionKey: 'e:0:1', idempotencyKey: 'acme/e:0:1',
-      signal: new AbortController().signal, log: createLog({ level: 'silent' }),
+      tenantId: 'acme',
+      executionId: 'e',
+      correlationId: '注文-1',
+      attempt: 1,
+      transitionKey: 'e:0:1',
+      idempotencyKey: 'acme/e:0:1',
+      signal: new AbortController().signal,
+      log: createLog({ level: 'silent' }),
     };
     try {
       const rest = await callRest(url, {}, 5000, ctx).catch((err: unknown) => err);
@@ -71,11 +90,19 @@ describe('correlationId', () => {
 describe('a repeated executionKey', () => {
   it('tells a submit token only that the execution exists; an admin token gets the record', async () => {
     const record = await failedExecution('known-key-1');
-    const repeat = (token: string) => engine.request('POST', '/api/tenants/acme/executions', { token, body: { pipeline: 'fails', executionKey: 'key-known-key-1' } });
+    const repeat = (token: string) =>
+      engine.request('POST', '/api/tenants/acme/executions', { token, body: { pipeline: 'fails', executionKey: 'key-known-key-1' } });
     const submit = await repeat(SUBMIT_TOKEN);
     expect(submit.status).toBe(200);
     const seen = await submit.json();
-    expect(seen).toEqual({ tenantId: 'acme', executionId: 'known-key-1', executionKey: 'key-known-key-1', pipeline: 'fails', existing: true, dispatch: 'existing' });
+    expect(seen).toEqual({
+      tenantId: 'acme',
+      executionId: 'known-key-1',
+      executionKey: 'key-known-key-1',
+      pipeline: 'fails',
+      existing: true,
+      dispatch: 'existing',
+    });
     expect(JSON.stringify(seen)).not.toContain('SECRET-PAN');
     const admin = await (await repeat(ADMIN_TOKEN)).json();
     expect(admin).toMatchObject({ executionId: 'known-key-1', status: 'FAILED', runId: record.runId });
@@ -96,9 +123,10 @@ describe('ambiguous input', () => {
 
   it('refuses expectedVersion written as 10.0 or 1e1, though JSON reads it as an integer', async () => {
     const record = await failedExecution('literal-1');
-    const send = (literal: string) => engine.request('POST', '/admin/tenants/acme/executions/literal-1/redrive?dryRun=true', {
-      body: `{"expectedVersion": ${literal}, "reason": "the version is ${record.version}.0", "allowFailed": true}`,
-    });
+    const send = (literal: string) =>
+      engine.request('POST', '/admin/tenants/acme/executions/literal-1/redrive?dryRun=true', {
+        body: `{"expectedVersion": ${literal}, "reason": "the version is ${record.version}.0", "allowFailed": true}`,
+      });
     for (const literal of [`${record.version}.0`, `${record.version}e0`, `${record.version}.00`]) {
       const res = await send(literal);
       const problem = await res.json();

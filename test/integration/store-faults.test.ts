@@ -18,10 +18,16 @@ const failing = new Set<string>();
 const pipelines = [
   definePipeline({
     name: 'plain',
-    steps: [localStep('one', (_input: unknown, ctx) => {
-      if (failing.has(ctx.executionId)) throw Object.assign(new Error('down'), { code: 'DOWN' });
-      return {};
-    }, { retry: { limit: 0 } })],
+    steps: [
+      localStep(
+        'one',
+        (_input: unknown, ctx) => {
+          if (failing.has(ctx.executionId)) throw Object.assign(new Error('down'), { code: 'DOWN' });
+          return {};
+        },
+        { retry: { limit: 0 } },
+      ),
+    ],
   }),
 ];
 const count = async (table: string, executionId: string) =>
@@ -29,13 +35,17 @@ const count = async (table: string, executionId: string) =>
 
 beforeAll(async () => {
   proxy = await startTcpProxy({ host: '127.0.0.1', port: 5432 });
-  engine = await startTestEngine(pipelines, {}, {
-    storeUrl: (url) => {
-      const viaProxy = new URL(url);
-      viaProxy.port = String(proxy.port);
-      return viaProxy.toString();
+  engine = await startTestEngine(
+    pipelines,
+    {},
+    {
+      storeUrl: (url) => {
+        const viaProxy = new URL(url);
+        viaProxy.port = String(proxy.port);
+        return viaProxy.toString();
+      },
     },
-  });
+  );
 }, 120_000);
 afterAll(async () => {
   await proxy?.setDown(false).catch(() => undefined);
@@ -62,11 +72,16 @@ describe('admission after a lost answer', () => {
     failing.add('lost-2');
     await engine.start('acme', { pipeline: 'plain', executionId: 'lost-2' });
     const failed = await engine.waitFor('acme', 'lost-2', ['FAILED']);
-    await engine.service.client.workflow.getHandle(failed.workflowId).result().catch(() => undefined);
+    await engine.service.client.workflow
+      .getHandle(failed.workflowId)
+      .result()
+      .catch(() => undefined);
     failing.delete('lost-2');
     const cutsBefore = proxy.cuts;
-    proxy.cutAfter('UPDATE execution_record SET version = version + 1, status = \'QUEUED\'');
-    const res = await engine.request('POST', '/admin/tenants/acme/executions/lost-2/redrive', { body: { expectedVersion: failed.version, reason: 'r', allowFailed: true } });
+    proxy.cutAfter("UPDATE execution_record SET version = version + 1, status = 'QUEUED'");
+    const res = await engine.request('POST', '/admin/tenants/acme/executions/lost-2/redrive', {
+      body: { expectedVersion: failed.version, reason: 'r', allowFailed: true },
+    });
     expect(proxy.cuts).toBe(cutsBefore + 1);
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ version: failed.version + 1, status: 'QUEUED', attempt: failed.attempt + 1 });
@@ -79,6 +94,9 @@ describe('Postgres unreachable', () => {
   it('answers 503 STORE_UNAVAILABLE with Retry-After, logs the lost connections, and recovers', async () => {
     await engine.start('acme', { pipeline: 'plain', executionId: 'down-1' });
     await engine.waitFor('acme', 'down-1', ['SUCCEEDED']);
+    // Several connections open and idle when Postgres goes away (the background loops' queries
+    // could otherwise hold the only ones at that moment): the pool must report the idle ones.
+    await Promise.all(Array.from({ length: 5 }, () => engine.service.db.query('SELECT pg_sleep(0.05)')));
     await proxy.setDown(true);
     try {
       await until(() => engine.logs.some((l) => l.event === 'store_connection_lost'), 20_000, 'the pool to report a lost idle connection');

@@ -1,6 +1,6 @@
 /**
- * Two tenants that choose the same executionId never share a downstream identity: the
- * issue's reproducer over REST and gRPC in both directions, concurrent deliveries of the
+ * Two tenants that choose the same executionId never share a downstream identity: one
+ * tenant's run of order-X, then the other's, over REST and gRPC in both orders, concurrent deliveries of the
  * "same" identity for two tenants, the key a LOCAL and a FUNCTION step are given, and
  * dedupe rows from before the keys were tenant-qualified (never run again, never handed
  * to anyone). Real loopback kit servers, the real engine, dev server and Postgres.
@@ -15,6 +15,7 @@ import { createGrpcTransitionWorker, type GrpcTransitionWorker } from '../../src
 import { createRestTransitionWorker, type TransitionCall } from '../../src/worker-kit/rest-worker';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { legacyDedupeRows } from '../helpers/unreachable-states';
 
 type Kind = 'rest' | 'grpc';
 let engine: TestEngine;
@@ -48,7 +49,12 @@ beforeAll(async () => {
   grpcWorker = createGrpcTransitionWorker({ db: workerDbs.grpc.db, platform: 'iso-grpc/1', handler: handlerFor('grpc'), duplicateWaitMs: 5000 });
   grpcAddress = await grpcWorker.listen();
   engine = await startTestEngine([
-    definePipeline({ name: 'pay-rest', steps: [restStep('notify', { url: `${restBase}/transition`, dispositionUrl: `${restBase}/transition/{idempotencyKey}` }, { command: true, timeoutMs: 10_000 })] }),
+    definePipeline({
+      name: 'pay-rest',
+      steps: [
+        restStep('notify', { url: `${restBase}/transition`, dispositionUrl: `${restBase}/transition/{idempotencyKey}` }, { command: true, timeoutMs: 10_000 }),
+      ],
+    }),
     definePipeline({ name: 'pay-grpc', steps: [grpcStep('notify', { address: grpcAddress, lookup: true }, { command: true, timeoutMs: 10_000 })] }),
     definePipeline({
       name: 'keys',
@@ -75,7 +81,11 @@ async function runOrder(kind: Kind, tenantId: string, executionId: string, input
 }
 
 function deliverRest(key: string, body: unknown) {
-  return fetch(`${restBase}/transition`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
+  return fetch(`${restBase}/transition`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify(body),
+  });
 }
 
 function deliverGrpc(key: string, body: unknown): Promise<{ output?: any; code?: number }> {
@@ -92,7 +102,7 @@ describe.each(['rest', 'grpc'] as const)('tenant-qualified keys over %s', (kind)
   it.each([
     ['evil', 't1'],
     ['t1', 'evil'],
-  ])('the issue reproducer: %s starts order-X first, %s second, and each keeps its own result', async (first, second) => {
+  ])('%s starts order-X first, %s second, and each keeps its own result', async (first, second) => {
     const executionId = `order-${kind}-${first}-first`;
     const payee = { evil: 'EVIL-ACCOUNT-666', t1: 'T1-REAL-PAYEE' } as Record<string, string>;
     const amount = { evil: 1, t1: 500 } as Record<string, number>;
@@ -107,9 +117,12 @@ describe.each(['rest', 'grpc'] as const)('tenant-qualified keys over %s', (kind)
     // Records and effects keep the spec's transitionKey beside tenantId.
     expect((await engine.effects.get(second, executionId, 0))?.transitionKey).toBe(`${executionId}:0:1`);
     // The disposition lookup answers per tenant: a third tenant's same identity was never recorded.
-    const recorded = (tenant: string) => (kind === 'rest'
-      ? fetch(`${restBase}/transition/${encodeURIComponent(`${tenant}/${executionId}:0:1`)}`).then(async (r) => ((await r.json()) as { recorded: boolean }).recorded)
-      : lookupGrpc(grpcAddress, `${tenant}/${executionId}:0:1`, 5000).then((r) => r.recorded));
+    const recorded = (tenant: string) =>
+      kind === 'rest'
+        ? fetch(`${restBase}/transition/${encodeURIComponent(`${tenant}/${executionId}:0:1`)}`).then(
+            async (r) => ((await r.json()) as { recorded: boolean }).recorded,
+          )
+        : lookupGrpc(grpcAddress, `${tenant}/${executionId}:0:1`, 5000).then((r) => r.recorded);
     expect([await recorded(first), await recorded(second), await recorded('nobody')]).toEqual([true, true, false]);
   });
 
@@ -125,9 +138,10 @@ describe.each(['rest', 'grpc'] as const)('tenant-qualified keys over %s', (kind)
   });
 
   it('concurrent duplicate deliveries of two tenants\' "same" identity: one handler run per tenant, each answered with its own result', async () => {
-    const deliver = kind === 'rest'
-      ? async (key: string, body: unknown) => (await deliverRest(key, body)).json()
-      : async (key: string, body: unknown) => (await deliverGrpc(key, body)).output;
+    const deliver =
+      kind === 'rest'
+        ? async (key: string, body: unknown) => (await deliverRest(key, body)).json()
+        : async (key: string, body: unknown) => (await deliverGrpc(key, body)).output;
     const answers = await Promise.all([
       deliver('evil/dup-1:2:1', { payee: 'EVIL', slow: true }),
       deliver('t1/dup-1:2:1', { payee: 'T1', slow: true }),
@@ -140,14 +154,14 @@ describe.each(['rest', 'grpc'] as const)('tenant-qualified keys over %s', (kind)
 
   it('a dedupe row from before tenant-qualified keys is never run again and its result is handed to no tenant', async () => {
     const db = workerDbs[kind].db;
-    await db.query(
-      `INSERT INTO transition_worker_dedupe (idempotency_key, state, response_status, response_body, completed_at)
-       VALUES ($1, 'DONE', 200, '{"payee":"LEGACY-SECRET"}', now()), ($2, 'IN_PROGRESS', NULL, NULL, NULL)`,
-      [`legacy-${kind}-1:0:1`, `legacy-${kind}-2:0:1`],
-    );
+    await legacyDedupeRows(db, { key: `legacy-${kind}-1:0:1`, responseBody: { payee: 'LEGACY-SECRET' } }, `legacy-${kind}-2:0:1`);
     for (const executionId of [`legacy-${kind}-1`, `legacy-${kind}-2`]) {
       const record = await runOrder(kind, 't1', executionId, { payee: 'T1', amount: 5 });
-      expect(record).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: kind === 'rest' ? 'HTTP_409' : 'GRPC_FAILED_PRECONDITION' });
+      expect(record).toMatchObject({
+        status: 'FAILED',
+        terminalReason: 'non_retryable',
+        lastErrorCode: kind === 'rest' ? 'HTTP_409' : 'GRPC_FAILED_PRECONDITION',
+      });
       expect(runs[`${kind}|t1|${executionId}:0:1`]).toBeUndefined();
       expect(JSON.stringify(record)).not.toContain('LEGACY-SECRET');
     }
@@ -165,7 +179,9 @@ describe.each(['rest', 'grpc'] as const)('tenant-qualified keys over %s', (kind)
       expect((direct as { code?: number }).code).toBe(grpc.status.FAILED_PRECONDITION);
     }
     expect(runs[`${kind}|evil|legacy-${kind}-1:0:1`]).toBeUndefined();
-    const rows = (await db.query<{ idempotency_key: string }>("SELECT idempotency_key FROM transition_worker_dedupe WHERE idempotency_key LIKE '%legacy-%' ORDER BY 1")).rows;
+    const rows = (
+      await db.query<{ idempotency_key: string }>("SELECT idempotency_key FROM transition_worker_dedupe WHERE idempotency_key LIKE '%legacy-%' ORDER BY 1")
+    ).rows;
     expect(rows.map((r) => r.idempotency_key)).toEqual([`legacy-${kind}-1:0:1`, `legacy-${kind}-2:0:1`]);
   });
 

@@ -14,12 +14,21 @@ beforeAll(async () => {
   engine = await startTestEngine([
     definePipeline({
       name: 'items',
-      steps: [localStep('check', (input: { bad: number }, ctx) => {
-        for (let i = 0; i < input.bad; i++) ctx.reject({ id: `i-${i}` }, { errorCode: 'UNKNOWN_CURRENCY', reason: `currency XY${i} unknown` });
-        return { ok: true };
-      })],
+      steps: [
+        localStep('check', (input: { bad: number }, ctx) => {
+          for (let i = 0; i < input.bad; i++) ctx.reject({ id: `i-${i}` }, { errorCode: 'UNKNOWN_CURRENCY', reason: `currency XY${i} unknown` });
+          return { ok: true };
+        }),
+      ],
     }),
-    definePipeline({ name: 'broken', steps: [localStep('call', () => { throw new NonRetryableException('contract changed', 'CONTRACT_MISMATCH'); })] }),
+    definePipeline({
+      name: 'broken',
+      steps: [
+        localStep('call', () => {
+          throw new NonRetryableException('contract changed', 'CONTRACT_MISMATCH');
+        }),
+      ],
+    }),
     definePipeline({ name: 'ok', steps: [localStep('noop', () => ({}))] }),
   ]);
   engine.service.dispatcher.beforeStart = (tenantId) => {
@@ -76,7 +85,11 @@ describe('triage', () => {
       expect(res.status).toBe(202);
       PublishOutcomeSchema.strict().parse(await res.json());
     }
-    await until(() => engine.logs.some((l) => l.event === 'checkpoint_publication_delivery_failure' && l.tenantId === 'pressure'), 15_000, 'a delivery-failure log');
+    await until(
+      () => engine.logs.some((l) => l.event === 'checkpoint_publication_delivery_failure' && l.tenantId === 'pressure'),
+      15_000,
+      'a delivery-failure log',
+    );
     expect(await triage('pressure')).toMatchObject({
       classification: 'admission_pressure',
       signals: { checkpointBacklog: { current: 4, previous: 0, trend: 'rising' } },

@@ -1,8 +1,8 @@
 /**
  * Documents a reader of this repository has are the code, README.md and docs/: prose must
  * state a rule, not cite one from somewhere else ("DESIGN.md", "spec rule 3"), and must not
- * name behaviour the code replaced. This test keeps the drift fixed in issue 11 from
- * coming back.
+ * name behaviour the code replaced, and must not point to tracker issues ("issue 12"), which
+ * a reader of the repository cannot open.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -18,7 +18,7 @@ function files(dir: string, ext: RegExp): string[] {
   });
 }
 
-const SOURCES = [join(root, 'README.md'), ...files(join(root, 'docs'), /\.md$/), ...files(join(root, 'src'), /(?<!\.test)\.ts$/)];
+const SOURCES = [join(root, 'README.md'), join(root, 'BENCHMARKS.md'), ...files(join(root, 'docs'), /\.md$/), ...files(join(root, 'src'), /(?<!\.test)\.ts$/)];
 
 /** Phrases that point at documents this repository does not ship, or at replaced behaviour. */
 const DRIFT: [RegExp, string][] = [
@@ -26,10 +26,11 @@ const DRIFT: [RegExp, string][] = [
   [/\bspec(?:'s)? rule \d/i, 'cites a spec rule by number; state the rule'],
   [/\btriage rule \d/i, 'cites a triage rule by number; state the rule'],
   [/USE_EXISTING/, 'the start uses conflict policy FAIL'],
+  [/\bissue #?\d+|\(#\d+\)/i, 'points to a tracker issue the reader cannot open; state the decision'],
 ];
 
 describe('docs and comments state rules instead of citing documents the reader lacks', () => {
-  it('no README, docs/ or src/ text cites DESIGN.md or a numbered rule, or names replaced behaviour', () => {
+  it('no README, BENCHMARKS, docs/ or src/ text cites DESIGN.md, a numbered rule or a tracker issue, or names replaced behaviour', () => {
     const found = SOURCES.flatMap((file) =>
       readFileSync(file, 'utf8')
         .split('\n')

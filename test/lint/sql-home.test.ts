@@ -12,7 +12,8 @@ const root = join(import.meta.dirname, '..', '..');
 const src = join(root, 'src');
 const SQL_HOMES = ['src/store/', 'src/worker-kit/'];
 
-const STATEMENT = /\b(SELECT\b[\s\S]{0,400}?\bFROM\s+[a-z_]+|INSERT\s+INTO\s+[a-z_]+|UPDATE\s+[a-z_]+\s+SET|DELETE\s+FROM\s+[a-z_]+|CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)|ALTER\s+TABLE)\b/;
+const STATEMENT =
+  /\b(SELECT\b[\s\S]{0,400}?\bFROM\s+[a-z_]+|INSERT\s+INTO\s+[a-z_]+|UPDATE\s+[a-z_]+\s+SET|DELETE\s+FROM\s+[a-z_]+|CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)|ALTER\s+TABLE)\b/;
 const RAW_QUERY = /\.(query|exec)\s*(<[^>]*>)?\s*\(\s*[`'"]/;
 
 function sourceFiles(dir: string): string[] {
@@ -70,7 +71,11 @@ describe('the store and the configuration stand on their own', () => {
     const layersAbove = ['../activities/', '../service/', '../api/', '../temporal/', '../transports/', '../pipeline/', '../config/', '../worker-kit/'];
     const above = sourceFiles(join(src, 'store'))
       .map((file) => relative(root, file).split(sep).join('/'))
-      .flatMap((file) => imports(file).filter((from) => layersAbove.some((layer) => from.startsWith(layer))).map((from) => `${file} imports ${from}`));
+      .flatMap((file) =>
+        imports(file)
+          .filter((from) => layersAbove.some((layer) => from.startsWith(layer)))
+          .map((from) => `${file} imports ${from}`),
+      );
     expect(above).toEqual([]);
   });
 

@@ -13,13 +13,25 @@ import { WORKFLOWS_PATH } from '../../src/temporal/worker';
 import { readHistory } from '../helpers/history';
 
 const HISTORIES = join(import.meta.dirname, '..', 'fixtures', 'histories');
-const files = readdirSync(HISTORIES).filter((file) => file.endsWith('.json')).sort();
+const files = readdirSync(HISTORIES)
+  .filter((file) => file.endsWith('.json'))
+  .sort();
 const histories = files.map((file) => ({ workflowId: file.replace(/\.json$/, ''), history: readHistory(join(HISTORIES, file)) }));
 
 /** Every path of the workflow a history must cover (scripts/capture-histories.ts makes them). */
 const REQUIRED = [
-  'success', 'retries', 'terminal-non-retryable', 'terminal-retry-exhausted', 'terminal-command-retryable', 'outcome-unknown',
-  'redrive-ordinary', 'redrive-failed', 'redrive-retry-failed-command', 'redrive-remote-outcome-unknown',
+  'success',
+  'retries',
+  'terminal-non-retryable',
+  'terminal-retry-exhausted',
+  'terminal-command-retryable',
+  'outcome-unknown',
+  'redrive-ordinary',
+  'redrive-failed',
+  'redrive-retry-failed-command',
+  'redrive-remote-outcome-unknown',
+  // the bulk re-drive job's workflow: canary, halt, resume, finish
+  'redrive-job',
 ];
 
 async function replayAll(workflowBundle: WorkflowBundleWithSourceMap) {
@@ -46,7 +58,10 @@ describe('recorded histories replay on the current workflow', () => {
   }, 120_000);
 
   it('fails a workflow change made without patched() (a timer before the first step)', async () => {
-    const drifted = await bundleWorkflowCode({ workflowsPath: join(import.meta.dirname, '..', 'fixtures', 'replay', 'drifted-workflow.ts'), logger: new DefaultLogger('WARN') });
+    const drifted = await bundleWorkflowCode({
+      workflowsPath: join(import.meta.dirname, '..', 'fixtures', 'replay', 'drifted-workflow.ts'),
+      logger: new DefaultLogger('WARN'),
+    });
     const failures = await replayAll(drifted);
     expect(failures).toHaveLength(histories.length);
     expect(failures[0]).toMatch(/DeterminismViolationError|Nondeterminism/i);

@@ -27,13 +27,26 @@ afterAll(async () => {
 });
 
 const step = (name: string, limit = 2): StepPlan => ({
-  name, transport: 'LOCAL', command: false, retry: { limit, waitMs: 1, maxBackoffMs: 1, jitter: false }, timeoutMs: 5000, heartbeatMs: 5000,
+  name,
+  transport: 'LOCAL',
+  command: false,
+  retry: { limit, waitMs: 1, maxBackoffMs: 1, jitter: false },
+  timeoutMs: 5000,
+  heartbeatMs: 5000,
 });
 
 function runInput(overrides: Partial<PipelineRunInput> = {}): PipelineRunInput {
   return {
-    tenantId: 't', executionId: `wf-${++queue}`, pipeline: 'p', correlationId: null, steps: [step('a'), step('b'), step('c')],
-    resumeStepIndex: 0, resumeAttempt: 1, input: { n: 0 }, dispatchId: 'start', ...overrides,
+    tenantId: 't',
+    executionId: `wf-${++queue}`,
+    pipeline: 'p',
+    correlationId: null,
+    steps: [step('a'), step('b'), step('c')],
+    resumeStepIndex: 0,
+    resumeAttempt: 1,
+    input: { n: 0 },
+    dispatchId: 'start',
+    ...overrides,
   };
 }
 
@@ -57,14 +70,20 @@ async function run(input: PipelineRunInput, activities: Partial<EngineActivities
     },
   });
   const handle = await env.client.workflow.start(pipelineWorkflow, { args: [input], workflowId: `pipeline/t/${input.executionId}`, taskQueue });
-  const outcome: { value?: unknown; error?: unknown } = await worker.runUntil(handle.result().then((value) => ({ value }), (error: unknown) => ({ error })));
+  const outcome: { value?: unknown; error?: unknown } = await worker.runUntil(
+    handle.result().then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    ),
+  );
   return { ...outcome, calls, handle };
 }
 
-const terminal = (details: TerminalDetails) => ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message: details.errorCode, details: [details] });
+const terminal = (details: TerminalDetails) =>
+  ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message: details.errorCode, details: [details] });
 
 describe('pipelineWorkflow', () => {
-  it('runs the steps in order, each on the previous output; only the first carries the run\'s attempt, dispatch and intent', async () => {
+  it("runs the steps in order, each on the previous output; only the first carries the run's attempt, dispatch and intent", async () => {
     const input = runInput({ resumeStepIndex: 1, resumeAttempt: 3, redrive: { redriveId: 'r1', intent: 'FAILED' }, dispatchId: 'r1' });
     const { value, calls } = await run(input, { runStep: async (req) => ({ output: { n: (req.input as { n: number }).n + 1 } }) });
     expect(value).toEqual({ n: 2 });
@@ -77,7 +96,9 @@ describe('pipelineWorkflow', () => {
 
   it('ends a duplicate run quietly: no further step, no abandonStep, no failure', async () => {
     const { value, calls } = await run(runInput(), {
-      runStep: async () => { throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: 'run owned by another' }); },
+      runStep: async () => {
+        throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: 'run owned by another' });
+      },
     });
     expect(value).toEqual({ duplicateRun: true });
     expect(calls.runStep).toHaveLength(1);
@@ -87,7 +108,12 @@ describe('pipelineWorkflow', () => {
   it('fails the run with the terminal details the activity committed, without abandonStep', async () => {
     const details: TerminalDetails = { status: 'FAILED', terminalReason: 'non_retryable', errorCode: 'INVALID_AMOUNT', stepIndex: 1, transitionKey: 'x:1:1' };
     let n = 0;
-    const { error, calls } = await run(runInput(), { runStep: async (req) => { if (n++ === 1) throw terminal(details); return { output: req.input }; } });
+    const { error, calls } = await run(runInput(), {
+      runStep: async (req) => {
+        if (n++ === 1) throw terminal(details);
+        return { output: req.input };
+      },
+    });
     expect(error).toBeInstanceOf(WorkflowFailedError);
     const failure = (error as WorkflowFailedError).cause as ApplicationFailure;
     expect(failure.type).toBe(FailureTypes.terminal);
@@ -99,14 +125,24 @@ describe('pipelineWorkflow', () => {
 
   it('falls back to abandonStep once after limit + 1 + 10 attempts end without a committed outcome', async () => {
     const input = runInput({ steps: [step('crashy', 2), step('never')] });
-    const abandoned: TerminalDetails = { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'STEP_ABANDONED', stepIndex: 0, transitionKey: 'x:0:3' };
+    const abandoned: TerminalDetails = {
+      status: 'FAILED',
+      terminalReason: 'retry_exhausted',
+      errorCode: 'STEP_ABANDONED',
+      stepIndex: 0,
+      transitionKey: 'x:0:3',
+    };
     const { error, calls } = await run(input, {
       // A worker that keeps dying looks like this to the workflow: a retryable failure, attempt after attempt.
-      runStep: async () => { throw ApplicationFailure.create({ type: FailureTypes.retryable, message: 'worker lost' }); },
+      runStep: async () => {
+        throw ApplicationFailure.create({ type: FailureTypes.retryable, message: 'worker lost' });
+      },
       abandonStep: async () => abandoned,
     });
     expect(calls.runStep).toHaveLength(2 + 1 + 10);
-    expect(calls.abandonStep).toEqual([{ tenantId: 't', executionId: input.executionId, stepIndex: 0, stepName: 'crashy', transport: 'LOCAL', reason: expect.stringContaining('worker lost') }]);
+    expect(calls.abandonStep).toEqual([
+      { tenantId: 't', executionId: input.executionId, stepIndex: 0, stepName: 'crashy', transport: 'LOCAL', reason: expect.stringContaining('worker lost') },
+    ]);
     const failure = (error as WorkflowFailedError).cause as ApplicationFailure;
     expect(failure.details?.[0]).toEqual(abandoned);
   });

@@ -31,27 +31,30 @@ export class RequestTimeoutError extends PipelineError {
 /** `body`, erroring with RequestTimeoutError once `deadline` (epoch ms) passes mid-read. */
 function withReadDeadline(body: ReadableStream<Uint8Array>, deadline: number, readTimeoutMs: number): ReadableStream<Uint8Array> {
   const reader = body.getReader();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new RequestTimeoutError(readTimeoutMs)), Math.max(0, deadline - Date.now()));
-      });
-      try {
-        const chunk = await Promise.race([reader.read(), expired]);
-        if (chunk.done) controller.close();
-        else controller.enqueue(chunk.value);
-      } catch (err) {
-        reader.cancel(err).catch(() => undefined);
-        controller.error(err);
-      } finally {
-        clearTimeout(timer);
-      }
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let timer: NodeJS.Timeout | undefined;
+        const expired = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new RequestTimeoutError(readTimeoutMs)), Math.max(0, deadline - Date.now()));
+        });
+        try {
+          const chunk = await Promise.race([reader.read(), expired]);
+          if (chunk.done) controller.close();
+          else controller.enqueue(chunk.value);
+        } catch (err) {
+          reader.cancel(err).catch(() => undefined);
+          controller.error(err);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
     },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  }, { highWaterMark: 0 }); // pull only when read: nothing past the limit is taken in ahead
+    { highWaterMark: 0 },
+  ); // pull only when read: nothing past the limit is taken in ahead
 }
 
 export function bodyLimits(options: BodyLimitsOptions): MiddlewareHandler {

@@ -1,0 +1,318 @@
+/**
+ * The commands that change something: a single re-drive (reads the version itself, shows
+ * the dry run, asks, follows the run), a bulk re-drive job (dry run, asks, follows it with a
+ * progress bar; Ctrl-C offers to pause it), and pause / resume / abort of a job.
+ */
+import { SingleBar } from 'cli-progress';
+import type { AdminClient } from '../client';
+import { CliError } from '../exit-codes';
+import { confirm, emit, note, sleep, table, type Io } from '../io';
+import { jobLine } from './read';
+
+export interface FollowOptions {
+  /** stop following after this many seconds (the job or run goes on) */
+  followTimeout: number;
+  /** poll interval, ms */
+  pollMs: number;
+}
+
+const ACTIVE = ['QUEUED', 'RUNNING'];
+
+export async function redriveOne(
+  client: AdminClient,
+  io: Io,
+  executionId: string,
+  options: {
+    reason: string;
+    allowFailed?: boolean;
+    intent?: string;
+    confirmedDisposition?: string;
+    dryRun?: boolean;
+    yes?: boolean;
+    follow: boolean;
+  } & FollowOptions,
+): Promise<void> {
+  const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}`);
+  const record = await client.request('GET', path);
+  const body = {
+    expectedVersion: record.version,
+    reason: options.reason,
+    allowFailed: options.allowFailed === true,
+    ...(options.intent ? { intent: options.intent } : {}),
+    ...(options.confirmedDisposition ? { confirmedDisposition: options.confirmedDisposition } : {}),
+  };
+  const plan = await client.request('POST', `${path}/redrive?dryRun=true`, body);
+  if (!plan.admitted) {
+    if (io.json) emit(io, { dryRun: plan }, () => '');
+    throw new CliError(`${executionId} would be refused: ${plan.status} ${plan.code}: ${plan.detail}`, 'REFUSED', plan.code);
+  }
+  note(
+    io,
+    `${executionId} is ${record.status} at version ${record.version}: the re-drive resumes at step ${plan.resumeStepIndex} as attempt ${plan.attempt} (mode ${plan.mode}${plan.effectStatus ? `, Command effect ${plan.effectStatus}` : ''}, pipeline v${plan.pipelineVersion}).`,
+  );
+  if (options.dryRun) {
+    emit(io, { dryRun: plan }, () => `${executionId}: would be re-driven (dry run: nothing changed)`);
+    return;
+  }
+  if (!options.yes && !(await confirm(io, `Re-drive ${executionId}?`))) throw new CliError('not re-driven: you said no', 'DECLINED');
+  const accepted = await client.request('POST', `${path}/redrive`, body);
+  note(io, `admitted: redriveId ${accepted.redriveId}, version ${accepted.version}, run ${accepted.runId ?? '(starting: the sweeper starts it)'}`);
+  let final = null;
+  if (options.follow) {
+    final = await followRecord(client, io, path, options);
+    note(io, `${executionId} ended ${final.status}${final.lastErrorCode ? ` (${final.lastErrorCode})` : ''} at version ${final.version}`);
+  }
+  emit(io, { dryRun: plan, accepted, final }, () => `${executionId}: ${final ? final.status : 'QUEUED'} (redriveId ${accepted.redriveId})`);
+  if (final && final.status !== 'SUCCEEDED')
+    throw new CliError(`${executionId} ended ${final.status}: pipeline-admin executions show ${executionId}`, 'NOT_SUCCEEDED');
+}
+
+async function followRecord(client: AdminClient, io: Io, path: string, options: FollowOptions) {
+  const deadline = Date.now() + options.followTimeout * 1000;
+  // Ctrl-C stops following; the admitted run goes on.
+  let interrupted = false;
+  const onSigint = () => {
+    interrupted = true;
+  };
+  process.on('SIGINT', onSigint);
+  let last = '';
+  try {
+    for (;;) {
+      const record = await client.request('GET', path);
+      if (!ACTIVE.includes(record.status)) return record;
+      if (interrupted) throw new CliError(`stopped following; the re-driven run goes on (pipeline-admin executions show ${record.executionId})`, 'DECLINED');
+      const now = `${record.status} step ${record.currentStepIndex} attempt ${record.attempt}`;
+      if (now !== last) note(io, `  ${now}`);
+      last = now;
+      if (Date.now() > deadline)
+        throw new CliError(
+          `still ${record.status} after ${options.followTimeout} s; it goes on (pipeline-admin executions show ${record.executionId})`,
+          'UNAVAILABLE',
+        );
+      await sleep(options.pollMs);
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+export interface BatchOptions extends FollowOptions {
+  group?: string;
+  errorCode?: string;
+  terminalReason?: string;
+  step?: string;
+  from?: string;
+  to?: string;
+  ids?: string;
+  reason: string;
+  allowFailed?: boolean;
+  intent?: string;
+  rate?: string;
+  batchSize?: string;
+  canary?: string;
+  dryRun?: boolean;
+  yes?: boolean;
+  follow: boolean;
+}
+
+function numberFlag(name: string, value: string | undefined, integer: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || (integer && !Number.isInteger(n)))
+    throw new CliError(`--${name} ${value}: must be ${integer ? 'a whole number' : 'a number'}`, 'USAGE');
+  return n;
+}
+
+export function batchRequest(options: BatchOptions) {
+  const filter = Object.fromEntries(
+    Object.entries({
+      groupId: options.group,
+      errorCode: options.errorCode,
+      terminalReason: options.terminalReason,
+      step: options.step,
+      from: options.from,
+      to: options.to,
+    }).filter(([, v]) => v !== undefined),
+  );
+  if (options.ids && Object.keys(filter).length > 0)
+    throw new CliError('give --ids or filters (--group, --error-code, --terminal-reason, --step, --from, --to), not both', 'USAGE');
+  if (!options.ids && Object.keys(filter).length === 0)
+    throw new CliError(
+      'select what to re-drive: --group <id> (from `dlq groups`), --error-code, --terminal-reason, --step, --from/--to, or --ids a,b,c',
+      'USAGE',
+    );
+  const selection = options.ids
+    ? {
+        executionIds: options.ids
+          .split(',')
+          .map((id) => id.trim())
+          .filter(Boolean),
+      }
+    : filter;
+  return {
+    selection,
+    reason: options.reason,
+    allowFailed: options.allowFailed === true,
+    ...(options.intent ? { intent: options.intent } : {}),
+    ...(options.rate !== undefined ? { ratePerSecond: numberFlag('rate', options.rate, false) } : {}),
+    ...(options.batchSize !== undefined ? { batchSize: numberFlag('batch-size', options.batchSize, true) } : {}),
+    ...(options.canary !== undefined ? { canary: numberFlag('canary', options.canary, true) } : {}),
+  };
+}
+
+export async function redriveBatch(client: AdminClient, io: Io, options: BatchOptions): Promise<void> {
+  const body = batchRequest(options);
+  const plan = await client.request('POST', client.tenantPath('/redrive-jobs?dryRun=true'), body);
+  const refused =
+    Object.entries(plan.refused)
+      .map(([code, n]) => `${n} ${code}`)
+      .join(', ') || 'none';
+  const excluded = Object.entries(plan.excluded)
+    .map(([code, n]) => `${n} ${code}`)
+    .join(', ');
+  note(
+    io,
+    `${plan.matched} executions match; ${plan.wouldAdmit} would be re-driven, refused: ${refused}${excluded ? `; left out: ${excluded}` : ''}. At ${plan.ratePerSecond}/s with at most ${plan.batchSize} in flight: about ${Math.ceil(plan.estimatedSeconds)} s.`,
+  );
+  if (options.dryRun) emit(io, plan, () => sampleTable(plan.sample));
+  if (plan.wouldAdmit === 0) throw new CliError('nothing to re-drive: every matching execution would be refused', 'REFUSED');
+  if (options.dryRun) return;
+  if (!options.yes && !(await confirm(io, `Start a bulk re-drive of ${plan.matched} executions${body.canary ? ` (canary of ${body.canary} first)` : ''}?`))) {
+    throw new CliError('no job started: you said no', 'DECLINED');
+  }
+  const job = await client.request('POST', client.tenantPath('/redrive-jobs'), body);
+  note(io, `job ${job.jobId} started (Temporal workflow ${job.workflowId}${job.dispatch === 'pending' ? ', start pending: the sweeper starts it' : ''})`);
+  const final = options.follow ? await followJob(client, io, job.jobId, options) : job;
+  emit(io, final, () => jobLine(final));
+  judgeJob(final);
+}
+
+/** The dry run's sample plan, one row per execution. */
+function sampleTable(sample: any[]): string {
+  return table(
+    sample.map((item) => ({
+      ...item,
+      verdict: item.admitted ? `re-drive from step ${item.resumeStepIndex} as attempt ${item.attempt} (${item.mode})` : `${item.code}: ${item.detail}`,
+    })),
+    [
+      ['executionId', 'EXECUTION'],
+      ['expectedVersion', 'VERSION'],
+      ['verdict', 'PLAN'],
+    ],
+  );
+}
+
+/** Exit 0 only for a job that completed with no item failed again. */
+function judgeJob(job: any): void {
+  if (job.status === 'PAUSED')
+    throw new CliError(
+      `job ${job.jobId} is PAUSED${job.haltReason ? `: halted, ${job.haltReason}` : ''}; resume with pipeline-admin jobs resume ${job.jobId}`,
+      'NOT_SUCCEEDED',
+    );
+  if (job.status === 'ABORTED') throw new CliError(`job ${job.jobId} was aborted`, 'NOT_SUCCEEDED');
+  if (job.status === 'COMPLETED' && job.counts.failedAgain + job.counts.remoteOutcomeUnknown > 0) {
+    throw new CliError(
+      `job ${job.jobId} completed, but ${job.counts.failedAgain} item(s) failed again and ${job.counts.remoteOutcomeUnknown} parked as REMOTE_OUTCOME_UNKNOWN`,
+      'NOT_SUCCEEDED',
+    );
+  }
+}
+
+/**
+ * Follows a job until it is finished (COMPLETED or ABORTED with no run in flight) or
+ * paused, with a progress bar on a terminal and a line per change otherwise. Ctrl-C asks
+ * whether to pause the job, and exits either way (the job goes on unless paused).
+ */
+export async function followJob(client: AdminClient, io: Io, jobId: string, options: FollowOptions): Promise<any> {
+  const path = client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}`);
+  const tty = Boolean((io.err as NodeJS.WriteStream).isTTY) && !io.json;
+  const bar = tty
+    ? new SingleBar(
+        {
+          format:
+            'processed {bar} {value}/{total} | admitted {admitted} skipped {skipped} failed again {failedAgain} running {running} | {rate} | ETA {etaApi}',
+          hideCursor: true,
+          barCompleteChar: '\u2588',
+          barIncompleteChar: '\u2591',
+        },
+        undefined,
+      )
+    : undefined;
+  let interrupted = false;
+  // A Ctrl-C while the pause question waits answers it: no pause, stop following.
+  let prompting: AbortController | undefined;
+  const onSigint = () => {
+    if (prompting) prompting.abort();
+    interrupted = true;
+  };
+  process.on('SIGINT', onSigint);
+  let last = '';
+  const deadline = Date.now() + options.followTimeout * 1000;
+  try {
+    let started = false;
+    for (;;) {
+      if (interrupted) {
+        bar?.stop();
+        prompting = new AbortController();
+        const pause = await confirm(io, `Pause job ${jobId}?`, prompting.signal);
+        prompting = undefined;
+        if (pause) {
+          const paused = await client.request('POST', `${path}/pause`, { reason: 'paused from pipeline-admin (Ctrl-C)' });
+          note(io, `job ${jobId} ${paused.status}; resume with: pipeline-admin jobs resume ${jobId}`);
+        } else {
+          note(io, `job ${jobId} goes on; follow it again with: pipeline-admin jobs show ${jobId} --follow`);
+        }
+        throw new CliError(`stopped following job ${jobId} (Ctrl-C)`, 'DECLINED');
+      }
+      const job = await client.request('GET', path);
+      const c = job.counts;
+      const rate = job.rate.achieved === null ? `${job.rate.asked}/s asked` : `${job.rate.achieved}/s`;
+      // The service's ETA (it knows the pace and what is left), not one guessed from this terminal's polls.
+      const etaApi = job.etaSeconds === null ? (job.status === 'PAUSED' ? 'paused' : '?') : `${Math.ceil(job.etaSeconds)}s`;
+      const payload = { admitted: c.admitted, skipped: c.skipped, failedAgain: c.failedAgain, running: c.running, rate, etaApi };
+      if (bar) {
+        if (!started) bar.start(c.selected, c.processed, payload);
+        started = true;
+        bar.update(c.processed, payload);
+      } else {
+        const line = jobLine(job);
+        if (line !== last) note(io, `  ${line}`);
+        last = line;
+      }
+      const finished = (job.status === 'COMPLETED' || job.status === 'ABORTED') && c.running === 0;
+      if (finished || job.status === 'PAUSED') {
+        bar?.stop();
+        return job;
+      }
+      if (Date.now() > deadline) {
+        bar?.stop();
+        throw new CliError(`job ${jobId} still ${job.status} after ${options.followTimeout} s; it goes on (pipeline-admin jobs show ${jobId})`, 'UNAVAILABLE');
+      }
+      await sleep(options.pollMs);
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+/** `jobs show <id> --follow`: the progress bar of a job already running, with redrive-batch's exit codes. */
+export async function jobFollow(client: AdminClient, io: Io, jobId: string, options: FollowOptions): Promise<void> {
+  const final = await followJob(client, io, jobId, options);
+  emit(io, final, () => jobLine(final));
+  judgeJob(final);
+}
+
+export async function jobControl(
+  client: AdminClient,
+  io: Io,
+  action: 'pause' | 'resume' | 'abort',
+  jobId: string,
+  options: { reason?: string },
+): Promise<void> {
+  const job = await client.request(
+    'POST',
+    client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}/${action}`),
+    options.reason ? { reason: options.reason } : {},
+  );
+  emit(io, job, () => jobLine(job));
+}

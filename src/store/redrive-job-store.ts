@@ -1,0 +1,339 @@
+/**
+ * Bulk re-drive jobs (`redrive_job`) and their items (`redrive_job_item`). The job row is
+ * its own start outbox: written with its items in one transaction, its workflow started
+ * after commit, and `unstarted()` finds any whose start was lost. An item turns ADMITTED
+ * in the re-drive's own admission statement (ExecutionStore.admitRedrive) and SKIPPED
+ * here, each only from SELECTED: the primary key and that condition make "at most once
+ * per job". Status changes are conditional on the status they leave.
+ */
+import type { RedriveJobStatus } from '../spec-words';
+import type { Db, Queryable } from './db';
+import { UNREDRIVEN_FROM, unredrivenWhere, type EnvelopeFilter } from './failure-group-store';
+import { iso, isoOrNull } from './rows';
+
+export type { RedriveJobStatus } from '../spec-words';
+export type RedriveJobAction = 'pause' | 'resume' | 'abort' | 'halt';
+
+export interface ControlEntry {
+  action: RedriveJobAction;
+  principal: string;
+  at: string;
+  reason?: string;
+}
+
+/** A row of `redrive_job`. */
+interface RedriveJobRow {
+  tenant_id: string;
+  job_id: string;
+  status: RedriveJobStatus;
+  principal: string;
+  reason: string;
+  request: unknown;
+  batch_size: number;
+  rate_per_second: number;
+  canary: number | null;
+  halt_reason: string | null;
+  control_log: ControlEntry[];
+  workflow_started_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+  excluded: Record<string, number>;
+  halt_on: unknown;
+  selected: number;
+}
+
+export interface RedriveJob {
+  tenantId: string;
+  jobId: string;
+  status: RedriveJobStatus;
+  principal: string;
+  reason: string;
+  /** the request body as accepted */
+  request: unknown;
+  batchSize: number;
+  ratePerSecond: number;
+  canary: number | null;
+  haltOn: unknown;
+  haltReason: string | null;
+  controlLog: ControlEntry[];
+  started: boolean;
+  excluded: Record<string, number>;
+  selected: number;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+function toJob(row: RedriveJobRow): RedriveJob {
+  return {
+    tenantId: row.tenant_id,
+    jobId: row.job_id,
+    status: row.status,
+    principal: row.principal,
+    reason: row.reason,
+    request: row.request,
+    batchSize: row.batch_size,
+    ratePerSecond: Number(row.rate_per_second),
+    canary: row.canary,
+    haltOn: row.halt_on,
+    haltReason: row.halt_reason,
+    controlLog: row.control_log,
+    started: row.workflow_started_at !== null,
+    excluded: row.excluded,
+    selected: row.selected,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    finishedAt: isoOrNull(row.finished_at),
+  };
+}
+
+/** An execution a selection found, with the version it stood at then. */
+export interface SelectedItem {
+  executionId: string;
+  expectedVersion: number;
+}
+
+export interface Selection {
+  items: SelectedItem[];
+  /** left out, by why: REMOTE_OUTCOME_UNKNOWN, EXECUTION_NOT_FOUND */
+  excluded: Record<string, number>;
+}
+
+/** Where a job's items stand: processed ones by state and skip code, admitted ones by their execution's status now. */
+export interface JobCounts {
+  selected: number;
+  remaining: number;
+  admitted: number;
+  skipped: number;
+  skippedByCode: Record<string, number>;
+  succeeded: number;
+  failedAgain: number;
+  remoteOutcomeUnknown: number;
+  running: number;
+  firstProcessedAt: string | null;
+  lastProcessedAt: string | null;
+}
+
+export interface NewRedriveJob {
+  tenantId: string;
+  jobId: string;
+  principal: string;
+  reason: string;
+  request: unknown;
+  batchSize: number;
+  ratePerSecond: number;
+  canary: number | null;
+  haltOn: unknown;
+  selection: Selection;
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+export class RedriveJobStore {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * The executions with unredriven envelopes matching `filter`, oldest envelope first, at
+   * most `limit`; REMOTE_OUTCOME_UNKNOWN ones are counted in `excluded`, never selected.
+   */
+  async selectByFilter(tenantId: string, filter: EnvelopeFilter, limit: number): Promise<Selection> {
+    const params: unknown[] = [tenantId];
+    const where = unredrivenWhere(filter, params);
+    const result = await this.db.query<{ execution_id: string; version: number; status: string }>(
+      `SELECT r.execution_id, r.version, r.status FROM ${UNREDRIVEN_FROM} WHERE ${where}
+       GROUP BY r.execution_id, r.version, r.status ORDER BY min(d.id) LIMIT $${params.push(limit)}`,
+      params,
+    );
+    return splitSelection(result.rows);
+  }
+
+  /** The listed executions at their versions now, in the order given (duplicates once); missing ones and REMOTE_OUTCOME_UNKNOWN ones are `excluded`. */
+  async selectByIds(tenantId: string, executionIds: string[]): Promise<Selection> {
+    const unique = [...new Set(executionIds)];
+    const result = await this.db.query<{ execution_id: string; version: number; status: string }>(
+      `SELECT execution_id, version, status FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2::text[])`,
+      [tenantId, unique],
+    );
+    const found = new Map(result.rows.map((row) => [row.execution_id, row]));
+    const selection = splitSelection(unique.flatMap((id) => (found.has(id) ? [found.get(id)!] : [])));
+    const missing = unique.length - found.size;
+    if (missing > 0) selection.excluded.EXECUTION_NOT_FOUND = missing;
+    return selection;
+  }
+
+  /** The job row and its items, in one transaction. */
+  async create(job: NewRedriveJob): Promise<RedriveJob> {
+    return this.db.transaction(async (tx) => {
+      const created = await tx.query<RedriveJobRow>(
+        `INSERT INTO redrive_job (tenant_id, job_id, status, principal, reason, request, batch_size, rate_per_second, canary, halt_on, excluded, selected)
+         VALUES ($1, $2, 'RUNNING', $3, $4, $5::jsonb, $6, $7, $8, $9::jsonb, $10::jsonb, $11) RETURNING *`,
+        [
+          job.tenantId,
+          job.jobId,
+          job.principal,
+          job.reason,
+          json(job.request),
+          job.batchSize,
+          job.ratePerSecond,
+          job.canary,
+          json(job.haltOn),
+          json(job.selection.excluded),
+          job.selection.items.length,
+        ],
+      );
+      await insertItems(tx, job.tenantId, job.jobId, job.selection.items);
+      return toJob(created.rows[0]);
+    });
+  }
+
+  async get(tenantId: string, jobId: string): Promise<RedriveJob | null> {
+    const result = await this.db.query<RedriveJobRow>(`SELECT * FROM redrive_job WHERE tenant_id = $1 AND job_id = $2`, [tenantId, jobId]);
+    return result.rowCount ? toJob(result.rows[0]) : null;
+  }
+
+  /** Newest first, after the (createdAt, jobId) of the previous page's last job. */
+  async list(tenantId: string, options: { limit: number; after?: { createdAt: string; jobId: string } }): Promise<{ jobs: RedriveJob[]; more: boolean }> {
+    const params: unknown[] = [tenantId];
+    const after = options.after
+      ? `AND (created_at, job_id) < ($${params.push(options.after.createdAt)}::timestamptz, $${params.push(options.after.jobId)})`
+      : '';
+    const result = await this.db.query<RedriveJobRow>(
+      `SELECT * FROM redrive_job WHERE tenant_id = $1 ${after} ORDER BY created_at DESC, job_id DESC LIMIT $${params.push(options.limit + 1)}`,
+      params,
+    );
+    return { jobs: result.rows.slice(0, options.limit).map(toJob), more: result.rows.length > options.limit };
+  }
+
+  async counts(tenantId: string, jobId: string): Promise<JobCounts> {
+    const result = await this.db.query<{
+      state: string;
+      skip_code: string | null;
+      status: string | null;
+      n: number;
+      first_at: Date | null;
+      last_at: Date | null;
+    }>(
+      `SELECT i.state, i.skip_code, CASE WHEN i.state = 'ADMITTED' THEN r.status END AS status, count(*)::int AS n,
+         min(i.processed_at) AS first_at, max(i.processed_at) AS last_at
+       FROM redrive_job_item i LEFT JOIN execution_record r ON i.state = 'ADMITTED' AND r.tenant_id = i.tenant_id AND r.execution_id = i.execution_id
+       WHERE i.tenant_id = $1 AND i.job_id = $2
+       GROUP BY 1, 2, 3`,
+      [tenantId, jobId],
+    );
+    const counts: JobCounts = {
+      selected: 0,
+      remaining: 0,
+      admitted: 0,
+      skipped: 0,
+      skippedByCode: {},
+      succeeded: 0,
+      failedAgain: 0,
+      remoteOutcomeUnknown: 0,
+      running: 0,
+      firstProcessedAt: null,
+      lastProcessedAt: null,
+    };
+    let first: number | null = null;
+    let last: number | null = null;
+    for (const row of result.rows) {
+      counts.selected += row.n;
+      if (row.first_at) first = Math.min(first ?? Infinity, new Date(row.first_at).getTime());
+      if (row.last_at) last = Math.max(last ?? -Infinity, new Date(row.last_at).getTime());
+      if (row.state === 'SELECTED') counts.remaining += row.n;
+      else if (row.state === 'SKIPPED') {
+        counts.skipped += row.n;
+        const code = row.skip_code ?? 'UNKNOWN';
+        counts.skippedByCode[code] = (counts.skippedByCode[code] ?? 0) + row.n;
+      } else {
+        counts.admitted += row.n;
+        if (row.status === 'SUCCEEDED') counts.succeeded += row.n;
+        else if (row.status === 'FAILED') counts.failedAgain += row.n;
+        else if (row.status === 'REMOTE_OUTCOME_UNKNOWN') counts.remoteOutcomeUnknown += row.n;
+        else counts.running += row.n;
+      }
+    }
+    counts.firstProcessedAt = first === null ? null : new Date(first).toISOString();
+    counts.lastProcessedAt = last === null ? null : new Date(last).toISOString();
+    return counts;
+  }
+
+  /** The next SELECTED items in selection order. */
+  async nextItems(tenantId: string, jobId: string, limit: number): Promise<SelectedItem[]> {
+    const result = await this.db.query<{ execution_id: string; expected_version: number }>(
+      `SELECT execution_id, expected_version FROM redrive_job_item WHERE tenant_id = $1 AND job_id = $2 AND state = 'SELECTED' ORDER BY ordinal LIMIT $3`,
+      [tenantId, jobId, limit],
+    );
+    return result.rows.map((row) => ({ executionId: row.execution_id, expectedVersion: row.expected_version }));
+  }
+
+  /** The item was refused at admission: SKIPPED with the refusal's code (only from SELECTED: an admitted item stays admitted). */
+  async skip(tenantId: string, jobId: string, executionId: string, code: string): Promise<boolean> {
+    const result = await this.db.query(
+      `UPDATE redrive_job_item SET state = 'SKIPPED', skip_code = $4, processed_at = now() WHERE tenant_id = $1 AND job_id = $2 AND execution_id = $3 AND state = 'SELECTED'`,
+      [tenantId, jobId, executionId, code],
+    );
+    return result.rowCount > 0;
+  }
+
+  /**
+   * Moves the job from one of `from` to `to`, appending `entry` to its control log (and
+   * setting or clearing the halt reason, the finish time); null when its status was not one of `from`.
+   */
+  async transition(change: {
+    tenantId: string;
+    jobId: string;
+    from: RedriveJobStatus[];
+    to: RedriveJobStatus;
+    entry: ControlEntry | null;
+    haltReason: string | null;
+  }): Promise<RedriveJob | null> {
+    const result = await this.db.query<RedriveJobRow>(
+      `UPDATE redrive_job SET status = $4, halt_reason = $5, updated_at = now(),
+         control_log = CASE WHEN $6::jsonb IS NULL THEN control_log ELSE control_log || jsonb_build_array($6::jsonb) END,
+         finished_at = CASE WHEN $4 IN ('ABORTED', 'COMPLETED') THEN now() ELSE finished_at END
+       WHERE tenant_id = $1 AND job_id = $2 AND status = ANY($3::text[]) RETURNING *`,
+      [change.tenantId, change.jobId, change.from, change.to, change.haltReason, change.entry ? json(change.entry) : null],
+    );
+    return result.rowCount ? toJob(result.rows[0]) : null;
+  }
+
+  async markStarted(tenantId: string, jobId: string): Promise<void> {
+    await this.db.query(`UPDATE redrive_job SET workflow_started_at = now() WHERE tenant_id = $1 AND job_id = $2 AND workflow_started_at IS NULL`, [
+      tenantId,
+      jobId,
+    ]);
+  }
+
+  /** Jobs whose workflow start was never acknowledged, oldest first, created more than `olderThanMs` ago (the request's own start may still be on its way). */
+  async unstarted(options: { limit: number; olderThanMs: number }): Promise<{ tenantId: string; jobId: string }[]> {
+    const result = await this.db.query<{ tenant_id: string; job_id: string }>(
+      `SELECT tenant_id, job_id FROM redrive_job WHERE workflow_started_at IS NULL AND created_at < now() - ($2::integer * interval '1 millisecond')
+       ORDER BY created_at LIMIT $1`,
+      [options.limit, options.olderThanMs],
+    );
+    return result.rows.map((row) => ({ tenantId: row.tenant_id, jobId: row.job_id }));
+  }
+}
+
+function splitSelection(rows: { execution_id: string; version: number; status: string }[]): Selection {
+  const items: SelectedItem[] = [];
+  let unknown = 0;
+  for (const row of rows) {
+    if (row.status === 'REMOTE_OUTCOME_UNKNOWN') unknown++;
+    else items.push({ executionId: row.execution_id, expectedVersion: row.version });
+  }
+  return { items, excluded: unknown > 0 ? { REMOTE_OUTCOME_UNKNOWN: unknown } : {} };
+}
+
+async function insertItems(tx: Queryable, tenantId: string, jobId: string, items: SelectedItem[]): Promise<void> {
+  // In chunks, so a 10,000-item job stays within the statement's parameter limits.
+  for (let start = 0; start < items.length; start += 2000) {
+    const chunk = items.slice(start, start + 2000);
+    await tx.query(
+      `INSERT INTO redrive_job_item (tenant_id, job_id, execution_id, ordinal, expected_version)
+       SELECT $1, $2, execution_id, ordinal, expected_version FROM unnest($3::text[], $4::integer[], $5::integer[]) AS t(execution_id, ordinal, expected_version)`,
+      [tenantId, jobId, chunk.map((item) => item.executionId), chunk.map((_, i) => start + i), chunk.map((item) => item.expectedVersion)],
+    );
+  }
+}

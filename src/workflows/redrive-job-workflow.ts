@@ -1,0 +1,137 @@
+/**
+ * One bulk re-drive job = one run of this workflow (`redrive-job/{tenant}/{jobId}`). It
+ * only paces: every admission, skip, halt and status change is an activity on the store,
+ * which is the job's truth (the API's pause / resume / abort write the store, then wake
+ * this workflow with a signal; a lost signal costs at most one poll interval). Durable
+ * timers pace the items at the job's rate; the activity admits at most the due items and
+ * never more than `batchSize` re-driven runs in flight. A canary admits its items first
+ * and waits for their outcome before the rest.
+ */
+import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { RedriveJobActivities, JobTickState } from '../activities/redrive-job-activities';
+import { dueItems, haltVerdict, msUntilNextDue, type OutcomeCounts, type Pace } from './redrive-job-policy';
+
+/** Sent by the API after it changed the job's status in the store: look again now. */
+export const redriveJobWake = defineSignal('redriveJobWake');
+
+/** What a run hands the next one when the history grows long (continue-as-new). */
+export interface RedriveJobCarry {
+  canaryDone: boolean;
+  pace: Pace | null;
+  baseline: OutcomeCounts | null;
+}
+
+export interface RedriveJobInput {
+  tenantId: string;
+  jobId: string;
+  carry?: RedriveJobCarry;
+}
+
+/** How often a job re-reads the store while it waits for room, its canary, or a resume. */
+const POLL_MS = 1000;
+const PAUSED_POLL = '1 minute';
+/** The shortest pacing sleep: items due within it go together (a 50/s job admits about 10 per tick). */
+const PACE_TICK_MS = 200;
+/** Waiting after Temporal or Postgres could not admit an item. */
+const UNAVAILABLE_BACKOFF_MS = 5000;
+/** A tick admits at most this many items (the activity's heartbeat covers each). */
+const MAX_PER_TICK = 1000;
+/** Continue as new well before Temporal's history limits. */
+const HISTORY_LIMIT = 8000;
+
+const { redriveJobTick, redriveJobHalt, redriveJobFinish } = proxyActivities<RedriveJobActivities>({
+  startToCloseTimeout: '10 minutes',
+  // The tick heartbeats every 2 s while it works: a killed worker's tick is redelivered within 10 s.
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+function outcomes(state: JobTickState): OutcomeCounts {
+  return { succeeded: state.succeeded, failedAgain: state.failedAgain, remoteOutcomeUnknown: state.remoteOutcomeUnknown };
+}
+
+export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ status: string; processed: number }> {
+  const { tenantId, jobId } = input;
+  const carry: RedriveJobCarry = input.carry ?? { canaryDone: false, pace: null, baseline: null };
+  let woken = false;
+  setHandler(redriveJobWake, () => {
+    woken = true;
+  });
+  // A wake-up counts from the moment the state was last read: one that arrives while an
+  // activity reads it is not lost, the next nap returns at once.
+  const nap = async (ms: number | string) => {
+    await condition(() => woken, ms);
+  };
+  const tick = (req: Omit<Parameters<typeof redriveJobTick>[0], 'tenantId' | 'jobId'>) => {
+    woken = false;
+    return redriveJobTick({ tenantId, jobId, ...req });
+  };
+  const halt = (reason: string) => {
+    woken = false;
+    return redriveJobHalt({ tenantId, jobId, reason });
+  };
+
+  let state = await tick({ max: 0 });
+  for (;;) {
+    if (state.status === 'ABORTED' || state.status === 'COMPLETED' || state.status === 'GONE') return { status: state.status, processed: state.processed };
+    if (workflowInfo().historyLength > HISTORY_LIMIT || workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof redriveJobWorkflow>({ tenantId, jobId, carry });
+    }
+    if (state.status === 'PAUSED') {
+      // A resume starts a new pace and a new baseline: the failures it was halted for do not halt it again.
+      carry.pace = null;
+      await nap(PAUSED_POLL);
+      state = await tick({ max: 0 });
+      continue;
+    }
+    if (!carry.pace || !carry.baseline) {
+      carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
+      carry.baseline = outcomes(state);
+    }
+    const canaryPhase = state.canary !== null && !carry.canaryDone;
+    if (canaryPhase && (state.admitted >= state.canary! || state.remaining === 0)) {
+      // The canary is in: wait for every one of its runs to end, then judge on them alone.
+      if (state.running > 0) {
+        await nap(POLL_MS);
+        state = await tick({ max: 0 });
+        continue;
+      }
+      carry.canaryDone = true;
+      // The wait for the canary is not owed to the rest: the pace starts again from here.
+      carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
+      const finished =
+        state.succeeded +
+        state.failedAgain +
+        state.remoteOutcomeUnknown -
+        (carry.baseline.succeeded + carry.baseline.failedAgain + carry.baseline.remoteOutcomeUnknown);
+      const verdict = haltVerdict(outcomes(state), carry.baseline, state.haltOn, Math.min(state.haltOn.minFinished, finished));
+      if (verdict) state = await halt(`canary of ${state.canary}: ${verdict}`);
+      continue;
+    }
+    const verdict = haltVerdict(outcomes(state), carry.baseline, state.haltOn);
+    if (verdict) {
+      state = await halt(verdict);
+      continue;
+    }
+    if (state.remaining === 0) {
+      woken = false;
+      state = await redriveJobFinish({ tenantId, jobId });
+      continue;
+    }
+    const pace = carry.pace;
+    const cap = canaryPhase ? state.canary! - state.admitted : MAX_PER_TICK;
+    const due = Math.min(dueItems(pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
+    const room = state.batchSize - state.running;
+    let wait = 0;
+    if (state.unavailable) wait = UNAVAILABLE_BACKOFF_MS;
+    else if (room <= 0) wait = POLL_MS;
+    else if (due <= 0) wait = Math.max(msUntilNextDue(pace, state.ratePerSecond, state.processed, Date.now()), PACE_TICK_MS);
+    if (wait > 0) await nap(wait);
+    if (room <= 0 || state.unavailable) {
+      // Time spent waiting for room (or for Temporal or Postgres) is not owed: no burst past the rate when it frees.
+      carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
+    }
+    const max = Math.min(dueItems(carry.pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
+    state = await tick({ max, pace: { ...carry.pace, cap: Math.min(cap, MAX_PER_TICK) } });
+  }
+}

@@ -1,0 +1,313 @@
+/**
+ * The operator CLI, driven as a child process against the real service on a loopback port
+ * (dev server, Postgres): the confirmation prompt answered yes and no, --json, a bulk job
+ * followed to its end, Ctrl-C pausing a job, exit codes for bad flags, a wrong token and a
+ * service that is not there.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/net';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
+
+let engine: TestEngine;
+let url: string;
+const healthy = new Set<string>();
+const calls = new Map<string, number>();
+
+const pipelines = [
+  definePipeline({
+    name: 'ledger',
+    steps: [
+      localStep(
+        'book',
+        (input: unknown, ctx) => {
+          calls.set(ctx.executionId, (calls.get(ctx.executionId) ?? 0) + 1);
+          if (healthy.has(ctx.executionId)) return input;
+          throw Object.assign(new Error('ledger down'), { code: 'LEDGER_DOWN' });
+        },
+        { retry: { limit: 0 } },
+      ),
+    ],
+  }),
+];
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI; `input` is written to its stdin, `onStderr` sees its stderr as it comes (to answer or interrupt it). */
+function cli(
+  args: string[],
+  options: { input?: string; env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
+): Promise<Run> {
+  const child = spawn(process.execPath, ['bin/pipeline-admin.mjs', ...args], {
+    env: { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '', ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  child.stderr!.on('data', (chunk) => {
+    stderr += chunk;
+    options.onStderr?.(stderr, child);
+  });
+  if (options.input !== undefined) child.stdin!.end(options.input);
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+const record = (id: string) => engine.service.store.get('acme', id);
+
+const TTY_IDS = Array.from({ length: 6 }, (_, i) => `tty-${i}`);
+
+/**
+ * Runs the CLI in a pseudo-terminal (util-linux `script`): stdin and stderr are a TTY, so the
+ * progress bar draws and Ctrl-C is the terminal's. `onOutput` sees the terminal's output as it
+ * comes and may type into it.
+ */
+function terminal(args: string[], onOutput: (text: string, type: (keys: string) => void) => void): Promise<{ code: number | null; out: string }> {
+  const quoted = [process.execPath, 'bin/pipeline-admin.mjs', ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
+  const child = spawn('script', ['-qfec', `exec ${quoted}`, '/dev/null'], {
+    env: { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const type = (keys: string) => child.stdin!.write(keys);
+  child.stdout!.on('data', (chunk) => {
+    out += chunk;
+    onOutput(out, type);
+  });
+  child.stderr!.on('data', (chunk) => (out += chunk));
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      child.stdin!.destroy();
+      resolve({ code, out });
+    }),
+  );
+}
+
+beforeAll(async () => {
+  const port = await freePort();
+  engine = await startTestEngine(pipelines, { 'pipeline.server.port': port }, { http: true });
+  url = `http://127.0.0.1:${port}/pipeline`;
+  const ids = ['one', 'two', 'dry', ...Array.from({ length: 12 }, (_, i) => `fleet-${i}`), ...['halt-0', 'halt-1', 'halt-2'], ...TTY_IDS];
+  for (const id of ids) await engine.start('acme', { pipeline: 'ledger', executionId: id, input: {} });
+  for (const id of ids) await engine.waitFor('acme', id, ['FAILED']);
+});
+afterAll(async () => engine?.stop());
+
+describe('pipeline-admin', () => {
+  it('redrive: answering no at the prompt changes nothing and exits 130', async () => {
+    const before = await record('one');
+    const run = await cli(['redrive', 'one', '--reason', 'ledger back', '--allow-failed'], { input: 'n\n' });
+    expect(run.code).toBe(130);
+    expect(run.stderr).toContain('resumes at step 0 as attempt 2 (mode FAILED');
+    expect(run.stderr).toContain('Re-drive one? [y/N]');
+    expect((await record('one'))!.version).toBe(before!.version);
+    expect(calls.get('one')).toBe(1);
+  });
+
+  it('redrive: yes at the prompt re-drives, follows the run to its end, exits 0', async () => {
+    healthy.add('one');
+    const run = await cli(['redrive', 'one', '--reason', 'ledger back', '--allow-failed'], { input: 'y\n' });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^one: SUCCEEDED \(redriveId /);
+    expect((await record('one'))!.status).toBe('SUCCEEDED');
+    expect(calls.get('one')).toBe(2);
+  });
+
+  it('redrive --yes --json: only JSON on stdout; a run that fails again exits 6', async () => {
+    const run = await cli(['redrive', 'two', '--reason', 'try again', '--allow-failed', '--yes', '--json']);
+    expect(run.code).toBe(6);
+    const out = JSON.parse(run.stdout);
+    expect(out).toMatchObject({
+      dryRun: { admitted: true, attempt: 2 },
+      accepted: { status: 'QUEUED', executionId: 'two' },
+      final: { status: 'FAILED', version: expect.any(Number) },
+    });
+    expect(run.stderr).toContain('two ended FAILED');
+  });
+
+  it("dlq groups and executions show --json print the API's JSON", async () => {
+    const groups = await cli(['dlq', 'groups', '--json']);
+    expect(groups.code).toBe(0);
+    const parsed = JSON.parse(groups.stdout);
+    expect(parsed.items).toHaveLength(1);
+    expect(parsed.items[0]).toMatchObject({ signature: { errorCode: 'LEDGER_DOWN', step: 'book' } });
+    const shown = await cli(['executions', 'show', 'one', '--json']);
+    expect(shown.code).toBe(0);
+    const story = JSON.parse(shown.stdout);
+    expect(story.record).toMatchObject({ executionId: 'one', status: 'SUCCEEDED' });
+    expect(story.history.redrives).toEqual([expect.objectContaining({ principal: 'test-admin', reason: 'ledger back' })]);
+    const human = await cli(['executions', 'show', 'one']);
+    expect(human.stdout).toContain('one:0:2');
+    expect(human.stdout).toMatch(/DLQ envelopes:\nTRANSITION +REASON +CODE +GROUP +AT\none:0:1 +retry_exhausted +LEDGER_DOWN +[0-9a-f]{16} /);
+  });
+
+  it('--dry-run prints the plan and changes nothing: 0 when it would run, 3 with the code when refused', async () => {
+    const before = await record('dry');
+    const one = await cli(['redrive', 'dry', '--reason', 'look first', '--allow-failed', '--dry-run', '--json']);
+    expect(one.code, one.stderr).toBe(0);
+    expect(JSON.parse(one.stdout)).toEqual({ dryRun: expect.objectContaining({ admitted: true, executionId: 'dry', attempt: 2, mode: 'FAILED' }) });
+    const refused = await cli(['redrive', 'dry', '--reason', 'look first', '--dry-run', '--json']);
+    expect(refused.code).toBe(3);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ dryRun: { admitted: false, code: 'ALLOW_FAILED_REQUIRED' } });
+    expect(refused.stderr).toContain('would be refused: 409 ALLOW_FAILED_REQUIRED');
+
+    const batch = await cli(['redrive-batch', '--ids', 'dry', '--reason', 'look first', '--allow-failed', '--rate', '4', '--dry-run', '--json']);
+    expect(batch.code, batch.stderr).toBe(0);
+    expect(JSON.parse(batch.stdout)).toMatchObject({
+      dryRun: true,
+      matched: 1,
+      wouldAdmit: 1,
+      refused: {},
+      ratePerSecond: 4,
+      sample: [{ executionId: 'dry', admitted: true }],
+    });
+    const human = await cli(['redrive-batch', '--ids', 'dry', '--reason', 'look first', '--dry-run']);
+    expect(human.code).toBe(3);
+    expect(human.stdout).toMatch(/dry\s+\d+\s+ALLOW_FAILED_REQUIRED: /);
+    expect(human.stderr).toContain('1 executions match; 0 would be re-driven, refused: 1 ALLOW_FAILED_REQUIRED');
+
+    // A failure group from `dlq groups`, as the 3 a.m. walkthrough takes it.
+    const [group] = JSON.parse((await cli(['dlq', 'groups', '--json'])).stdout).items;
+    const byGroup = await cli(['redrive-batch', '--group', group.groupId, '--reason', 'look first', '--allow-failed', '--dry-run', '--json']);
+    expect(byGroup.code, byGroup.stderr).toBe(0);
+    expect(JSON.parse(byGroup.stdout)).toMatchObject({ dryRun: true, matched: group.count, wouldAdmit: group.count });
+
+    expect((await record('dry'))!.version).toBe(before!.version);
+    expect(calls.get('dry')).toBe(1);
+    expect(JSON.parse((await cli(['jobs', '--json'])).stdout).items).toEqual([]);
+  });
+
+  it('redrive-batch: dry run, confirmation, then follows the job to COMPLETED', async () => {
+    for (let i = 0; i < 6; i++) healthy.add(`fleet-${i}`);
+    const ids = Array.from({ length: 6 }, (_, i) => `fleet-${i}`).join(',');
+    const run = await cli(['redrive-batch', '--ids', ids, '--reason', 'ledger back', '--allow-failed', '--rate', '20', '--json'], { input: 'y\n' });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain('6 executions match; 6 would be re-driven, refused: none');
+    const job = JSON.parse(run.stdout);
+    expect(job).toMatchObject({ status: 'COMPLETED', counts: { selected: 6, admitted: 6, succeeded: 6, running: 0 } });
+    for (let i = 0; i < 6; i++) expect(calls.get(`fleet-${i}`)).toBe(2);
+  });
+
+  it('redrive-batch: Ctrl-C while following asks, and "y" pauses the job; jobs resume / abort control it', async () => {
+    const ids = Array.from({ length: 6 }, (_, i) => `fleet-${6 + i}`).join(',');
+    let interrupted = false;
+    let answered = false;
+    const run = await cli(['redrive-batch', '--ids', ids, '--reason', 'slowly', '--allow-failed', '--rate', '0.2', '--yes'], {
+      onStderr: (text, child) => {
+        // Once the job is being followed, interrupt; once asked, answer.
+        if (!interrupted && /processed: \d+ admitted/.test(text)) {
+          interrupted = true;
+          child.kill('SIGINT');
+        }
+        if (!answered && text.includes('Pause job')) {
+          answered = true;
+          child.stdin!.end('y\n');
+        }
+      },
+    });
+    expect(run.code, run.stderr).toBe(130);
+    const jobId = /job ([0-9a-f-]{36}) started/.exec(run.stderr)![1];
+    expect(run.stderr).toContain(`job ${jobId} PAUSED; resume with: pipeline-admin jobs resume ${jobId}`);
+    const shown = JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout);
+    expect(shown).toMatchObject({ status: 'PAUSED', haltReason: null });
+    expect(shown.controlLog.at(-1)).toMatchObject({ action: 'pause', principal: 'test-admin' });
+    expect((await cli(['jobs', 'resume', jobId])).code).toBe(0);
+    const aborted = await cli(['jobs', 'abort', jobId, '--reason', 'enough', '--json']);
+    expect([aborted.code, JSON.parse(aborted.stdout).status]).toEqual([0, 'ABORTED']);
+    const again = await cli(['jobs', 'pause', jobId]);
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain('JOB_FINISHED');
+    const listed = await cli(['jobs', '--json']);
+    expect(JSON.parse(listed.stdout).items.map((j: any) => j.jobId)).toContain(jobId);
+  });
+
+  it('redrive-batch: a canary whose items fail again halts the job, the CLI says why and exits 6; jobs resume and show --follow finish it', async () => {
+    const run = await cli([
+      'redrive-batch',
+      '--ids',
+      'halt-0,halt-1,halt-2',
+      '--reason',
+      'too early',
+      '--allow-failed',
+      '--canary',
+      '2',
+      '--rate',
+      '20',
+      '--yes',
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(6);
+    const job = JSON.parse(run.stdout);
+    expect(job).toMatchObject({
+      status: 'PAUSED',
+      haltReason: expect.stringContaining('canary of 2'),
+      counts: { selected: 3, admitted: 2, failedAgain: 2, running: 0 },
+    });
+    expect(run.stderr).toContain(`is PAUSED: halted, ${job.haltReason}; resume with pipeline-admin jobs resume ${job.jobId}`);
+    expect(calls.get('halt-2')).toBe(1);
+
+    const resumed = await cli(['jobs', 'resume', job.jobId, '--json']);
+    expect([resumed.code, JSON.parse(resumed.stdout).status]).toEqual([0, 'RUNNING']);
+    const followed = await cli(['jobs', 'show', job.jobId, '--follow', '--json']);
+    expect(followed.code, followed.stderr).toBe(6);
+    expect(JSON.parse(followed.stdout)).toMatchObject({ status: 'COMPLETED', counts: { selected: 3, admitted: 3, failedAgain: 3, running: 0 } });
+    expect(followed.stderr).toContain('3 item(s) failed again');
+    expect(calls.get('halt-2')).toBe(2);
+  });
+
+  it('in a terminal: a live progress bar; Ctrl-C asks whether to pause, a second Ctrl-C leaves the job running; jobs show --follow picks it up', async () => {
+    for (const id of TTY_IDS) healthy.add(id);
+    let stage: 'bar' | 'asked' | 'done' = 'bar';
+    const run = await terminal(
+      ['redrive-batch', '--ids', TTY_IDS.join(','), '--reason', 'from a terminal', '--allow-failed', '--rate', '0.5', '--yes'],
+      (out, type) => {
+        if (stage === 'bar' && /\d\/6 \| admitted \d/.test(out)) {
+          stage = 'asked';
+          type('\x03');
+        }
+        if (stage === 'asked' && out.includes('Pause job')) {
+          stage = 'done';
+          type('\x03');
+        }
+      },
+    );
+    expect(run.code, run.out).toBe(130);
+    expect(run.out).toMatch(/processed [\u2588\u2591]{40} \d\/6 \| admitted \d+ skipped 0 failed again 0 running \d+ \| .+ \| ETA /);
+    const jobId = /job ([0-9a-f-]{36}) started/.exec(run.out)![1];
+    expect(run.out).toContain(`job ${jobId} goes on; follow it again with: pipeline-admin jobs show ${jobId} --follow`);
+
+    const followed = await cli(['jobs', 'show', jobId, '--follow', '--json']);
+    expect(followed.code, followed.stderr).toBe(0);
+    expect(JSON.parse(followed.stdout)).toMatchObject({ status: 'COMPLETED', controlLog: [], counts: { selected: 6, succeeded: 6, running: 0 } });
+  });
+
+  it('triage: the tenant, or every tenant without --tenant', async () => {
+    const tenant = await cli(['triage', '--json']);
+    expect(tenant.code, tenant.stderr).toBe(0);
+    expect(JSON.parse(tenant.stdout)).toMatchObject({ windowSeconds: 900, classification: expect.any(String), signals: { executionDlq: expect.any(Object) } });
+    const all = await cli(['triage', '--all-tenants', '--window', '1h'], { env: { PIPELINE_TENANT: '' } });
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toMatch(/^all tenants: /);
+    const none = await cli(['dlq', 'groups'], { env: { PIPELINE_TENANT: '' } });
+    expect([none.code, none.stderr]).toEqual([2, expect.stringContaining('no tenant: give --tenant or PIPELINE_TENANT')]);
+  });
+
+  it('exits 2 on bad flags, 4 on an unknown execution, 7 on a wrong token, 5 when the service is not there', async () => {
+    const usage = await cli(['redrive', 'one']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("required option '--reason <text>' not specified");
+    const noSelection = await cli(['redrive-batch', '--reason', 'x']);
+    expect([noSelection.code, noSelection.stderr]).toEqual([2, expect.stringContaining('select what to re-drive')]);
+    const missing = await cli(['executions', 'show', 'nobody']);
+    expect([missing.code, missing.stderr]).toEqual([4, expect.stringContaining('EXECUTION_NOT_FOUND')]);
+    const token = await cli(['dlq', 'list'], { env: { PIPELINE_TOKEN: 'wrong' } });
+    expect([token.code, token.stderr]).toEqual([7, expect.stringContaining('401 UNAUTHORIZED')]);
+    const down = await cli(['dlq', 'list'], { env: { PIPELINE_URL: `http://127.0.0.1:${await freePort()}/pipeline` } });
+    expect([down.code, down.stderr]).toEqual([5, expect.stringContaining('connection refused')]);
+  });
+}, 300_000);

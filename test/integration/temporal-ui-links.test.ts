@@ -1,0 +1,104 @@
+/**
+ * What the Temporal UI tells, read from the real dev server: a re-drive's run links to
+ * the run it re-drives (`PipelineRedriveOf`, searchable), a bulk job's runs are found by
+ * its id (`PipelineRedriveJob`), and the activity summary and failure messages name the
+ * transition identity, not Temporal's attempt counter, which restarts in every run.
+ */
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workflowIdFor } from '../../src/ids';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { PipelineRedriveJob, PipelineRedriveOf } from '../../src/workflows/search-attributes';
+import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
+
+let engine: TestEngine;
+const healthy = new Set<string>();
+const pipelines = [
+  definePipeline({
+    name: 'links',
+    steps: [
+      localStep(
+        'call',
+        (input: unknown, ctx) => {
+          if (healthy.has(ctx.executionId)) return input;
+          throw Object.assign(new Error('dependency down'), { code: 'DEPENDENCY_DOWN' });
+        },
+        { retry: { limit: 1 } },
+      ),
+    ],
+  }),
+];
+
+const list = async (query: string) => {
+  const found: { workflowId: string; runId: string; type: string }[] = [];
+  for await (const run of engine.service.client.workflow.list({ query: `TaskQueue = '${engine.taskQueue}' AND ${query}` }))
+    found.push({ workflowId: run.workflowId, runId: run.runId, type: run.type });
+  return found;
+};
+
+/** The activity summaries and failure messages of one run's history. */
+async function activityTexts(workflowId: string, runId: string) {
+  const history = await engine.service.client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const summaries: string[] = [];
+  const failures: string[] = [];
+  for (const event of history.events ?? []) {
+    if (event.activityTaskScheduledEventAttributes && event.userMetadata?.summary)
+      summaries.push(defaultPayloadConverter.fromPayload(event.userMetadata.summary as Payload));
+    if (event.activityTaskFailedEventAttributes?.failure?.message) failures.push(event.activityTaskFailedEventAttributes.failure.message);
+  }
+  return { summaries, failures };
+}
+
+beforeAll(async () => {
+  engine = await startTestEngine(pipelines);
+  for (const id of ['one', 'job-a', 'job-b']) await engine.start('acme', { pipeline: 'links', executionId: id, input: {} });
+  for (const id of ['one', 'job-a', 'job-b']) await engine.waitFor('acme', id, ['FAILED']);
+});
+afterAll(async () => engine?.stop());
+
+describe('the Temporal UI tells the same story', () => {
+  it('links a re-drive to the run it re-drives, and names transition identities in summaries and failures', async () => {
+    const failed = await engine.service.store.get('acme', 'one');
+    const previousRunId = failed!.runId!;
+    expect(previousRunId).toEqual(expect.any(String));
+    healthy.add('one');
+    const res = await engine.request('POST', '/admin/tenants/acme/executions/one/redrive', {
+      body: { expectedVersion: failed!.version, reason: 'dependency back', allowFailed: true },
+    });
+    expect(res.status).toBe(202);
+    const { runId } = await res.json();
+    await engine.waitFor('acme', 'one', ['SUCCEEDED']);
+
+    const described = await engine.service.client.workflow.getHandle(workflowIdFor('acme', 'one'), runId).describe();
+    expect(described.typedSearchAttributes.get(PipelineRedriveOf)).toBe(previousRunId);
+    expect(described.typedSearchAttributes.get(PipelineRedriveJob)).toBeUndefined();
+    let found: Awaited<ReturnType<typeof list>> = [];
+    await until(async () => (found = await list(`PipelineRedriveOf = '${previousRunId}'`)).length > 0, 30_000, 'the re-drive to be searchable');
+    expect(found.map((run) => run.runId)).toEqual([runId]);
+
+    // The failed run: attempts 1 and 2 (Temporal attempts 1 and 2); the re-drive's run starts at attempt 3 on Temporal attempt 1.
+    const first = await activityTexts(workflowIdFor('acme', 'one'), previousRunId);
+    expect(first.summaries).toEqual([`step 0 call · LOCAL · transition one:0:1 on Temporal attempt 1; each retry's failure names its own`]);
+    expect(first.failures).toEqual([expect.stringMatching(/^transition one:0:2 failed, retry_exhausted: DEPENDENCY_DOWN: dependency down$/)]);
+    const second = await activityTexts(workflowIdFor('acme', 'one'), runId);
+    expect(second.summaries).toEqual([`step 0 call · LOCAL · transition one:0:3 on Temporal attempt 1; each retry's failure names its own`]);
+  });
+
+  it('finds every run of a bulk job, and the job itself, by the job id', async () => {
+    healthy.add('job-a').add('job-b');
+    const res = await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+      body: { selection: { executionIds: ['job-a', 'job-b'] }, reason: 'dependency back', allowFailed: true },
+    });
+    expect(res.status).toBe(202);
+    const job = await res.json();
+    await until(async () => (await engine.service.jobs.get('acme', job.jobId)).status === 'COMPLETED', 60_000, 'the job to complete');
+    let found: Awaited<ReturnType<typeof list>> = [];
+    await until(async () => (found = await list(`PipelineRedriveJob = '${job.jobId}'`)).length >= 3, 30_000, 'the job and its runs to be searchable');
+    expect(found.map((run) => [run.type, run.workflowId]).sort()).toEqual([
+      ['pipelineWorkflow', workflowIdFor('acme', 'job-a')],
+      ['pipelineWorkflow', workflowIdFor('acme', 'job-b')],
+      ['redriveJobWorkflow', `redrive-job/acme/${job.jobId}`],
+    ]);
+  });
+});
