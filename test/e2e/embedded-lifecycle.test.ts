@@ -69,6 +69,26 @@ async function startMainUp(extra: Record<string, string>) {
   }
 }
 
+/**
+ * Starts the service once per attempt with fresh free ports, `hold` taking one of them first,
+ * and returns the first start that exits naming `key`. A start that stops on a clash with a
+ * port other than the held one (taken in between by another test's process) is tried again.
+ */
+async function startMainExpectingClash(key: string, hold: (env: Record<string, string>) => Promise<{ stop(): Promise<void> | void }>) {
+  for (let attempt = 1; ; attempt++) {
+    const env = await portsEnv();
+    const holder = await hold(env);
+    try {
+      const { child, output } = startMain(env);
+      const [code] = await once(child, 'exit');
+      const otherClash = !output.stderr.includes(`${key}: port`) && /: port \d+ on .* is already in use/.test(output.stderr);
+      if (!otherClash || attempt >= 3) return { code, output, env };
+    } finally {
+      await holder.stop();
+    }
+  }
+}
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -129,20 +149,23 @@ describe('embedded lifecycle', () => {
   }, 180_000);
 
   it('refuses a foreign Temporal server on the dev server port instead of adopting it', async () => {
-    const env = await portsEnv();
-    const foreign = await startDevServer({ port: Number(env.PIPELINE_TEMPORAL_DEV_SERVER_PORT) });
-    try {
-      const { child, output } = startMain(env);
-      const [code] = await once(child, 'exit');
-      expect(code).toBe(2);
-      expect(output.stderr).toContain(`pipeline.temporal.dev-server.port: port ${env.PIPELINE_TEMPORAL_DEV_SERVER_PORT}`);
-      expect(output.stderr).toContain('pipeline.temporal.address');
-      expect(output.stderr).not.toContain('Admin token');
-      expect(alive(foreign.pid!)).toBe(true); // left alone, and not adopted
-    } finally {
-      await foreign.stop();
-    }
-  }, 120_000);
+    let foreignPid = 0;
+    const key = 'pipeline.temporal.dev-server.port';
+    const { code, output, env } = await startMainExpectingClash(key, async (env) => {
+      const foreign = await startDevServer({ port: Number(env.PIPELINE_TEMPORAL_DEV_SERVER_PORT) });
+      foreignPid = foreign.pid!;
+      return {
+        stop: async () => {
+          expect(alive(foreignPid)).toBe(true); // left alone, and not adopted
+          await foreign.stop();
+        },
+      };
+    });
+    expect(code).toBe(2);
+    expect(output.stderr).toContain(`${key}: port ${env.PIPELINE_TEMPORAL_DEV_SERVER_PORT}`);
+    expect(output.stderr).toContain('pipeline.temporal.address');
+    expect(output.stderr).not.toContain('Admin token');
+  }, 180_000);
 
   it.each([
     ['PIPELINE_SERVER_PORT', 'pipeline.server.port'],
@@ -152,18 +175,14 @@ describe('embedded lifecycle', () => {
   ])(
     'stops with exit 2 and a message naming the key when %s is taken',
     async (name, key) => {
-      const env = await portsEnv();
-      const held = await holdPort(Number(env[name]));
-      try {
-        const { child, output } = startMain(env);
-        const [code] = await once(child, 'exit');
-        expect(code).toBe(2);
-        expect(output.stderr).toContain(`${key}: port ${env[name]}`);
-        expect(output.stderr).not.toMatch(/EADDRINUSE|at .*\(.*\.ts:\d+/);
-      } finally {
-        held.close();
-      }
+      const { code, output, env } = await startMainExpectingClash(key, async (env) => {
+        const held = await holdPort(Number(env[name]));
+        return { stop: () => void held.close() };
+      });
+      expect(code).toBe(2);
+      expect(output.stderr).toContain(`${key}: port ${env[name]}`);
+      expect(output.stderr).not.toMatch(/EADDRINUSE|at .*\(.*\.ts:\d+/);
     },
-    120_000,
+    180_000,
   );
 });
