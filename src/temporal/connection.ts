@@ -151,20 +151,47 @@ async function explainConnectFailure(err: unknown, options: TemporalConnectOptio
   return new Error(`cannot connect to Temporal at ${options.address}: ${message}`);
 }
 
-/** A client connection; failures name the setting. */
-export async function connectClient(options: TemporalConnectOptions): Promise<Connection> {
+/**
+ * Connects with `connect`; failures name the setting. A wrong TLS setting fails the handshake
+ * at once, but the SDK reports it only at its 10 s connect deadline, so with TLS on, a handshake
+ * of our own runs beside the connection and a definite diagnosis ends the wait early. A
+ * connection that completes first wins.
+ */
+async function connectNamingSettings<C extends { close(): Promise<void> }>(connect: () => Promise<C>, options: TemporalConnectOptions): Promise<C> {
+  const connecting = connect();
+  if (options.tls) {
+    const settled = connecting.then(
+      () => undefined,
+      () => undefined,
+    );
+    const early = await Promise.race([diagnoseTls(options).catch(() => undefined), settled]);
+    if (early) {
+      void connecting.then(
+        (connection) => connection.close(),
+        () => undefined,
+      );
+      throw early;
+    }
+  }
   try {
-    return await Connection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata });
+    return await connecting;
   } catch (err) {
     throw await explainConnectFailure(err, options);
   }
 }
 
+/** A client connection; failures name the setting. */
+export function connectClient(options: TemporalConnectOptions): Promise<Connection> {
+  return connectNamingSettings(
+    () => Connection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata }),
+    options,
+  );
+}
+
 /** A worker connection; failures name the setting. */
-export async function connectNative(options: TemporalConnectOptions): Promise<NativeConnection> {
-  try {
-    return await NativeConnection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata });
-  } catch (err) {
-    throw await explainConnectFailure(err, options);
-  }
+export function connectNative(options: TemporalConnectOptions): Promise<NativeConnection> {
+  return connectNamingSettings(
+    () => NativeConnection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata }),
+    options,
+  );
 }
