@@ -76,6 +76,12 @@ export const ConfigSchema = z.object({
   'pipeline.orchestrator.worker.step-timeout': duration('pipeline.orchestrator.worker.step-timeout').default(300_000),
   /** Heartbeat timeout of a step activity: how soon a dead worker's step is redelivered. Default 30s. */
   'pipeline.orchestrator.worker.heartbeat-timeout': duration('pipeline.orchestrator.worker.heartbeat-timeout').default(30_000),
+  /**
+   * Path of a prebuilt bundle of the workflows (`npm run bundle:workflows -- <path>`), built from
+   * the same source as this service. Unset (default): the worker bundles them at start, about
+   * a second of CPU. Ignored with tracing on, whose workflow interceptors are bundled in at start.
+   */
+  'pipeline.orchestrator.worker.workflow-bundle': z.string().min(1).optional(),
   /** Retries after the first attempt. Default 5 (up to 6 attempts); 0 is valid. */
   'pipeline.defaults.retry-limit': intFromString.pipe(z.number().min(0, 'must be ≥ 0').max(1000)).default(5),
   /** Base delay before the first retry, ms. Default 1000. */

@@ -4,7 +4,7 @@
  * process + PGlite under the data dir) when no Temporal address or database URL is set.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ServerType } from '@hono/node-server';
 import { Client, type Connection } from '@temporalio/client';
@@ -132,6 +132,17 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       `pipeline.role=${role} needs the shared Postgres (pipeline.store.url, DATABASE_URL) and Temporal (pipeline.temporal.address, TEMPORAL_ADDRESS or a temporal CLI profile): split roles cannot share an embedded default`,
     );
   }
+  const workflowBundle = config['pipeline.orchestrator.worker.workflow-bundle'];
+  if (workflowBundle !== undefined && (options.worker ?? role !== 'api')) {
+    try {
+      accessSync(workflowBundle, constants.R_OK);
+    } catch (err) {
+      throw new ConfigError(
+        `pipeline.orchestrator.worker.workflow-bundle: cannot read ${workflowBundle} (${(err as NodeJS.ErrnoException).code ?? 'error'}); build it with npm run bundle:workflows or unset the key`,
+      );
+    }
+  }
+
   // Every port clash is a start-up error naming its key, found before anything starts.
   await requireFreePorts([
     ...(options.http !== false ? [{ key: 'pipeline.server.port', port: config['pipeline.server.port'], host: config['pipeline.server.host'] }] : []),
@@ -273,7 +284,13 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again
       // (at most 10 s more), the worker gives up on it (Temporal redelivers it elsewhere).
-      worker: { shutdownGraceTime: grace, shutdownForceTime: grace + Math.min(grace, 10_000), dataConverter, ...tracing?.worker },
+      worker: {
+        shutdownGraceTime: grace,
+        shutdownForceTime: grace + Math.min(grace, 10_000),
+        dataConverter,
+        ...(workflowBundle && !tracing ? { workflowBundle: { codePath: workflowBundle } } : {}),
+        ...tracing?.worker,
+      },
     });
     worker = created.worker;
     workerDone = worker

@@ -1,14 +1,26 @@
 /**
  * The Temporal worker: the pipeline workflow plus the engine activities, on one task queue.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type EngineDeps } from '../activities/engine-activities';
 import { createRedriveJobActivities } from '../activities/redrive-job-activities';
 import type { RedriveJobs } from '../service/redrive-jobs';
 import { connectNative, type TemporalConnectOptions } from './connection';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/**
+ * Writes the workflows' bundle to `path`, for `pipeline.orchestrator.worker.workflow-bundle`:
+ * a worker given it starts without bundling (production images build it once; the tests once per run).
+ */
+export async function writeWorkflowBundle(path: string): Promise<void> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, code);
+}
 
 export interface EngineWorkerOptions {
   address: string;
@@ -29,7 +41,7 @@ export async function createEngineWorker(options: EngineWorkerOptions): Promise<
     connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    workflowsPath: WORKFLOWS_PATH,
+    ...(options.worker?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
     activities: { ...createActivities(options.deps), ...(options.jobs ? createRedriveJobActivities(options.jobs) : {}) },
     ...options.worker,
   });

@@ -22,6 +22,10 @@ describe('start-up configuration errors', () => {
   it.each([
     [{ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: 'soonish' }, /pipeline\.orchestrator\.worker\.rest\.request-timeout must be a duration/],
     [{ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' }, /pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"/],
+    [
+      { PIPELINE_ORCHESTRATOR_WORKER_WORKFLOW_BUNDLE: '/nonexistent/workflows.js' },
+      /pipeline\.orchestrator\.worker\.workflow-bundle: cannot read \/nonexistent\/workflows\.js \(ENOENT\)/,
+    ],
   ])('refuses to start with %o', (env, message) => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, encoding: 'utf8', timeout: 30_000 });
     expect(result.status).toBe(2);

@@ -79,6 +79,7 @@ export async function startTestEngine(
       'pipeline.temporal.task-queue': taskQueue,
       'pipeline.auth.tokens': TEST_TOKENS,
       'pipeline.sweeper.interval': '500ms',
+      'pipeline.orchestrator.worker.workflow-bundle': inject('workflowBundlePath'),
       // Loaded CI machines can take longer than the 5 s default to answer a start; a start past the
       // deadline stays pending for the sweeper, which an engine without a worker does not run.
       // Tests of the deadline itself set their own.
@@ -87,7 +88,14 @@ export async function startTestEngine(
       ...overrides,
     },
   );
-  const service = await startService({ config, log, pipelines, http: options.http ?? false, worker: options.worker, spanProcessor: options.spanProcessor });
+  const service = await startService({
+    config,
+    log,
+    pipelines,
+    http: options.http ?? false,
+    worker: options.worker,
+    spanProcessor: options.spanProcessor,
+  });
   const prefix = `/${config['pipeline.admin.prefix']}`;
 
   const engine: TestEngine = {
