@@ -7,7 +7,7 @@ import { createDocument } from 'zod-openapi';
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../errors';
 import { Id } from '../ids';
-import { REDRIVE_JOB_STATUSES } from '../spec-words';
+import { ATTEMPT_OUTCOMES, EXECUTION_STATUSES, REDRIVE_JOB_STATUSES, REDRIVE_MODES } from '../spec-words';
 import { ListDlqQuery, ListExecutionsQuery, ListRedriveJobsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from './queries';
 import { StartExecutionRequest } from '../service/executions';
 import { PublishCheckpointRequest } from '../service/checkpoints';
@@ -128,17 +128,33 @@ const FailureGroupList = z
     ),
   })
   .meta({ id: 'FailureGroupList' });
-const ExecutionStory = z
+/** The history route's response, as documented (exported so a test holds the route to it). */
+export const ExecutionStory = z
   .object({
     tenantId: z.string(),
     executionId: z.string(),
     pipeline: z.string(),
-    status: z.string(),
+    status: z.enum(EXECUTION_STATUSES),
     version: z.number().int(),
     workflowId: z.string(),
     runs: z.array(z.record(z.string(), z.unknown())),
-    attempts: z.array(z.record(z.string(), z.unknown())),
-    redrives: z.array(z.record(z.string(), z.unknown())),
+    attempts: z.array(
+      z
+        .object({
+          stepIndex: z.number().int(),
+          step: z.string().nullable(),
+          pipelineVersion: z.number().int(),
+          attempt: z.number().int(),
+          transitionKey: z.string().meta({ example: 'order-2:1:3' }),
+          outcome: z.enum(ATTEMPT_OUTCOMES),
+          errorCode: z.string().nullable(),
+          runId: z.string().nullable(),
+          version: z.number().int(),
+          committedAt: z.string(),
+        })
+        .catchall(z.unknown()),
+    ),
+    redrives: z.array(z.object({ mode: z.enum(REDRIVE_MODES) }).catchall(z.unknown())),
     dlq: z.array(z.record(z.string(), z.unknown())),
     disposition: z.record(z.string(), z.unknown()).nullable(),
   })

@@ -5,6 +5,7 @@
  * committed attempt with its outcome and code, and the re-drive with its principal.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExecutionStory } from '../../src/api/openapi';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 
@@ -101,6 +102,7 @@ describe("an execution's story", () => {
     const res = await engine.request('GET', '/admin/tenants/acme/executions/timeout-1/history');
     expect(res.status).toBe(200);
     const story = await res.json();
+    expect(ExecutionStory.safeParse(story).error).toBeUndefined(); // the documented shape
     expect(story).toMatchObject({ executionId: 'timeout-1', status: 'SUCCEEDED', pipeline: 'book' });
     expect(story.runs.map((r: any) => [r.dispatch, r.status])).toEqual([
       ['start', 'STARTED'],

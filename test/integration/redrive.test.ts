@@ -163,14 +163,14 @@ afterAll(async () => {
   worker?.close();
 });
 
-describe('re-drive checks, in order; a rejection changes nothing', () => {
+describe('re-drive checks, in order (who, body, lookup, version, state); a rejection changes nothing', () => {
   let failed: Awaited<ReturnType<typeof failedExecution>>;
   const ok = () => ({ expectedVersion: failed.version, reason: 'dependency restored', allowFailed: true });
   beforeAll(async () => {
     failed = await failedExecution('plain', 'checks-1');
   });
 
-  it('1. answers 401 without a valid token, 403 for another tenant', async () => {
+  it('who: answers 401 without a valid token, 403 for another tenant', async () => {
     const res = await redrive('checks-1', ok(), { token: null });
     expect(res.headers.get('www-authenticate')).toBe('Bearer');
     await expectRejected('checks-1', ok(), 401, 'UNAUTHORIZED', { token: null });
@@ -179,7 +179,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     expect([other.status, (await other.json()).code]).toEqual([403, 'FORBIDDEN']);
   });
 
-  it('2. answers 415, 413 and 400 for bad bodies, and 400 for intent without allowFailed=true', async () => {
+  it('body: answers 415, 413 and 400 for bad bodies, and 400 for intent without allowFailed=true', async () => {
     await expectRejected('checks-1', JSON.stringify(ok()), 415, 'UNSUPPORTED_MEDIA_TYPE', { headers: { 'content-type': 'text/plain' } });
     await expectRejected('checks-1', { ...ok(), reason: 'x'.repeat(70_000) }, 413, 'BODY_TOO_LARGE');
     await expectRejected('checks-1', '{"expectedVersion":', 400, 'INVALID_JSON');
@@ -191,22 +191,22 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     expect(problem.issues).toEqual([expect.objectContaining({ path: 'intent' })]);
   });
 
-  it("3. answers 404 alike for an unknown execution and for another tenant's", async () => {
+  it("lookup: answers 404 alike for an unknown execution and for another tenant's", async () => {
     await expectRejected('nowhere-1', ok(), 404, 'EXECUTION_NOT_FOUND');
     const res = await redrive('checks-1', ok(), { tenant: 'tenant-b' });
     expect([res.status, (await res.json()).code]).toEqual([404, 'EXECUTION_NOT_FOUND']);
   });
 
-  it('4. answers 409 VERSION_MISMATCH with the current version', async () => {
+  it('version: answers 409 VERSION_MISMATCH with the current version', async () => {
     const problem = await expectRejected('checks-1', { ...ok(), expectedVersion: failed.version - 1 }, 409, 'VERSION_MISMATCH');
     expect(problem.currentVersion).toBe(failed.version);
   });
 
-  it('5. answers 409 ALLOW_FAILED_REQUIRED for a FAILED execution with allowFailed=false', async () => {
+  it('state: answers 409 ALLOW_FAILED_REQUIRED for a FAILED execution with allowFailed=false', async () => {
     await expectRejected('checks-1', { ...ok(), allowFailed: false }, 409, 'ALLOW_FAILED_REQUIRED');
   });
 
-  it('5. answers 409 EXECUTION_ACTIVE while a run is active', async () => {
+  it('state: answers 409 EXECUTION_ACTIVE while a run is active', async () => {
     const started = await engine.start('tenant-a', { pipeline: 'slow', executionId: 'active-1' });
     await engine.waitFor('tenant-a', 'active-1', ['RUNNING']);
     const current = await engine.service.store.get('tenant-a', 'active-1');
@@ -216,7 +216,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     await engine.waitFor('tenant-a', 'active-1', ['SUCCEEDED']);
   });
 
-  it('5. answers 409 EXECUTION_SUCCEEDED for a SUCCEEDED execution, with or without intent', async () => {
+  it('state: answers 409 EXECUTION_SUCCEEDED for a SUCCEEDED execution, with or without intent', async () => {
     await engine.start('tenant-a', { pipeline: 'plain', executionId: 'succeeded-1' });
     const done = await engine.waitFor('tenant-a', 'succeeded-1', ['SUCCEEDED']);
     await expectRejected('succeeded-1', { expectedVersion: done.version, reason: 'r', allowFailed: true }, 409, 'EXECUTION_SUCCEEDED');
@@ -228,13 +228,13 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     );
   });
 
-  it('5. answers 409 RETRY_FAILED_COMMAND_INTENT_REQUIRED when the failed Command step keeps its effect', async () => {
+  it('state: answers 409 RETRY_FAILED_COMMAND_INTENT_REQUIRED when the failed Command step keeps its effect', async () => {
     const cmd = await failedExecution('command', 'checks-cmd');
     expect((await engine.effects.get('tenant-a', 'checks-cmd', 1))?.status).toBe('FAILED_RETRYABLE');
     await expectRejected('checks-cmd', { expectedVersion: cmd.version, reason: 'r', allowFailed: true }, 409, 'RETRY_FAILED_COMMAND_INTENT_REQUIRED');
   });
 
-  it('5. answers 409 COMMAND_EFFECT_NOT_REDISPATCHABLE (and says so in the dry run) when the retained effect is not FAILED_RETRYABLE', async () => {
+  it('state: answers 409 COMMAND_EFFECT_NOT_REDISPATCHABLE (and says so in the dry run) when the retained effect is not FAILED_RETRYABLE', async () => {
     const cmd = await failedExecution('command', 'checks-effect');
     const body = { expectedVersion: cmd.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
     for (const status of ['FAILED_TERMINAL', 'IN_FLIGHT', 'SUCCEEDED']) {
@@ -247,7 +247,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     expect(calls['checks-effect/charge']).toHaveLength(2); // the first attempt and its one retry; never the re-drive
   });
 
-  it('5. answers 422 FAILED_STEP_NOT_RETAINED when the failed step index is gone', async () => {
+  it('state: answers 422 FAILED_STEP_NOT_RETAINED when the failed step index is gone', async () => {
     const gone = await failedExecution('plain', 'checks-noindex');
     await forgetFailedStepIndex(engine.service.db, 'tenant-a', 'checks-noindex');
     await expectRejected(
@@ -267,7 +267,7 @@ describe('re-drive checks, in order; a rejection changes nothing', () => {
     expect((await engine.waitFor('tenant-a', 'checks-noindex', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
   });
 
-  it('5. REMOTE_OUTCOME_UNKNOWN: 409 without allowFailed, 409 without a confirmed disposition, 422 with the intent', async () => {
+  it('state: REMOTE_OUTCOME_UNKNOWN: 409 without allowFailed, 409 without a confirmed disposition, 422 with the intent', async () => {
     const parked = await parkedExecution('checks-rou');
     expect((await engine.effects.get('tenant-a', 'checks-rou', 1))?.status).toBe('AMBIGUOUS');
     const base = { expectedVersion: parked.version, reason: 'worker checked' };
