@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { Connection } from '@temporalio/client';
+import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
 import type { ConfigDataSource } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
@@ -180,12 +180,57 @@ async function connectNamingSettings<C extends { close(): Promise<void> }>(conne
   }
 }
 
-/** A client connection; failures name the setting. */
-export function connectClient(options: TemporalConnectOptions): Promise<Connection> {
-  return connectNamingSettings(
-    () => Connection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata }),
+/**
+ * The SDK's gRPC retry puts each retry of a call on a timer and does not look whether the
+ * connection was closed meanwhile: a retry that fires after close throws "Channel has been
+ * shut down" from the timer, an uncaught exception that ends the process (seen when the
+ * service stops while Temporal does not answer). So once the client starts closing, no retry
+ * is scheduled, and its close waits for the last one already scheduled to fire (at most the
+ * SDK's 5 s retry interval, plus jitter).
+ */
+class RetryGate {
+  private closing = false;
+  private lastRetryAt = 0;
+  private readonly defaults = defaultGrpcRetryOptions();
+
+  interceptor() {
+    return makeGrpcRetryInterceptor({
+      retryableDecider: (attempt, status) => !this.closing && this.defaults.retryableDecider(attempt, status),
+      delayFunction: (attempt, status) => {
+        const delay = this.defaults.delayFunction(attempt, status);
+        this.lastRetryAt = Math.max(this.lastRetryAt, Date.now() + delay);
+        return delay;
+      },
+    });
+  }
+
+  async drain(): Promise<void> {
+    this.closing = true;
+    const wait = this.lastRetryAt - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 50));
+  }
+}
+
+/** A client connection; failures name the setting. Its close lets pending retries settle first (see RetryGate). */
+export async function connectClient(options: TemporalConnectOptions): Promise<Connection> {
+  const gate = new RetryGate();
+  const connection = await connectNamingSettings(
+    () =>
+      Connection.connect({
+        address: options.address,
+        tls: options.tls,
+        apiKey: options.apiKey,
+        metadata: options.metadata,
+        interceptors: [gate.interceptor()],
+      }),
     options,
   );
+  const close = connection.close.bind(connection);
+  connection.close = async () => {
+    await gate.drain();
+    await close();
+  };
+  return connection;
 }
 
 /** A worker connection; failures name the setting. */
