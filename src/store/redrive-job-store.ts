@@ -115,18 +115,13 @@ export interface JobCounts {
   lastProcessedAt: string | null;
 }
 
-export interface NewRedriveJob {
-  tenantId: string;
-  jobId: string;
-  principal: string;
-  reason: string;
-  request: unknown;
-  batchSize: number;
-  ratePerSecond: number;
-  canary: number | null;
-  haltOn: unknown;
+/** A job as created: the fields it is asked with, and its selection. */
+export type NewRedriveJob = Pick<
+  RedriveJob,
+  'tenantId' | 'jobId' | 'principal' | 'reason' | 'request' | 'batchSize' | 'ratePerSecond' | 'canary' | 'haltOn'
+> & {
   selection: Selection;
-}
+};
 
 const json = (value: unknown) => JSON.stringify(value);
 
