@@ -14,7 +14,7 @@ import type { Metrics } from '../metrics';
 import type { PipelineRegistry, StepResolution } from '../pipeline/registry';
 import { retryDelayMs } from '../retry';
 import type { EffectStore } from '../store/effect-store';
-import type { EffectChange, ExecutionRecord, ExecutionStore, StepKey, TerminalFailure } from '../store/execution-store';
+import type { EffectChange, ExecutionRecord, ExecutionStore, RemoteCall, StepKey, TerminalFailure } from '../store/execution-store';
 import type { StepDefinition } from '../pipeline/define';
 import type { TerminalReason, Transport } from '../spec-words';
 import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
@@ -22,6 +22,7 @@ import { invokeStep } from './invoke-step';
 import { RejectBuffer } from './rejects';
 import { classifyFailure, toJsonOutput, type StepFailure } from './step-failure';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
+import { deliverWhileInProgress, InProgressBudgetExhaustedError, type InProgressProgress } from './in-progress';
 
 export interface EngineDeps {
   store: ExecutionStore;
@@ -31,6 +32,8 @@ export interface EngineDeps {
   /** reported in DLQ envelopes for LOCAL and FUNCTION steps; default `node-<version>` */
   platform?: string;
   metrics?: Metrics;
+  /** pipeline.orchestrator.worker.in-progress-budget, for runs planned before steps carried it; default 5 min */
+  inProgressBudgetMs?: number;
 }
 
 export interface AbandonRequest {
@@ -44,6 +47,8 @@ export interface AbandonRequest {
 }
 
 export type EngineActivities = ReturnType<typeof createActivities>;
+
+const DEFAULT_IN_PROGRESS_BUDGET_MS = 300_000;
 
 /**
  * The one way an activity ends a run: a non-retryable failure of the type the workflow's
@@ -216,15 +221,17 @@ export function createActivities(deps: EngineDeps) {
     }
 
     const rejects = new RejectBuffer(step.name);
-    let output: unknown;
-    try {
-      const raw = await invokeStep({
+    const heartbeatEveryMs = activity.info.heartbeatTimeoutMs ? Math.max(100, Math.floor(activity.info.heartbeatTimeoutMs / 3)) : undefined;
+    // The in-progress budget's progress rides on every heartbeat, so a redelivery of this activity goes on with it.
+    let progress: InProgressProgress | undefined;
+    const invoke = () =>
+      invokeStep({
         step,
         input: req.input,
         timeoutMs: req.timeoutMs,
         cancellation: activity.cancellationSignal,
-        heartbeat: () => activity.heartbeat(),
-        heartbeatEveryMs: activity.info.heartbeatTimeoutMs ? Math.max(100, Math.floor(activity.info.heartbeatTimeoutMs / 3)) : undefined,
+        heartbeat: () => activity.heartbeat(progress),
+        heartbeatEveryMs,
         log,
         onDeadlineWarning: (protocol: string) => metrics?.deadlineWarnings.inc({ protocol }),
         context: {
@@ -240,9 +247,30 @@ export function createActivities(deps: EngineDeps) {
           reject: rejects.reject,
         },
       });
+    const startedAt = new Date();
+    let output: unknown;
+    try {
+      const remote = step.transport === 'REST' || step.transport === 'GRPC';
+      const raw = remote
+        ? await deliverWhileInProgress(invoke, {
+            transitionKey,
+            budgetMs: req.inProgressBudgetMs ?? deps.inProgressBudgetMs ?? DEFAULT_IN_PROGRESS_BUDGET_MS,
+            callDeadlineMs: req.timeoutMs,
+            hardStopAt: activity.info.currentAttemptScheduledTimestampMs + activity.info.startToCloseTimeoutMs,
+            resumed: activity.info.heartbeatDetails,
+            heartbeat: (current) => {
+              progress = current;
+              activity.heartbeat(current);
+            },
+            heartbeatEveryMs: heartbeatEveryMs ?? 1000,
+            signal: activity.cancellationSignal,
+            onAnswer: (current, delayMs) => log.info({ event: 'remote_transition_in_progress', ...logFields, attempt, answers: current.answers, delayMs }),
+          })
+        : await invoke();
       output = toJsonOutput(raw);
     } catch (err) {
-      if (err instanceof RemoteOutcomeUnknownError) return parkOutcomeUnknown(req, attempt, transitionKey, err, logFields, effect);
+      if (err instanceof RemoteOutcomeUnknownError || err instanceof InProgressBudgetExhaustedError)
+        return parkOutcomeUnknown(req, attempt, transitionKey, err, logFields, effect, startedAt);
       return fail(classifyFailure(err), effect);
     }
 
@@ -346,18 +374,34 @@ export function createActivities(deps: EngineDeps) {
     req: StepRequest,
     attempt: number,
     transitionKey: string,
-    err: RemoteOutcomeUnknownError,
+    err: RemoteOutcomeUnknownError | InProgressBudgetExhaustedError,
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
+    invokedAt: Date,
   ): Promise<StepResult> {
-    const remoteCall = {
-      transitionKey,
-      protocol: err.protocol,
-      target: err.target,
-      startedAt: err.startedAt.toISOString(),
-      deadlineMs: err.deadlineMs,
-      elapsedMs: err.elapsedMs,
-    };
+    let remoteCall: RemoteCall;
+    if (err instanceof RemoteOutcomeUnknownError) {
+      remoteCall = {
+        transitionKey,
+        protocol: err.protocol,
+        target: err.target,
+        startedAt: err.startedAt.toISOString(),
+        deadlineMs: err.deadlineMs,
+        elapsedMs: err.elapsedMs,
+      };
+    } else {
+      // The worker took the call and kept answering "in progress": that is the evidence an operator needs.
+      const startedAt = new Date(Math.min(invokedAt.getTime(), Date.parse(err.evidence.firstAt)));
+      remoteCall = {
+        transitionKey,
+        protocol: err.protocol,
+        target: err.target,
+        startedAt: startedAt.toISOString(),
+        deadlineMs: req.timeoutMs,
+        elapsedMs: Date.now() - startedAt.getTime(),
+        inProgress: err.evidence,
+      };
+    }
     const committed = await store.commitOutcomeUnknown({
       tenantId: req.tenantId,
       executionId: req.executionId,
@@ -377,9 +421,15 @@ export function createActivities(deps: EngineDeps) {
       attempt,
       protocol: err.protocol,
       target: err.target,
-      elapsedMs: err.elapsedMs,
-      deadlineMs: err.deadlineMs,
-      decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY',
+      elapsedMs: remoteCall.elapsedMs,
+      deadlineMs: remoteCall.deadlineMs,
+      ...(remoteCall.inProgress
+        ? {
+            inProgressAnswers: remoteCall.inProgress.answers,
+            inProgressBudgetMs: remoteCall.inProgress.budgetMs,
+            decision: 'PARKED_IN_PROGRESS_BUDGET_EXHAUSTED',
+          }
+        : { decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY' }),
     });
     throw terminalFailure(
       { status: 'REMOTE_OUTCOME_UNKNOWN', terminalReason: null, errorCode: 'REMOTE_OUTCOME_UNKNOWN', stepIndex: req.stepIndex, transitionKey },

@@ -18,6 +18,20 @@ const RemoteCallSchema = z.object({
   startedAt: Timestamp,
   deadlineMs: z.number().int(),
   elapsedMs: z.number().int(),
+  inProgress: z
+    .object({
+      state: z.literal('IN_PROGRESS'),
+      answers: z.number().int(),
+      firstAt: Timestamp,
+      lastAt: Timestamp,
+      budgetMs: z.number().int(),
+      platform: z.string().nullable(),
+    })
+    .optional()
+    .meta({
+      description:
+        'set when the execution parked because the worker kept answering "in progress" for this identity past pipeline.orchestrator.worker.in-progress-budget: it took the call, its outcome was not stored',
+    }),
 });
 
 const DispositionEvidenceSchema = RemoteCallSchema.extend({

@@ -72,6 +72,13 @@ export const ConfigSchema = z.object({
   'pipeline.orchestrator.worker.rest.request-timeout': duration('pipeline.orchestrator.worker.rest.request-timeout').default(30_000),
   /** Deadline of a gRPC transition worker call. Default 30s. */
   'pipeline.orchestrator.worker.grpc.request-timeout': duration('pipeline.orchestrator.worker.grpc.request-timeout').default(30_000),
+  /**
+   * How long the service keeps asking a REST/gRPC worker that answers "in progress" for the
+   * same transition identity (it took the call, its outcome is not stored yet) before it
+   * parks the execution as REMOTE_OUTCOME_UNKNOWN with that evidence. Those answers never
+   * spend the step's retry attempts. Default 5m.
+   */
+  'pipeline.orchestrator.worker.in-progress-budget': duration('pipeline.orchestrator.worker.in-progress-budget').default(300_000),
   /** Start-to-close timeout of a LOCAL/FUNCTION step activity. Default 5m. */
   'pipeline.orchestrator.worker.step-timeout': duration('pipeline.orchestrator.worker.step-timeout').default(300_000),
   /** Heartbeat timeout of a step activity: how soon a dead worker's step is redelivered. Default 30s. */

@@ -124,6 +124,7 @@ export class PipelineRegistry {
       retry: { ...defaults, ...pipeline.retry, ...step.retry },
       timeoutMs: step.timeoutMs ?? this.defaultTimeout(step.transport),
       heartbeatMs: this.config['pipeline.orchestrator.worker.heartbeat-timeout'],
+      ...(step.transport === 'REST' || step.transport === 'GRPC' ? { inProgressBudgetMs: this.config['pipeline.orchestrator.worker.in-progress-budget'] } : {}),
     }));
   }
 }

@@ -22,7 +22,25 @@ export interface DispositionEvidence extends RemoteCall {
   detail: string;
 }
 
+/**
+ * The worker's own record, read live where it offers a lookup. When the execution parked
+ * on the worker's "in progress" answers and the lookup cannot answer (not offered, or
+ * down with the store that kept the outcome from being written), those answers are the
+ * evidence: the worker took the call (`workerRecorded: true`, state IN_PROGRESS).
+ */
 export async function dispositionEvidence(record: ExecutionRecord, registry: PipelineRegistry, timeoutMs = 2000): Promise<DispositionEvidence | null> {
+  const live = await liveEvidence(record, registry, timeoutMs);
+  const answered = record.remoteCall?.inProgress;
+  if (!live || live.lookup === 'ANSWERED' || !answered) return live;
+  return {
+    ...live,
+    workerRecorded: true,
+    workerState: answered.state,
+    detail: `the worker answered "in progress" ${answered.answers} times for this transition identity (last at ${answered.lastAt}): it took the call and its outcome was not stored; the effect may have happened. Its lookup: ${live.detail}`,
+  };
+}
+
+async function liveEvidence(record: ExecutionRecord, registry: PipelineRegistry, timeoutMs: number): Promise<DispositionEvidence | null> {
   const call = record.remoteCall;
   if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
   // The worker dedupes on the key it was sent: the tenant-qualified one.

@@ -279,7 +279,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       connect: connectOptions,
       namespace,
       taskQueue,
-      deps: { store, effects, registry, log, metrics },
+      deps: { store, effects, registry, log, metrics, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
       jobs,
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again

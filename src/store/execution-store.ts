@@ -53,6 +53,25 @@ export interface RemoteCall {
   startedAt: string;
   deadlineMs: number;
   elapsedMs: number;
+  /**
+   * Set when the execution parked because the worker kept answering "in progress" for this
+   * identity past the in-progress budget: the worker took the call; its outcome was not stored.
+   */
+  inProgress?: InProgressEvidence;
+}
+
+/** What a worker's "in progress" answers for one transition identity showed. */
+export interface InProgressEvidence {
+  /** the worker's last answer */
+  state: 'IN_PROGRESS';
+  /** "in progress" answers the service heard for this identity */
+  answers: number;
+  firstAt: string;
+  lastAt: string;
+  /** pipeline.orchestrator.worker.in-progress-budget the step ran with */
+  budgetMs: number;
+  /** the worker's platform, when it said */
+  platform: string | null;
 }
 
 export interface NewExecution {

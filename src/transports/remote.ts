@@ -46,7 +46,12 @@ export const IN_PROGRESS_HEADER = 'x-transition-in-progress';
 
 /** The worker answered "in progress" for this transition identity (see IN_PROGRESS_HEADER). */
 export class TransitionInProgressError extends RemoteFailureError {
-  constructor(protocol: Protocol, target: string, platform: string | null, retryAfterMs: number | null) {
+  constructor(
+    readonly protocol: Protocol,
+    readonly target: string,
+    platform: string | null,
+    retryAfterMs: number | null,
+  ) {
     super(`${protocol} worker at ${target} is still handling this transition`, 'TRANSITION_IN_PROGRESS', true, platform, retryAfterMs);
     this.name = 'TransitionInProgressError';
   }

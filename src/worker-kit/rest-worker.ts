@@ -108,7 +108,13 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
   app.get('/transition/:key', async (c) => {
     const key = c.req.param('key');
     if (!parseIdempotencyKey(key)) return c.json({ error: 'not a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}' }, 400);
-    const found = await store.lookup(key);
+    let found: Awaited<ReturnType<DedupeStore['lookup']>>;
+    try {
+      found = await store.lookup(key);
+    } catch {
+      // The store cannot say: never "not recorded" by default.
+      return c.json({ error: 'worker store unavailable; the disposition cannot be read now' }, 503);
+    }
     return c.json({
       idempotencyKey: key,
       recorded: found !== null,

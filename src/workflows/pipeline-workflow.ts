@@ -28,7 +28,8 @@ function activitySummary(step: StepPlan, index: number, executionId: string, att
 
 function activitiesFor(step: StepPlan, index: number, executionId: string, attempt: number) {
   return proxyActivities<EngineActivities>({
-    startToCloseTimeout: step.timeoutMs + TEMPORAL_TIMEOUT_MARGIN_MS,
+    // A remote step's activity keeps asking a worker that answers "in progress" within its budget, then one more call.
+    startToCloseTimeout: step.timeoutMs + (step.inProgressBudgetMs ?? 0) + TEMPORAL_TIMEOUT_MARGIN_MS,
     heartbeatTimeout: step.heartbeatMs,
     retry: {
       initialInterval: Math.max(1, step.retry.waitMs),
@@ -64,6 +65,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         dispatchId: firstOfRun ? run.dispatchId : undefined,
         retry: step.retry,
         timeoutMs: step.timeoutMs,
+        ...(step.inProgressBudgetMs !== undefined ? { inProgressBudgetMs: step.inProgressBudgetMs } : {}),
         input: segment,
         redriveIntent: firstOfRun ? run.redrive?.intent : undefined,
       });

@@ -13,6 +13,12 @@ export interface StepPlan {
   /** the step's own deadline; the activity enforces it and Temporal's timeout sits above it */
   timeoutMs: number;
   heartbeatMs: number;
+  /**
+   * REST/gRPC steps: how long "in progress" answers for the same identity are asked again
+   * before the execution parks as REMOTE_OUTCOME_UNKNOWN (pipeline.orchestrator.worker.in-progress-budget).
+   * Absent in runs planned before it: the activity then uses the service's configured budget.
+   */
+  inProgressBudgetMs?: number;
 }
 
 /** The workflow's argument: everything a run needs to resume from a step. */
@@ -67,6 +73,8 @@ export interface StepRequest {
   dispatchId?: string;
   retry: RetryPolicy;
   timeoutMs: number;
+  /** the step plan's in-progress budget (REST/gRPC), when the run was planned with one */
+  inProgressBudgetMs?: number;
   input: unknown;
   redriveIntent?: RedriveMode;
 }
