@@ -121,13 +121,14 @@ describe('loadConfig', () => {
   it('reads retention keys, and refuses an audit shorter than the DLQ or dedupe rows shorter than a redelivery can arrive', () => {
     expect(loadConfig({ PIPELINE_RETENTION_REJECTS: '3d' })['pipeline.retention.rejects']).toBe(3 * 86_400_000);
     expect(() => loadConfig({ PIPELINE_RETENTION_DLQ: '400d' })).toThrow(/pipeline\.retention\.redrive-audit must be at least pipeline\.retention\.dlq/);
-    expect(() => loadConfig({ PIPELINE_RETENTION_DEDUPE: '10m' })).toThrow(/pipeline\.retention\.dedupe must be at least 5440 s/);
+    expect(() => loadConfig({ PIPELINE_RETENTION_DEDUPE: '10m' })).toThrow(/pipeline\.retention\.dedupe must be at least 10240 s/);
     expect(
       loadConfig({
         PIPELINE_RETENTION_DEDUPE: '10m',
         PIPELINE_DEFAULTS_RETRY_LIMIT: '0',
         PIPELINE_ORCHESTRATOR_WORKER_STEP_TIMEOUT: '5s',
         PIPELINE_DEFAULTS_MAX_BACKOFF: '1000',
+        PIPELINE_ORCHESTRATOR_WORKER_IN_PROGRESS_BUDGET: '10s',
       })['pipeline.retention.dedupe'],
     ).toBe(600_000);
   });

@@ -281,7 +281,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
  * The longest a redelivery of one transition identity can still arrive after its first
  * delivery, under the configured defaults: every Temporal attempt of the step's activity
  * (the retry budget plus 10 redeliveries) at its full deadline (plus Temporal's 10 s
- * margin) and the longest backoff between them. Per-step overrides are not seen here.
+ * margin, and for a remote step the in-progress budget it may spend asking again) and the
+ * longest backoff between them. Per-step overrides are not seen here.
  */
 export function redeliveryHorizonMs(config: Config): number {
   const deadline = Math.max(
@@ -289,7 +290,8 @@ export function redeliveryHorizonMs(config: Config): number {
     config['pipeline.orchestrator.worker.rest.request-timeout'],
     config['pipeline.orchestrator.worker.grpc.request-timeout'],
   );
-  return (config['pipeline.defaults.retry-limit'] + 11) * (deadline + 10_000 + config['pipeline.defaults.max-backoff']);
+  const attemptMs = deadline + 10_000 + config['pipeline.orchestrator.worker.in-progress-budget'] + config['pipeline.defaults.max-backoff'];
+  return (config['pipeline.defaults.retry-limit'] + 11) * attemptMs;
 }
 
 function checkRetention(config: Config): Config {
