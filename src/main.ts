@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const demoWorkers =
     service.role === 'api'
       ? undefined
-      : await startDemoWorkers(service.db, ports).catch(async (err) => {
+      : await startDemoWorkers(service.db, ports, log).catch(async (err) => {
           await service.stop();
           throw err;
         });

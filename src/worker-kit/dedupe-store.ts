@@ -1,9 +1,13 @@
 /**
  * The worker kit's dedupe table: one row per tenant-qualified idempotency key
  * (`{tenantId}/{executionId}:{stepIndex}:{attempt}`). A delivery claims the key
- * (IN_PROGRESS, with a lease); the handler's outcome is stored (DONE) and replayed to
- * every later delivery of the same key. A claim whose lease expired (the worker died
- * mid-handler) can be taken over.
+ * (IN_PROGRESS, with a lease and a fencing token); once the handler has returned the row is
+ * marked RAN, then its outcome is stored (DONE) and replayed to every later delivery of the
+ * same key. A claim whose lease expired while IN_PROGRESS (the worker died mid-handler) can
+ * be taken over, which bumps the fencing token: every later write of the old holder (lease
+ * renewal, RAN, outcome, release) is conditional on its token and changes nothing. A RAN row
+ * is never taken over: its handler ran, so the next delivery answers "in progress" (and the
+ * service parks the execution once its in-progress budget runs out), never runs it again.
  *
  * Rows written before keys were tenant-qualified ("legacy" rows: `tenant_id` NULL, key
  * `executionId:stepIndex:attempt`) cannot say which tenant they belong to. A legacy
@@ -19,7 +23,11 @@ export interface StoredResponse {
   body: unknown;
 }
 
-export type Claim = { claimed: true } | { claimed: false; state: 'IN_PROGRESS' | 'DONE'; response: StoredResponse | null };
+/** IN_PROGRESS: claimed, handler running; RAN: the handler returned, its outcome not stored yet; DONE: outcome stored. */
+export type DedupeState = 'IN_PROGRESS' | 'RAN' | 'DONE';
+
+/** `fence`: the claim's fencing token, a counter per identity that every takeover bumps. */
+export type Claim = { claimed: true; fence: number } | { claimed: false; state: DedupeState; response: StoredResponse | null };
 
 /** What a delivery whose transition has a legacy row gets, whichever tenant asks. */
 export const LEGACY_ROW_RESPONSE: StoredResponse = {
@@ -34,12 +42,16 @@ export const LEGACY_ROW_RESPONSE: StoredResponse = {
 interface DedupeRow {
   idempotency_key: string;
   tenant_id: string | null;
-  state: 'IN_PROGRESS' | 'DONE';
+  state: DedupeState;
   response_status: number | null;
   response_body: unknown;
   completed_at: Date | string | null;
 }
 
+/**
+ * The kit's migration: idempotent DDL, in order, safe to run at every start of every kit
+ * process (each statement checks what is already there). Run it once before serving.
+ */
 export async function ensureDedupeSchema(db: Queryable): Promise<void> {
   await db.query(`CREATE TABLE IF NOT EXISTS transition_worker_dedupe (
     idempotency_key text CONSTRAINT transition_worker_dedupe_pkey PRIMARY KEY,
@@ -53,12 +65,16 @@ export async function ensureDedupeSchema(db: Queryable): Promise<void> {
   await db.query('ALTER TABLE transition_worker_dedupe ADD COLUMN IF NOT EXISTS tenant_id text');
   // Retention (purgeDedupe) reads only the rows it may delete.
   await db.query(`CREATE INDEX IF NOT EXISTS transition_worker_dedupe_completed_index ON transition_worker_dedupe (completed_at) WHERE state = 'DONE'`);
-  await db.query(`CREATE INDEX IF NOT EXISTS transition_worker_dedupe_lease_index ON transition_worker_dedupe (lease_until) WHERE state = 'IN_PROGRESS'`);
+  // Fencing token of the current claim; rows from before fencing start at 0.
+  await db.query('ALTER TABLE transition_worker_dedupe ADD COLUMN IF NOT EXISTS fence bigint NOT NULL DEFAULT 0');
+  // Open rows (IN_PROGRESS, RAN) by lease, for retention; replaces the IN_PROGRESS-only index.
+  await db.query(`CREATE INDEX IF NOT EXISTS transition_worker_dedupe_open_index ON transition_worker_dedupe (lease_until) WHERE state <> 'DONE'`);
+  await db.query('DROP INDEX IF EXISTS transition_worker_dedupe_lease_index');
 }
 
 /**
  * Retention of the dedupe table: deletes one batch (at most `limit`) of rows completed,
- * or abandoned mid-handler (lease expired), longer than `keepMs` ago, and returns how many
+ * or left open (a handler abandoned, or RAN with its outcome never stored: lease expired), longer than `keepMs` ago, and returns how many
  * went; 0 when the table does not exist in this database. `keepMs` must exceed the longest
  * a redelivery of one transition can still arrive (the orchestrator's retry budget times
  * its step deadline, docs/runbook.md "Sizing retention") and the time operators take to
@@ -71,7 +87,7 @@ export async function purgeDedupe(db: Queryable, keepMs: number, limit: number):
     const result = await db.query<{ n: number }>(
       `WITH done AS (SELECT idempotency_key FROM transition_worker_dedupe WHERE state = 'DONE' AND completed_at < ${cutoff}
                      ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED),
-       abandoned AS (SELECT idempotency_key FROM transition_worker_dedupe WHERE state = 'IN_PROGRESS' AND lease_until < ${cutoff}
+       abandoned AS (SELECT idempotency_key FROM transition_worker_dedupe WHERE state <> 'DONE' AND lease_until < ${cutoff}
                      ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED),
        gone AS (DELETE FROM transition_worker_dedupe t WHERE t.idempotency_key IN (SELECT idempotency_key FROM done UNION ALL SELECT idempotency_key FROM abandoned) RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
@@ -96,43 +112,63 @@ export class DedupeStore {
   /** `key` is tenant-qualified. No claim is made while a legacy row holds the same transition identity. */
   async claim(key: string, leaseMs: number): Promise<Claim> {
     const { tenantId, transitionKey } = split(key);
-    const result = await this.db.query<Pick<DedupeRow, 'state' | 'response_status' | 'response_body'> & { claimed: boolean; legacy: boolean }>(
+    const result = await this.db.query<
+      Pick<DedupeRow, 'state' | 'response_status' | 'response_body'> & { claimed: boolean; legacy: boolean; fence: string | number | null }
+    >(
       `WITH legacy AS (SELECT 1 FROM transition_worker_dedupe WHERE idempotency_key = $3),
        claimed AS (
-         INSERT INTO transition_worker_dedupe (idempotency_key, tenant_id, state, lease_until)
-         SELECT $1, $4, 'IN_PROGRESS', now() + ($2::integer * interval '1 millisecond') WHERE NOT EXISTS (SELECT 1 FROM legacy)
-         ON CONFLICT (idempotency_key) DO UPDATE SET lease_until = EXCLUDED.lease_until
+         INSERT INTO transition_worker_dedupe (idempotency_key, tenant_id, state, lease_until, fence)
+         SELECT $1, $4, 'IN_PROGRESS', now() + ($2::integer * interval '1 millisecond'), 1 WHERE NOT EXISTS (SELECT 1 FROM legacy)
+         ON CONFLICT (idempotency_key) DO UPDATE SET lease_until = EXCLUDED.lease_until, fence = transition_worker_dedupe.fence + 1
            WHERE transition_worker_dedupe.state = 'IN_PROGRESS' AND transition_worker_dedupe.lease_until < now()
-         RETURNING 1)
-       SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, EXISTS (SELECT 1 FROM legacy) AS legacy, d.state, d.response_status, d.response_body
+         RETURNING fence)
+       SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, (SELECT fence FROM claimed) AS fence, EXISTS (SELECT 1 FROM legacy) AS legacy,
+              d.state, d.response_status, d.response_body
        FROM (SELECT 1) AS one LEFT JOIN transition_worker_dedupe d ON d.idempotency_key = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`,
       [key, leaseMs, transitionKey, tenantId],
     );
     const row = result.rows[0];
-    if (row.claimed) return { claimed: true };
+    if (row.claimed) return { claimed: true, fence: Number(row.fence) };
     if (row.legacy) return { claimed: false, state: 'DONE', response: LEGACY_ROW_RESPONSE };
     return { claimed: false, state: row.state, response: row.state === 'DONE' ? { status: row.response_status!, body: row.response_body } : null };
   }
 
-  async complete(key: string, response: StoredResponse): Promise<void> {
-    await this.db.query(
+  /**
+   * The handler of the claim `fence` has returned: from here on no delivery takes the claim
+   * over, even when this process dies before the outcome is stored. Idempotent. False: fenced
+   * out (a later claim holds the identity), nothing changed.
+   */
+  async markRan(key: string, fence: number): Promise<boolean> {
+    const result = await this.db.query(
+      `UPDATE transition_worker_dedupe SET state = 'RAN' WHERE idempotency_key = $1 AND fence = $2 AND state IN ('IN_PROGRESS', 'RAN') RETURNING 1`,
+      [key, fence],
+    );
+    return result.rows.length > 0;
+  }
+
+  /** Stores the outcome of the claim `fence`. False: fenced out, nothing changed. */
+  async complete(key: string, fence: number, response: StoredResponse): Promise<boolean> {
+    const result = await this.db.query(
       `UPDATE transition_worker_dedupe SET state = 'DONE', response_status = $2, response_body = $3::jsonb, completed_at = now(), lease_until = NULL
-       WHERE idempotency_key = $1`,
-      [key, response.status, JSON.stringify(response.body ?? null)],
+       WHERE idempotency_key = $1 AND fence = $4 AND state IN ('IN_PROGRESS', 'RAN') RETURNING 1`,
+      [key, response.status, JSON.stringify(response.body ?? null), fence],
     );
+    return result.rows.length > 0;
   }
 
-  /** Extends a live claim's lease (its handler is running, or its outcome is still being stored). */
-  async renew(key: string, leaseMs: number): Promise<void> {
-    await this.db.query(
-      `UPDATE transition_worker_dedupe SET lease_until = now() + ($2::integer * interval '1 millisecond') WHERE idempotency_key = $1 AND state = 'IN_PROGRESS'`,
-      [key, leaseMs],
+  /** Extends the lease of the claim `fence` (its handler is running, or its outcome is still being stored). False: the claim was lost. */
+  async renew(key: string, fence: number, leaseMs: number): Promise<boolean> {
+    const result = await this.db.query(
+      `UPDATE transition_worker_dedupe SET lease_until = now() + ($2::integer * interval '1 millisecond')
+       WHERE idempotency_key = $1 AND fence = $3 AND state IN ('IN_PROGRESS', 'RAN') RETURNING 1`,
+      [key, leaseMs, fence],
     );
+    return result.rows.length > 0;
   }
 
-  /** A retryable failure: forget the claim so the next delivery runs the handler again. */
-  async release(key: string): Promise<void> {
-    await this.db.query(`DELETE FROM transition_worker_dedupe WHERE idempotency_key = $1 AND state = 'IN_PROGRESS'`, [key]);
+  /** A retryable failure: forget the claim `fence` so the next delivery runs the handler again. */
+  async release(key: string, fence: number): Promise<void> {
+    await this.db.query(`DELETE FROM transition_worker_dedupe WHERE idempotency_key = $1 AND fence = $2 AND state = 'IN_PROGRESS'`, [key, fence]);
   }
 
   /**

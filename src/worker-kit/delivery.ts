@@ -5,12 +5,21 @@
  * must be replayed (a result, a rejection); forget a retryable failure so the next
  * delivery runs again.
  *
- * Once the handler has run, its claim is never released: if the outcome cannot be stored
- * (the kit's Postgres restarting), the kit keeps retrying the write in the background and
- * answers "in progress" meanwhile, so every redelivery waits for the stored outcome instead
- * of running the handler again. The claim's lease is renewed while the handler runs and
- * while its outcome waits to be stored; it expires only when this process died.
+ * The claim carries a fencing token. Its lease is renewed while the handler runs and while
+ * its outcome waits to be stored, each renewal conditional on the token. When the lease is
+ * lost (a renewal finds a later claim, or renewals fail until the lease has run out, as in a
+ * database outage longer than the lease) the handler's `signal` is aborted and
+ * `worker_kit_lease_lost` is logged: another delivery may now run the handler. Every later
+ * write of this delivery is conditional on its token, so a fenced-out delivery's late
+ * outcome changes nothing; it is logged (`worker_kit_outcome_fenced`) and counted
+ * (`fencedOutWrites`).
+ *
+ * Once the handler has returned, the claim is marked RAN before its outcome is written, and
+ * never released: if the outcome cannot be stored (the kit's Postgres restarting) the kit
+ * keeps retrying the write in the background and answers "in progress" meanwhile, and a RAN
+ * row survives this process: the next delivery answers "in progress", never runs again.
  */
+import type { Log } from '../log';
 import type { DedupeStore, StoredResponse } from './dedupe-store';
 
 /** Thrown by a handler for a failure no retry can fix: stored and replayed like a success. */
@@ -21,6 +30,22 @@ export class TransitionRejectedError extends Error {
   ) {
     super(message);
     this.name = 'TransitionRejectedError';
+  }
+}
+
+/** The reason a handler's `signal` is aborted with when its claim's lease is lost. */
+export class LeaseLostError extends Error {
+  constructor(
+    readonly key: string,
+    readonly fence: number,
+    readonly cause: 'FENCED' | 'EXPIRED',
+  ) {
+    super(
+      cause === 'FENCED'
+        ? `the claim on ${key} (fence ${fence}) was taken over by a later delivery`
+        : `the claim on ${key} (fence ${fence}) could not be renewed before its lease ran out`,
+    );
+    this.name = 'LeaseLostError';
   }
 }
 
@@ -46,23 +71,75 @@ export interface DeliveryLimits {
 const IN_PROGRESS_RETRY_MS = 1000;
 const WRITE_BACKOFF_MS = { first: 100, max: 2000 };
 
+/** Renews one claim's lease, conditional on its token, until stopped or lost. */
+class Lease {
+  private readonly timer: NodeJS.Timeout;
+  /** local time until which the lease surely holds (last successful renewal's send time + lease) */
+  private validUntil: number;
+  lost = false;
+
+  constructor(
+    private readonly store: DedupeStore,
+    private readonly key: string,
+    private readonly fence: number,
+    private readonly leaseMs: number,
+    private readonly onLost: (cause: 'FENCED' | 'EXPIRED') => void,
+    claimedAt: number,
+  ) {
+    this.validUntil = claimedAt + leaseMs;
+    this.timer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.lost) return;
+    const sentAt = Date.now();
+    try {
+      const held = await this.store.renew(this.key, this.fence, this.leaseMs);
+      if (this.lost) return;
+      if (held) this.validUntil = sentAt + this.leaseMs;
+      else this.lose('FENCED');
+    } catch {
+      // The store cannot say; once the lease has run out, another delivery may claim the identity.
+      if (!this.lost && Date.now() >= this.validUntil) this.lose('EXPIRED');
+    }
+  }
+
+  private lose(cause: 'FENCED' | 'EXPIRED'): void {
+    this.lost = true;
+    this.stop();
+    this.onLost(cause);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
 export class Deliveries {
   /** Outcomes whose handler ran but which are not stored yet, by key: redeliveries here answer "in progress". */
   private readonly unstored = new Map<string, StoredResponse>();
+  private fenced = 0;
 
   constructor(
     private readonly store: DedupeStore,
     private readonly limits: DeliveryLimits,
+    private readonly log?: Log,
   ) {}
 
-  async deliver(key: string, run: () => Promise<unknown>): Promise<DeliveryOutcome> {
+  async deliver(key: string, run: (signal: AbortSignal) => Promise<unknown>): Promise<DeliveryOutcome> {
     const inProgress = { kind: 'in-progress', retryAfterMs: IN_PROGRESS_RETRY_MS } as const;
     if (this.unstored.has(key)) return inProgress;
     const deadline = Date.now() + this.limits.waitMs;
+    let fence: number;
+    let claimedAt: number;
     try {
       for (;;) {
+        claimedAt = Date.now();
         const claim = await this.store.claim(key, this.limits.leaseMs);
-        if (claim.claimed) break;
+        if (claim.claimed) {
+          fence = claim.fence;
+          break;
+        }
         if (claim.state === 'DONE' && claim.response) return { kind: 'done', stored: claim.response, replayed: true };
         if (Date.now() > deadline || this.unstored.has(key)) return inProgress;
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -72,44 +149,73 @@ export class Deliveries {
       return inProgress;
     }
 
-    const renewal = setInterval(
-      () => void this.store.renew(key, this.limits.leaseMs).catch(() => undefined),
-      Math.max(50, Math.floor(this.limits.leaseMs / 3)),
+    const controller = new AbortController();
+    const lease = new Lease(
+      this.store,
+      key,
+      fence,
+      this.limits.leaseMs,
+      (cause) => {
+        const reason = new LeaseLostError(key, fence, cause);
+        this.log?.warn({ event: 'worker_kit_lease_lost', idempotencyKey: key, fence, cause, detail: reason.message });
+        controller.abort(reason);
+      },
+      claimedAt!,
     );
     let stored: StoredResponse;
     try {
-      stored = { status: 200, body: (await run()) ?? null };
+      stored = { status: 200, body: (await run(controller.signal)) ?? null };
     } catch (err) {
       if (err instanceof TransitionRejectedError) {
         stored = { status: err.status, body: { error: err.message } };
       } else {
-        clearInterval(renewal);
-        // The handler says a retry is safe: forget the claim (if that fails too, the lease runs out).
-        await this.store.release(key).catch(() => undefined);
+        lease.stop();
+        // The handler says a retry is safe: forget the claim, if still ours (if that fails too, the lease runs out).
+        await this.store.release(key, fence).catch(() => undefined);
         return { kind: 'retry' };
       }
     }
     // The handler has run: from here on the claim is never released.
     try {
-      await this.store.complete(key, stored);
-      clearInterval(renewal);
+      if (!(await this.store.markRan(key, fence)) || !(await this.store.complete(key, fence, stored))) {
+        lease.stop();
+        return this.fencedOut(key, fence);
+      }
+      lease.stop();
       return { kind: 'done', stored, replayed: false };
     } catch {
       this.unstored.set(key, stored);
-      void this.storeLater(key, stored).finally(() => clearInterval(renewal));
+      void this.storeLater(key, fence, stored).finally(() => lease.stop());
       return inProgress;
     }
   }
 
-  /** Retries the outcome write until it is stored; redeliveries meanwhile answer "in progress". */
-  private async storeLater(key: string, stored: StoredResponse): Promise<void> {
+  /** A later claim holds the identity: this delivery's outcome was not written. */
+  private fencedOut(key: string, fence: number): DeliveryOutcome {
+    this.fenced++;
+    this.log?.warn({
+      event: 'worker_kit_outcome_fenced',
+      idempotencyKey: key,
+      fence,
+      detail: 'a later delivery claimed this identity; this delivery’s outcome was not written',
+    });
+    return { kind: 'in-progress', retryAfterMs: IN_PROGRESS_RETRY_MS };
+  }
+
+  /** Retries RAN and the outcome write until stored (or fenced out); redeliveries meanwhile answer "in progress". */
+  private async storeLater(key: string, fence: number, stored: StoredResponse): Promise<void> {
     for (let wait = WRITE_BACKOFF_MS.first; ; wait = Math.min(WRITE_BACKOFF_MS.max, wait * 2)) {
       await new Promise((resolve) => setTimeout(resolve, wait));
       try {
-        await this.store.complete(key, stored);
+        if (!(await this.store.markRan(key, fence)) || !(await this.store.complete(key, fence, stored))) throw new FencedOut();
         this.unstored.delete(key);
         return;
-      } catch {
+      } catch (err) {
+        if (err instanceof FencedOut) {
+          this.unstored.delete(key);
+          this.fencedOut(key, fence);
+          return;
+        }
         // still down; try again
       }
     }
@@ -119,4 +225,11 @@ export class Deliveries {
   get pendingWrites(): number {
     return this.unstored.size;
   }
+
+  /** Late writes of fenced-out deliveries that changed nothing, since this process started. */
+  get fencedOutWrites(): number {
+    return this.fenced;
+  }
 }
+
+class FencedOut extends Error {}

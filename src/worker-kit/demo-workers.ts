@@ -9,6 +9,7 @@ import { ConfigError } from '../errors';
 import { demoBehaviour } from '../pipeline/demo';
 import { NonRetryableException } from '../pipeline/define';
 import type { Queryable } from '../store/db';
+import type { Log } from '../log';
 import { ensureDedupeSchema } from './dedupe-store';
 import { TransitionRejectedError } from './delivery';
 import { createGrpcTransitionWorker } from './grpc-worker';
@@ -25,12 +26,12 @@ function handlerFor(step: string) {
   };
 }
 
-export async function startDemoWorkers(db: Queryable, ports: { rest: number; grpc: number }): Promise<{ stop(): Promise<void> }> {
+export async function startDemoWorkers(db: Queryable, ports: { rest: number; grpc: number }, log?: Log): Promise<{ stop(): Promise<void> }> {
   await ensureDedupeSchema(db);
   const platform = `demo-kit/node-${process.versions.node}`;
-  const rest = createRestTransitionWorker({ db, platform, handler: handlerFor('notify') });
+  const rest = createRestTransitionWorker({ db, platform, log, handler: handlerFor('notify') });
   const server: ServerType = await serveHttp({ fetch: rest.fetch, port: ports.rest, hostname: '127.0.0.1', key: 'pipeline.demo.rest-port' });
-  const grpc = createGrpcTransitionWorker({ db, platform, handler: handlerFor('archive') });
+  const grpc = createGrpcTransitionWorker({ db, platform, log, handler: handlerFor('archive') });
   try {
     await grpc.listen(ports.grpc);
   } catch (err) {

@@ -12,15 +12,13 @@ import { DedupeStore } from './dedupe-store';
 import { Deliveries } from './delivery';
 import { IN_PROGRESS_HEADER } from '../transports/remote';
 import { parseIdempotencyKey } from '../ids';
-import { transitionCallOf, type TransitionCall } from './rest-worker';
+import { transitionCallOf, type KitDeliveryOptions, type TransitionCall } from './rest-worker';
 import { withRemoteParent } from '../trace-context';
 
-export interface GrpcTransitionWorkerOptions {
+export interface GrpcTransitionWorkerOptions extends KitDeliveryOptions {
   db: Queryable;
   platform: string;
   handler: (input: unknown, call: TransitionCall) => Promise<unknown>;
-  leaseMs?: number;
-  duplicateWaitMs?: number;
 }
 
 export interface GrpcTransitionWorker {
@@ -33,7 +31,7 @@ export interface GrpcTransitionWorker {
 export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions): GrpcTransitionWorker {
   if (!options.platform) throw new TypeError('createGrpcTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
-  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 });
+  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 }, options.log);
   const server = new grpc.Server();
   const platformMetadata = () => {
     const md = new grpc.Metadata();
@@ -59,12 +57,12 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
         return callback(fail(grpc.status.INVALID_ARGUMENT, 'input_json is not JSON'));
       }
       try {
-        const handle = () =>
+        const handle = (signal: AbortSignal) =>
           withRemoteParent(
             'worker-kit gRPC handle',
             (name) => first(name) ?? undefined,
             { 'pipeline.transition_key': transition.transitionKey, 'pipeline.platform': options.platform },
-            () => options.handler(input, transition),
+            () => options.handler(input, { ...transition, signal }),
           );
         const outcome = await deliveries.deliver(key, handle);
         if (outcome.kind === 'in-progress') {

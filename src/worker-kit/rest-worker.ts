@@ -17,8 +17,9 @@ import { Deliveries } from './delivery';
 import { IN_PROGRESS_HEADER } from '../transports/remote';
 import { parseIdempotencyKey } from '../ids';
 
-export { TransitionRejectedError } from './delivery';
+export { LeaseLostError, TransitionRejectedError } from './delivery';
 import type { Queryable } from '../store/db';
+import type { Log } from '../log';
 import { withRemoteParent } from '../trace-context';
 
 export interface TransitionCall {
@@ -32,10 +33,26 @@ export interface TransitionCall {
   correlationId: string | null;
   /** the attempt, read from the transition identity */
   attempt: number;
+  /**
+   * Aborted (with a LeaseLostError) when this delivery's claim on the identity is lost: its
+   * lease could not be renewed in time, or a later delivery took it over and may run the
+   * handler too. Stop making effects; whatever this delivery returns afterwards is not stored.
+   */
+  signal: AbortSignal;
+}
+
+/** Options both kits take about their dedupe. */
+export interface KitDeliveryOptions {
+  /** how long a claim holds before another delivery may take it over (the worker died); default 60 s */
+  leaseMs?: number;
+  /** how long a concurrent duplicate waits for the first delivery's outcome; default 10 s */
+  duplicateWaitMs?: number;
+  /** where the kit logs `worker_kit_lease_lost` and `worker_kit_outcome_fenced` (one JSON object per line); default none */
+  log?: Log;
 }
 
 /** The TransitionCall of a tenant-qualified idempotency key; null when `key` is not one. */
-export function transitionCallOf(key: string, correlationId: string | null): TransitionCall | null {
+export function transitionCallOf(key: string, correlationId: string | null): Omit<TransitionCall, 'signal'> | null {
   const parsed = parseIdempotencyKey(key);
   if (!parsed) return null;
   return {
@@ -48,21 +65,17 @@ export function transitionCallOf(key: string, correlationId: string | null): Tra
   };
 }
 
-export interface RestTransitionWorkerOptions {
+export interface RestTransitionWorkerOptions extends KitDeliveryOptions {
   db: Queryable;
   /** reported in the X-Transition-Worker-Platform header, and from there in DLQ envelopes */
   platform: string;
   handler: (input: unknown, call: TransitionCall) => Promise<unknown>;
-  /** how long a claim holds before another delivery may take it over (the worker died); default 60 s */
-  leaseMs?: number;
-  /** how long a concurrent duplicate waits for the first delivery's outcome; default 10 s */
-  duplicateWaitMs?: number;
 }
 
 export function createRestTransitionWorker(options: RestTransitionWorkerOptions) {
   if (!options.platform) throw new TypeError('createRestTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
-  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 });
+  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 }, options.log);
   const app = new Hono();
 
   app.use('*', async (c, next) => {
@@ -87,12 +100,12 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
       return c.json({ error: 'body must be JSON' }, 400);
     }
     // The handler runs in a span continuing the orchestrator's trace (traceparent), when tracing is on.
-    const handle = () =>
+    const handle = (signal: AbortSignal) =>
       withRemoteParent(
         'worker-kit REST handle',
         (name) => c.req.header(name),
         { 'pipeline.transition_key': call.transitionKey, 'pipeline.platform': options.platform },
-        () => options.handler(input, call),
+        () => options.handler(input, { ...call, signal }),
       );
     const outcome = await deliveries.deliver(key, handle);
     if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
