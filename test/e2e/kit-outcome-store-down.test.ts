@@ -63,6 +63,14 @@ async function lockRow(key: string, executionId: string): Promise<void> {
   }, 200);
 }
 
+/** Lifts the row-lock fault. */
+async function unlockRows(): Promise<void> {
+  if (terminator) clearInterval(terminator);
+  terminator = undefined;
+  for (const client of locks.values()) await client.end().catch(() => undefined);
+  locks.clear();
+}
+
 async function handler(_input: unknown, call: TransitionCall) {
   runs.set(call.idempotencyKey, (runs.get(call.idempotencyKey) ?? 0) + 1);
   while (held.has(call.executionId)) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -78,7 +86,8 @@ async function handler(_input: unknown, call: TransitionCall) {
 
 beforeAll(async () => {
   cluster = await startPgCluster();
-  kitDb = createPgDb(cluster.url, { max: 6 });
+  // Room for the statements the faults keep blocked, so a delivery of another identity never waits for a connection.
+  kitDb = createPgDb(cluster.url, { max: 20 });
   await ensureDedupeSchema(kitDb);
   const app = createRestTransitionWorker({ db: kitDb, platform: 'kit-store-down', duplicateWaitMs: 300, leaseMs: 3000, handler });
   const port = await freePort();
@@ -94,18 +103,13 @@ beforeAll(async () => {
       definePipeline({ name: 'grpc-command', steps: [grpcStep('pay', { address: grpcAddress, lookup: true }, { command: true, retry: RETRY })] }),
       definePipeline({ name: 'grpc-plain', steps: [grpcStep('archive', { address: grpcAddress, lookup: true }, { retry: RETRY })] }),
     ],
-    {
-      'pipeline.orchestrator.worker.in-progress-budget': BUDGET,
-      'pipeline.orchestrator.worker.rest.request-timeout': '10s',
-      'pipeline.orchestrator.worker.grpc.request-timeout': '10s',
-    },
+    { 'pipeline.orchestrator.worker.in-progress-budget': BUDGET },
   );
 }, 120_000);
 
 afterAll(async () => {
   held.clear();
-  if (terminator) clearInterval(terminator);
-  for (const client of locks.values()) await client.end().catch(() => undefined);
+  await unlockRows();
   await engine?.stop();
   await new Promise((resolve) => rest?.close(resolve));
   await grpcKit?.stop();
@@ -159,20 +163,21 @@ describe('a kit whose outcome store stays unavailable after its handler ran', ()
     await engine.start('acme', { pipeline: 'rest-command', executionId: 'busy-1' });
     await engine.start('acme', { pipeline: 'rest-command', executionId: 'lock-rest' });
     await engine.start('acme', { pipeline: 'grpc-plain', executionId: 'lock-grpc' });
-    // The old ~18 s window passes without the step failing; the lookup reads through the lock (state IN_PROGRESS).
-    await expectParkedAndGuarded('lock-rest', true, 'IN_PROGRESS');
-    await expectParkedAndGuarded('lock-grpc', false, 'IN_PROGRESS');
-    // Not STEP_ABANDONED: the handler is still busy with the identity the service asked about.
-    await expectParkedAndGuarded('busy-1', true, 'IN_PROGRESS');
-    await expectBulkJobLeavesOut(['lock-rest', 'lock-grpc', 'busy-1']);
-    expect(engine.logs.filter((l) => l.event === 'remote_transition_outcome_unknown' && l.decision === 'PARKED_IN_PROGRESS_BUDGET_EXHAUSTED')).toHaveLength(3);
-    expect(engine.logs.filter((l) => l.event === 'execution_failed')).toEqual([]);
-
-    // The store comes back: the kit stores the outcome it kept, and still never runs the handler again.
-    clearInterval(terminator);
-    terminator = undefined;
-    for (const client of locks.values()) await client.end();
-    locks.clear();
+    try {
+      // The old ~18 s window passes without the step failing; the lookup reads through the lock (state IN_PROGRESS).
+      await expectParkedAndGuarded('lock-rest', true, 'IN_PROGRESS');
+      await expectParkedAndGuarded('lock-grpc', false, 'IN_PROGRESS');
+      // Not STEP_ABANDONED: the handler is still busy with the identity the service asked about.
+      await expectParkedAndGuarded('busy-1', true, 'IN_PROGRESS');
+      await expectBulkJobLeavesOut(['lock-rest', 'lock-grpc', 'busy-1']);
+      expect(engine.logs.filter((l) => l.event === 'remote_transition_outcome_unknown' && l.decision === 'PARKED_IN_PROGRESS_BUDGET_EXHAUSTED')).toHaveLength(
+        3,
+      );
+      expect(engine.logs.filter((l) => l.event === 'execution_failed')).toEqual([]);
+    } finally {
+      // The store comes back: the kit stores the outcome it kept, and still never runs the handler again.
+      await unlockRows();
+    }
     await until(
       async () => (await kitDb.query("SELECT 1 FROM transition_worker_dedupe WHERE state = 'DONE' AND idempotency_key LIKE 'acme/lock-%'")).rowCount === 2,
       60_000,
@@ -194,8 +199,10 @@ describe('a kit whose outcome store stays unavailable after its handler ran', ()
       await expectParkedAndGuarded('stop-grpc', true, 'IN_PROGRESS');
       await expectBulkJobLeavesOut(['stop-rest', 'stop-grpc']);
     } finally {
-      await crashed;
-      await cluster.start();
+      if (crashed) {
+        await crashed;
+        await cluster.start();
+      }
     }
     await until(
       async () => (await kitDb.query("SELECT 1 FROM transition_worker_dedupe WHERE state = 'DONE' AND idempotency_key LIKE 'acme/stop-%'")).rowCount === 2,
