@@ -17,6 +17,8 @@ const files = readdirSync(HISTORIES)
   .filter((file) => file.endsWith('.json'))
   .sort();
 const histories = files.map((file) => ({ workflowId: file.replace(/\.json$/, ''), history: readHistory(join(HISTORIES, file)) }));
+/** The workflow type a history ran (from its first event). */
+const workflowType = (h: (typeof histories)[number]) => h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
 
 /** Every path of the workflow a history must cover (scripts/capture-histories.ts makes them). */
 const REQUIRED = [
@@ -34,9 +36,9 @@ const REQUIRED = [
   'redrive-job',
 ];
 
-async function replayAll(workflowBundle: WorkflowBundleWithSourceMap) {
+async function replayAll(workflowBundle: WorkflowBundleWithSourceMap, only = histories) {
   const failures: string[] = [];
-  for await (const result of Worker.runReplayHistories({ workflowBundle, replayName: 'replay-suite' }, histories)) {
+  for await (const result of Worker.runReplayHistories({ workflowBundle, replayName: 'replay-suite' }, only)) {
     if (result.error) failures.push(`${result.workflowId}: ${result.error.name}: ${result.error.message.split('\n')[0]}`);
   }
   return failures;
@@ -62,8 +64,13 @@ describe('recorded histories replay on the current workflow', () => {
       workflowsPath: join(import.meta.dirname, '..', 'fixtures', 'replay', 'drifted-workflow.ts'),
       logger: new DefaultLogger('WARN'),
     });
-    const failures = await replayAll(drifted);
-    expect(failures).toHaveLength(histories.length);
+    // Only the pipeline's histories: the drifted bundle has no re-drive job workflow, and
+    // replaying one there fails to initialise it (an ERROR line in a passing run).
+    const pipelineHistories = histories.filter((h) => workflowType(h) === 'pipelineWorkflow');
+    expect(pipelineHistories.length).toBeGreaterThan(0);
+    expect(pipelineHistories.length).toBeLessThan(histories.length);
+    const failures = await replayAll(drifted, pipelineHistories);
+    expect(failures).toHaveLength(pipelineHistories.length);
     expect(failures[0]).toMatch(/DeterminismViolationError|Nondeterminism/i);
   }, 120_000);
 });
