@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { scaled } from './test/helpers/time-scale.ts';
 
 /** Pure logic and source checks: no Temporal, no Postgres. */
 const UNIT = ['src/**/*.test.ts', 'test/lint/**/*.test.ts', 'test/cli/settings.test.ts'];
@@ -8,8 +9,9 @@ const INTEGRATION = ['test/integration/**/*.test.ts'];
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Stretched by PIPELINE_TEST_TIME_SCALE (test/helpers/time-scale.ts), which .ci/run sets from the load.
+    testTimeout: scaled(60_000),
+    hookTimeout: scaled(120_000),
     pool: 'forks',
     // Most of a file's time is spent waiting on Temporal, Postgres and child processes: on two
     // cores, three files at a time measured fastest (3m42 s vs 4m25 s with two, 3m58 s with four).
@@ -21,7 +23,17 @@ export default defineConfig({
       { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
       { extends: true, test: { name: 'integration', include: INTEGRATION, isolate: false } },
       // Kills, child processes, time skipping, tracing's global provider, the CLI: a fresh fork per file.
-      { extends: true, test: { name: 'e2e', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...INTEGRATION] } },
+      // Their deadlines live here, not per test, so the machine's time scale stretches every one of them.
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/**/*.test.ts'],
+          exclude: [...UNIT, ...INTEGRATION],
+          testTimeout: scaled(420_000),
+          hookTimeout: scaled(180_000),
+        },
+      },
     ],
   },
 });

@@ -10,33 +10,48 @@ import { createLog } from './log';
 import { createDemoPipeline } from './pipeline/demo';
 import { startDemoWorkers } from './worker-kit/demo-workers';
 import { startService } from './service/runtime';
-import { requireFreePorts } from './net';
 
 const log = createLog();
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const ports = { rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] };
-  await requireFreePorts([
-    { key: 'pipeline.demo.rest-port', port: ports.rest },
-    { key: 'pipeline.demo.grpc-port', port: ports.grpc },
-  ]);
-  const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
-  const service = await startService({ config, log, pipelines: [demo] });
   // The demo's remote steps, served by the worker kit next to the processes that run steps.
+  // They listen first: the pipeline names their addresses, and a configured 0 is known once bound.
   const demoWorkers =
-    service.role === 'api'
+    config['pipeline.role'] === 'api'
       ? undefined
-      : await startDemoWorkers(service.db, ports, log).catch(async (err) => {
-          await service.stop();
-          throw err;
-        });
-  log.info({ event: 'service_started', role: service.role, api: service.urls.api, temporal: service.urls.temporal, temporalUi: service.urls.temporalUi });
+      : await startDemoWorkers({ rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] }, log);
+  const ports = demoWorkers?.ports ?? { rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] };
+  const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
+  const service = await startService({ config, log, pipelines: [demo] }).catch(async (err) => {
+    await demoWorkers?.stop();
+    throw err;
+  });
+  await demoWorkers?.attach(service.db).catch(async (err) => {
+    await service.stop();
+    await demoWorkers.stop();
+    throw err;
+  });
+  // The ports it listens on, read by whoever started it with 0 for some of them.
+  log.info({
+    event: 'service_started',
+    role: service.role,
+    api: service.urls.api,
+    temporal: service.urls.temporal,
+    temporalUi: service.urls.temporalUi,
+    ports: {
+      http: service.ports.http ?? null,
+      temporal: service.ports.temporal ?? null,
+      temporalUi: service.ports.temporalUi ?? null,
+      demoRest: demoWorkers?.ports.rest ?? null,
+      demoGrpc: demoWorkers?.ports.grpc ?? null,
+    },
+  });
   const lines = [
     '',
     service.urls.api
       ? `  API          ${service.urls.api}`
-      : `  Role         ${service.role} (health on port ${config['pipeline.server.port']}: /healthz /readyz /metrics)`,
+      : `  Role         ${service.role} (health on port ${service.ports.http}: /healthz /readyz /metrics)`,
     `  Temporal     ${service.urls.temporal}${service.urls.temporalUi ? `   (Web UI ${service.urls.temporalUi})` : ''}`,
     service.adminToken ? `  Admin token  ${config['pipeline.data-dir']}/admin-token   (export TOKEN=$(cat ${config['pipeline.data-dir']}/admin-token))` : '',
     '',

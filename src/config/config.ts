@@ -149,7 +149,7 @@ export const ConfigSchema = z.object({
   'pipeline.role': z.enum(ROLES, { message: `pipeline.role must be one of ${ROLES.join(', ')}` }).default('all'),
   /** How long a stopping process lets in-flight HTTP requests and running activities finish. Default 30s. */
   'pipeline.shutdown.grace-period': duration('pipeline.shutdown.grace-period').default(30_000),
-  /** HTTP port of the API. Default 8080. */
+  /** HTTP port of the API. Default 8080; 0 = any free port, reported at start-up. */
   'pipeline.server.port': intFromString.pipe(z.number().min(0).max(65535)).default(8080),
   /** Interface the HTTP API listens on. Default 127.0.0.1 (this machine only); docker-compose sets 0.0.0.0. */
   'pipeline.server.host': z
@@ -174,14 +174,14 @@ export const ConfigSchema = z.object({
   'pipeline.temporal.task-queue': z.string().default('pipeline'),
   /** Deadline of every Temporal call made while answering a request (start, describe) and of /readyz's checks. Default 5s. */
   'pipeline.temporal.call-timeout': duration('pipeline.temporal.call-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
-  /** Frontend port of the embedded Temporal dev server. Default 7233. */
-  'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(1).max(65535)).default(7233),
-  /** Web UI port of the embedded Temporal dev server. Default 8233. */
-  'pipeline.temporal.dev-server.ui-port': intFromString.pipe(z.number().min(1).max(65535)).default(8233),
-  /** Port of the demo pipeline's REST transition worker (the kit, in-process, on 127.0.0.1). Default 8091. */
-  'pipeline.demo.rest-port': intFromString.pipe(z.number().min(1).max(65535)).default(8091),
-  /** Port of the demo pipeline's gRPC transition worker. Default 8092. */
-  'pipeline.demo.grpc-port': intFromString.pipe(z.number().min(1).max(65535)).default(8092),
+  /** Frontend port of the embedded Temporal dev server. Default 7233; 0 = a free port outside the ephemeral range, reported at start-up. */
+  'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(0).max(65535)).default(7233),
+  /** Web UI port of the embedded Temporal dev server. Default 8233; 0 = a free port outside the ephemeral range, reported at start-up. */
+  'pipeline.temporal.dev-server.ui-port': intFromString.pipe(z.number().min(0).max(65535)).default(8233),
+  /** Port of the demo pipeline's REST transition worker (the kit, in-process, on 127.0.0.1). Default 8091; 0 = any free port, reported at start-up. */
+  'pipeline.demo.rest-port': intFromString.pipe(z.number().min(0).max(65535)).default(8091),
+  /** Port of the demo pipeline's gRPC transition worker. Default 8092; 0 = any free port, reported at start-up. */
+  'pipeline.demo.grpc-port': intFromString.pipe(z.number().min(0).max(65535)).default(8092),
   /** Where the embedded default keeps its state. Default `.data`. */
   'pipeline.data-dir': z.string().default('.data'),
   /** Checkpoint admissions in flight at once. Default 8. */

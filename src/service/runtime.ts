@@ -27,7 +27,7 @@ import { createDlqProvider } from '../dlq/factory';
 import { DlqRelay } from '../dlq/relay';
 import { Metrics } from '../metrics';
 import { PeriodicTask } from '../periodic-task';
-import { requireFreePorts, serveHttp } from '../net';
+import { boundPort, requireFreePorts, serveHttp } from '../net';
 import { migrate } from '../store/migrate';
 import { RejectStore } from '../store/reject-store';
 import { FailureGroupStore } from '../store/failure-group-store';
@@ -83,6 +83,8 @@ export interface Service {
   /** deletes rows past their retention, in the worker process */
   retention: Retention;
   urls: { api?: string; temporalUi?: string; temporal: string };
+  /** the ports this process listens on (for a configured 0, the one it got) */
+  ports: { http?: number; temporal?: number; temporalUi?: number };
   adminToken?: string;
   stop(): Promise<void>;
 }
@@ -203,7 +205,14 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       log,
     });
     address = devServer.address;
-    log.info({ event: 'temporal_dev_server_started', address, pid: devServer.pid ?? null, watchdogPid: devServer.watchdogPid ?? null });
+    log.info({
+      event: 'temporal_dev_server_started',
+      address,
+      port: devServer.port,
+      uiPort: devServer.uiPort ?? null,
+      pid: devServer.pid ?? null,
+      watchdogPid: devServer.watchdogPid ?? null,
+    });
     const started = devServer;
     stack.push(() => started.stop());
   }
@@ -315,12 +324,14 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
 
   let server: ServerType | undefined;
-  const urls: Service['urls'] = { temporal: address, temporalUi: devServer ? `http://localhost:${config['pipeline.temporal.dev-server.ui-port']}` : undefined };
+  const urls: Service['urls'] = { temporal: address, temporalUi: devServer?.uiPort ? `http://localhost:${devServer.uiPort}` : undefined };
+  const ports: Service['ports'] = { temporal: devServer?.port, temporalUi: devServer?.uiPort };
   if (options.http !== false) {
-    const port = config['pipeline.server.port'];
     const hostname = config['pipeline.server.host'];
     const served = role === 'worker' ? createHealthApp({ log, metrics, readiness, metricsTokenSha256: config['pipeline.metrics.token-sha256'] }) : app;
-    server = await serveHttp({ fetch: served.fetch, port, hostname, key: 'pipeline.server.port' });
+    server = await serveHttp({ fetch: served.fetch, port: config['pipeline.server.port'], hostname, key: 'pipeline.server.port' });
+    const port = boundPort(server);
+    ports.http = port;
     const shown = ['127.0.0.1', '0.0.0.0', '::'].includes(hostname) ? 'localhost' : hostname.includes(':') ? `[${hostname}]` : hostname;
     if (role !== 'worker') urls.api = `http://${shown}:${port}/${config['pipeline.admin.prefix']}`;
   }
@@ -339,6 +350,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     relay,
     retention,
     urls,
+    ports,
     adminToken,
     role,
     readiness,

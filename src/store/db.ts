@@ -19,6 +19,16 @@ export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
 }
 
+/**
+ * A Queryable for a database that is opened later: queries wait until `open(db)` is called.
+ * For listeners that must bind (and report their port) before the database they use exists.
+ */
+export function deferredQueryable(): { db: Queryable; open(db: Queryable): void } {
+  let open: (db: Queryable) => void = () => undefined;
+  const opened = new Promise<Queryable>((resolve) => (open = resolve));
+  return { db: { query: async (sql, params) => (await opened).query(sql, params) }, open };
+}
+
 export interface Db extends Queryable {
   /** Runs `fn` in one transaction; commits on return, rolls back on throw. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;

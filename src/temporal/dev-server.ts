@@ -6,23 +6,30 @@
  * our log, the banner is dropped, so stdout stays one JSON object per line). It runs
  * under a tiny watchdog (a second Node process) that kills it as soon as its IPC channel to
  * this process closes, so the server never outlives the service, not even a `kill -9` of
- * it. A port already in use is refused before anything is spawned: this never adopts a
- * server it did not start. Without a binary, the SDK downloads and runs it.
+ * it. A port already in use is refused before anything is spawned, and the frontend is
+ * checked to be served by the process we started: this never adopts a server it did not
+ * start. Without a binary, the SDK downloads and runs it.
+ *
+ * The ports it is given are leased (src/port-allocator.ts) until it stops; those it is not
+ * given (frontend, HTTP API, metrics, and the UI when asked for with port 0) are leased from
+ * outside the kernel's ephemeral range, where the ports its internal services pick for
+ * themselves (bind 0) can never land.
  */
 import { spawn } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Log } from '../log';
-import { freePort, portInUse } from '../net';
+import { listenerPids, portInUse } from '../net';
+import { leaseGivenPort, leasePort, type PortLease } from '../port-allocator';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { resolveTemporalCli } from './cli';
 
 export interface DevServerOptions {
   /** SQLite file to persist to; absent = in memory */
   dbFilename?: string;
-  /** frontend port; absent = a free port */
+  /** frontend port; absent or 0 = a leased free port */
   port?: number;
-  /** Web UI port; absent = no UI */
+  /** Web UI port; absent = no UI, 0 = a leased free port */
   uiPort?: number;
   namespace?: string;
   log?: Log;
@@ -30,6 +37,10 @@ export interface DevServerOptions {
 
 export interface DevServer {
   address: string;
+  /** the frontend port */
+  port: number;
+  /** the Web UI port, when it serves one */
+  uiPort?: number;
   namespace: string;
   /** how it was started (benchmarks record it) */
   settings: string;
@@ -69,28 +80,24 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       server: {
         executable,
         dbFilename: options.dbFilename,
-        port: options.port,
+        port: options.port || undefined,
         ui: options.uiPort !== undefined,
-        uiPort: options.uiPort,
+        uiPort: options.uiPort || undefined,
         namespace,
         searchAttributes: ALL_SEARCH_ATTRIBUTES,
       },
     });
-    return { address: env.address, namespace, settings: 'SDK-downloaded dev server (TestWorkflowEnvironment.createLocal)', stop: () => env.teardown() };
+    return {
+      address: env.address,
+      port: Number(env.address.split(':').at(-1)),
+      uiPort: options.uiPort,
+      namespace,
+      settings: 'SDK-downloaded dev server (TestWorkflowEnvironment.createLocal)',
+      stop: () => env.teardown(),
+    };
   }
 
-  // start-dev binds more than the frontend (an HTTP API, a metrics port, and ports its internal
-  // services pick for themselves): we pick the frontend (unless given) and the HTTP and metrics
-  // ports, and if one of ours was taken in between, or an internal service took one of ours, we
-  // try again with other picks. A given frontend port that is already taken is final.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await spawnDevServer(executable.path, namespace, options);
-    } catch (err) {
-      if (attempt >= 3 || err instanceof FrontendPortTakenError) throw err;
-      options.log?.warn({ event: 'temporal_dev_server_retry', attempt, error: err instanceof Error ? err.message.slice(0, 300) : String(err) });
-    }
-  }
+  return spawnDevServer(executable.path, namespace, options);
 }
 
 /**
@@ -117,19 +124,40 @@ server.on('error', (err) => { process.stderr.write('watchdog: ' + err.message + 
 server.on('exit', (code, signal) => process.exit(code === null ? 1 : code));
 `;
 
-/** The frontend port we were told to use is held by something else: retrying cannot help. */
-class FrontendPortTakenError extends Error {}
-
 async function spawnDevServer(path: string, namespace: string, options: DevServerOptions): Promise<DevServer> {
-  if (options.port !== undefined && (await portInUse(options.port))) {
-    throw new FrontendPortTakenError(
-      `port ${options.port} on 127.0.0.1 is already in use: a Temporal dev server is never started onto, or adopted from, a port something else holds`,
-    );
+  const leases: PortLease[] = [];
+  const releaseAll = () => leases.splice(0).forEach((lease) => lease.release());
+  try {
+    return await spawnOnLeasedPorts(path, namespace, options, leases);
+  } catch (err) {
+    releaseAll();
+    throw err;
   }
-  const port = options.port ?? (await freePort());
+}
+
+/** Leases a port the caller gave (refusing one in use) or, for 0 or none, a free one. */
+async function portFor(given: number | undefined, leases: PortLease[], what: string): Promise<number> {
+  if (!given) {
+    const lease = await leasePort();
+    leases.push(lease);
+    return lease.port;
+  }
+  const lease = (await portInUse(given)) ? undefined : await leaseGivenPort(given);
+  if (!lease)
+    throw new Error(
+      `${what} port ${given} on 127.0.0.1 is already in use: a Temporal dev server is never started onto, or adopted from, a port something else holds`,
+    );
+  leases.push(lease);
+  return given;
+}
+
+async function spawnOnLeasedPorts(path: string, namespace: string, options: DevServerOptions, leases: PortLease[]): Promise<DevServer> {
+  const port = await portFor(options.port, leases, 'frontend');
+  const uiPort = options.uiPort === undefined ? undefined : await portFor(options.uiPort, leases, 'Web UI');
+  const [httpPort, metricsPort] = [await portFor(undefined, leases, 'HTTP'), await portFor(undefined, leases, 'metrics')];
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-format', 'json', '--log-level', 'warn'];
-  args.push('--http-port', String(await freePort()), '--metrics-port', String(await freePort()));
-  args.push(...(options.uiPort !== undefined ? ['--ui-port', String(options.uiPort)] : ['--headless']));
+  args.push('--http-port', String(httpPort), '--metrics-port', String(metricsPort));
+  args.push(...(uiPort !== undefined ? ['--ui-port', String(uiPort)] : ['--headless']));
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   for (const key of ALL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=Keyword`);
 
@@ -138,7 +166,13 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
   const child = spawn(process.execPath, ['-e', WATCHDOG, path, ...args], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
   // A clean exit of this process closes the channel too; the watchdog stops the server either way.
   let serverPid: number | undefined;
-  child.on('message', (message: { serverPid?: number }) => (serverPid = message.serverPid ?? serverPid));
+  const spawned = new Promise<void>((resolve) => {
+    child.on('message', (message: { serverPid?: number }) => {
+      serverPid = message.serverPid ?? serverPid;
+      resolve();
+    });
+    child.once('exit', () => resolve());
+  });
   child.channel?.unref();
   const killOnExit = () => {
     if (serverPid) {
@@ -175,15 +209,23 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
   const address = `127.0.0.1:${port}`;
   try {
     await waitUntilServing(address, namespace, () => exitReason);
+    await spawned;
+    // What answered must be the server we started, not a stranger that held the port first.
+    const pids = listenerPids(port);
+    if (pids && !pids.includes(serverPid!))
+      throw new Error(`127.0.0.1:${port} is served by pid ${pids.join(', ') || '(unknown)'}, not by the Temporal dev server started here (pid ${serverPid})`);
   } catch (err) {
     killOnExit();
     process.removeListener('exit', killOnExit);
-    // Let its ports go before a retry picks again.
+    // Let its ports go before the caller releases their leases.
     if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve));
     throw err;
   }
+  const releaseLeases = () => leases.splice(0).forEach((lease) => lease.release());
   return {
     address,
+    port,
+    uiPort,
     namespace,
     settings: `temporal ${args.join(' ')}`,
     get pid() {
@@ -192,12 +234,14 @@ async function spawnDevServer(path: string, namespace: string, options: DevServe
     watchdogPid: child.pid,
     async stop() {
       process.removeListener('exit', killOnExit);
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM'); // the watchdog stops the server and exits with it
-      const timer = setTimeout(killOnExit, 6000);
-      await exited;
-      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM'); // the watchdog stops the server and exits with it
+        const timer = setTimeout(killOnExit, 6000);
+        await exited;
+        clearTimeout(timer);
+      }
+      releaseLeases();
     },
   };
 }

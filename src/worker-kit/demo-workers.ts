@@ -2,13 +2,17 @@
  * The demo pipeline's remote steps, served by the worker kit in the service process:
  * `notify` over REST and `archive` over gRPC. Their behaviour (fail, stall) comes from
  * the demo input, as for the local steps.
+ *
+ * They listen before the service starts (the pipeline names their addresses, and a port 0
+ * is only known once bound), and use the service's database once it is open: a call that
+ * arrives before waits for it.
  */
 import type { ServerType } from '@hono/node-server';
-import { serveHttp } from '../net';
+import { boundPort, portInUse, portTakenMessage, serveHttp } from '../net';
 import { ConfigError } from '../errors';
 import { demoBehaviour } from '../pipeline/demo';
 import { NonRetryableException } from '../pipeline/define';
-import type { Queryable } from '../store/db';
+import { deferredQueryable, type Queryable } from '../store/db';
 import type { Log } from '../log';
 import { ensureDedupeSchema } from './dedupe-store';
 import { TransitionRejectedError } from './delivery';
@@ -26,19 +30,38 @@ function handlerFor(step: string) {
   };
 }
 
-export async function startDemoWorkers(db: Queryable, ports: { rest: number; grpc: number }, log?: Log): Promise<{ stop(): Promise<void> }> {
-  await ensureDedupeSchema(db);
+export interface DemoWorkers {
+  /** the ports they listen on (for a configured 0, the ones they got) */
+  ports: { rest: number; grpc: number };
+  /** Gives them the service's database (creates the kit's dedupe table). */
+  attach(db: Queryable): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startDemoWorkers(ports: { rest: number; grpc: number }, log?: Log): Promise<DemoWorkers> {
+  const { db, open } = deferredQueryable();
   const platform = `demo-kit/node-${process.versions.node}`;
   const rest = createRestTransitionWorker({ db, platform, log, handler: handlerFor('notify') });
   const server: ServerType = await serveHttp({ fetch: rest.fetch, port: ports.rest, hostname: '127.0.0.1', key: 'pipeline.demo.rest-port' });
   const grpc = createGrpcTransitionWorker({ db, platform, log, handler: handlerFor('archive') });
+  let grpcAddress: string;
   try {
-    await grpc.listen(ports.grpc);
+    grpcAddress = await grpc.listen(ports.grpc);
   } catch (err) {
     await new Promise((resolve) => server.close(resolve));
-    throw new ConfigError(`pipeline.demo.grpc-port: cannot listen on 127.0.0.1:${ports.grpc} (${err instanceof Error ? err.message : err})`);
+    const key = 'pipeline.demo.grpc-port';
+    throw new ConfigError(
+      ports.grpc !== 0 && (await portInUse(ports.grpc))
+        ? portTakenMessage({ key, port: ports.grpc })
+        : `${key}: cannot listen on 127.0.0.1:${ports.grpc} (${err instanceof Error ? err.message : err})`,
+    );
   }
   return {
+    ports: { rest: boundPort(server), grpc: Number(grpcAddress.split(':').at(-1)) },
+    async attach(serviceDb) {
+      await ensureDedupeSchema(serviceDb);
+      open(serviceDb);
+    },
     async stop() {
       await new Promise((resolve) => server.close(resolve));
       await grpc.stop();

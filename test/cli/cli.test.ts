@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/net';
+import { leasePort } from '../../src/port-allocator';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 
@@ -89,9 +89,8 @@ function terminal(args: string[], onOutput: (text: string, type: (keys: string) 
 }
 
 beforeAll(async () => {
-  const port = await freePort();
-  engine = await startTestEngine(pipelines, { 'pipeline.server.port': port }, { http: true });
-  url = `http://127.0.0.1:${port}/pipeline`;
+  engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0 }, { http: true });
+  url = `http://127.0.0.1:${engine.service.ports.http}/pipeline`;
   const ids = ['one', 'two', 'dry', ...Array.from({ length: 12 }, (_, i) => `fleet-${i}`), ...['halt-0', 'halt-1', 'halt-2'], ...TTY_IDS];
   for (const id of ids) await engine.start('acme', { pipeline: 'ledger', executionId: id, input: {} });
   for (const id of ids) await engine.waitFor('acme', id, ['FAILED']);
@@ -307,7 +306,9 @@ describe('pipeline-admin', () => {
     expect([missing.code, missing.stderr]).toEqual([4, expect.stringContaining('EXECUTION_NOT_FOUND')]);
     const token = await cli(['dlq', 'list'], { env: { PIPELINE_TOKEN: 'wrong' } });
     expect([token.code, token.stderr]).toEqual([7, expect.stringContaining('401 UNAUTHORIZED')]);
-    const down = await cli(['dlq', 'list'], { env: { PIPELINE_URL: `http://127.0.0.1:${await freePort()}/pipeline` } });
+    // A leased port nothing listens on (verified by binding it), kept ours while the CLI tries it.
+    const nobody = await leasePort();
+    const down = await cli(['dlq', 'list'], { env: { PIPELINE_URL: `http://127.0.0.1:${nobody.port}/pipeline` } }).finally(() => nobody.release());
     expect([down.code, down.stderr]).toEqual([5, expect.stringContaining('connection refused')]);
   });
 }, 300_000);

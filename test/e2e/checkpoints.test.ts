@@ -11,15 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { checkpointExecutionId } from '../../src/service/checkpoints';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
-import { freePort } from '../../src/net';
+import { leasePort, type PortLease } from '../../src/port-allocator';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
 
 let engine: TestEngine;
 let server: DevServer | undefined;
-let port = 0;
+/** Leased for the whole file: the server restarts on this port, and no other allocator hands it out meanwhile. */
+let port: PortLease;
 const dataDir = mkdtempSync(join(tmpdir(), 'pipeline-checkpoints-'));
-const startServer = () => startDevServer({ port, dbFilename: join(dataDir, 'temporal.db') });
+const startServer = () => startDevServer({ port: port.port, dbFilename: join(dataDir, 'temporal.db') });
 
 const metric = async (name: string) => {
   const text = await (await engine.service.app.request('/metrics')).text();
@@ -28,16 +29,17 @@ const metric = async (name: string) => {
 };
 const publish = (body: object) => engine.request('POST', '/api/tenants/acme/checkpoints', { body });
 beforeAll(async () => {
-  port = await freePort();
+  port = await leasePort();
   server = await startServer();
   engine = await startTestEngine(
     [definePipeline({ name: 'ingest', steps: [localStep('count', (input: { records: unknown[] }) => ({ count: input.records.length }))] })],
     { 'pipeline.temporal.address': server.address, 'pipeline.checkpoint.interval': '200ms', 'pipeline.checkpoint.slow-admission': '3s' },
   );
-}, 120_000);
+});
 afterAll(async () => {
   await engine?.stop();
   await server?.stop();
+  port?.release();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -89,5 +91,5 @@ describe('checkpoint publication', () => {
     expect(await metric('pipeline_checkpoint_backlog')).toBe(0);
     expect((await engine.service.db.query('SELECT count(*)::int AS n FROM execution_dlq')).rows[0].n).toBe(0);
     expect((await engine.service.db.query('SELECT count(*)::int AS n FROM item_reject')).rows[0].n).toBe(0);
-  }, 240_000);
+  });
 });

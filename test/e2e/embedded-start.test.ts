@@ -10,7 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/net';
+import { scaled } from '../helpers/time-scale';
+import { until } from '../helpers/until';
 
 const cleanEnv = () => {
   const env = { ...process.env };
@@ -27,7 +28,11 @@ describe('start-up configuration errors', () => {
       /pipeline\.orchestrator\.worker\.workflow-bundle: cannot read \/nonexistent\/workflows\.js \(ENOENT\)/,
     ],
   ])('refuses to start with %o', (env, message) => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { ...cleanEnv(), ...env },
+      encoding: 'utf8',
+      timeout: scaled(30_000),
+    });
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(message);
   });
@@ -45,39 +50,40 @@ describe('npm start on the embedded default', () => {
   });
 
   it('serves a demo execution that succeeds and one that lands in the DLQ, then stops cleanly', async () => {
-    // Free ports are probed, then released: another process may take one in between, so
-    // a start-up that fails on a taken port is tried again with new ones.
-    let port = 0;
-    let uiPort = 0;
+    // Every port 0: the service binds free ones and names them in its service_started line.
     let stderr = '';
     let stdout = '';
-    for (let attempt = 1; ; attempt++) {
-      const [apiPort, temporalPort, ui, restPort, grpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
-      [port, uiPort, stderr, stdout] = [apiPort, ui, '', ''];
-      child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-        env: {
-          ...cleanEnv(),
-          PIPELINE_DATA_DIR: dataDir,
-          PORT: String(port),
-          PIPELINE_TEMPORAL_DEV_SERVER_PORT: String(temporalPort),
-          PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: String(uiPort),
-          PIPELINE_DEMO_REST_PORT: String(restPort),
-          PIPELINE_DEMO_GRPC_PORT: String(grpcPort),
-          PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stderr!.on('data', (chunk) => (stderr += chunk));
-      child.stdout!.on('data', (chunk) => (stdout += chunk));
-      const deadline = Date.now() + 90_000;
-      while (!stderr.includes('Admin token') && child.exitCode === null) {
-        if (Date.now() > deadline) throw new Error(`npm start did not come up: ${stderr}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      if (stderr.includes('Admin token')) break;
-      const portClash = /cannot listen|EADDRINUSE|already in use|exited during start-up/i.test(stderr + stdout);
-      if (!portClash || attempt >= 3) throw new Error(`npm start exited ${child.exitCode}: ${stderr}`);
-    }
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        ...cleanEnv(),
+        PIPELINE_DATA_DIR: dataDir,
+        PORT: '0',
+        PIPELINE_TEMPORAL_DEV_SERVER_PORT: '0',
+        PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: '0',
+        PIPELINE_DEMO_REST_PORT: '0',
+        PIPELINE_DEMO_GRPC_PORT: '0',
+        PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const started = child;
+    started.stderr!.on('data', (chunk) => (stderr += chunk));
+    started.stdout!.on('data', (chunk) => (stdout += chunk));
+    await until(
+      () => {
+        if (started.exitCode !== null) throw new Error(`npm start exited ${started.exitCode}: ${stderr}`);
+        return stderr.includes('Admin token') && stdout.includes('"service_started"');
+      },
+      90_000,
+      'npm start to come up',
+    );
+    const { ports } = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .find((line) => line.event === 'service_started');
+    const [port, uiPort] = [ports.http, ports.temporalUi];
+    expect(ports).toMatchObject({ http: expect.any(Number), temporal: expect.any(Number), demoRest: expect.any(Number), demoGrpc: expect.any(Number) });
     expect(stderr).toContain(`http://localhost:${port}/pipeline`);
     expect(stderr).toContain(`Web UI http://localhost:${uiPort}`);
     expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600);
@@ -96,18 +102,26 @@ describe('npm start on the embedded default', () => {
         .status,
     ).toBe(202);
     expect(
-      (await call('POST', '/api/tenants/acme/executions', { pipeline: 'demo', executionId: 'order-3', input: { fail: { notify: { mode: 'non_retryable' } } } }))
-        .status,
+      (
+        await call('POST', '/api/tenants/acme/executions', {
+          pipeline: 'demo',
+          executionId: 'order-3',
+          input: { fail: { notify: { mode: 'non_retryable' } } },
+        })
+      ).status,
     ).toBe(202);
 
     const waitStatus = async (id: string) => {
-      const until = Date.now() + 60_000;
-      for (;;) {
-        const record = await (await call('GET', `/admin/tenants/acme/executions/${id}`)).json();
-        if (record.status === 'SUCCEEDED' || record.status === 'FAILED') return record;
-        if (Date.now() > until) throw new Error(`${id} stuck in ${record.status}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      let record: { status?: string } = {};
+      await until(
+        async () => {
+          record = await (await call('GET', `/admin/tenants/acme/executions/${id}`)).json();
+          return record.status === 'SUCCEEDED' || record.status === 'FAILED';
+        },
+        60_000,
+        `${id} to finish`,
+      );
+      return record;
     };
     expect(await waitStatus('order-1')).toMatchObject({ status: 'SUCCEEDED', currentStepIndex: 6 });
     expect(await waitStatus('order-2')).toMatchObject({ status: 'FAILED', failedStepIndex: 2, terminalReason: 'retry_exhausted' });
@@ -130,5 +144,5 @@ describe('npm start on the embedded default', () => {
     child.kill('SIGINT');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
-  }, 150_000);
+  });
 });

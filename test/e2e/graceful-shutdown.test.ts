@@ -5,7 +5,6 @@
  */
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/net';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
@@ -31,8 +30,8 @@ let port: number;
 let stopped = false;
 
 beforeAll(async () => {
-  port = await freePort();
-  engine = await startTestEngine([pipeline], { 'pipeline.server.port': port, 'pipeline.shutdown.grace-period': '60s' }, { http: true });
+  engine = await startTestEngine([pipeline], { 'pipeline.server.port': 0, 'pipeline.shutdown.grace-period': '60s' }, { http: true });
+  port = engine.service.ports.http!;
 });
 afterAll(async () => {
   release();

@@ -11,9 +11,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../src/net';
+import { boundPort, serveHttp } from '../../src/net';
 import { definePipeline, restStep } from '../../src/pipeline/define';
 import { createPgDb, type Db } from '../../src/store/db';
 import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
@@ -78,10 +78,10 @@ beforeAll(async () => {
       return { charged: call.executionId };
     },
   });
-  const port = await freePort();
-  kit = serve({
-    port,
+  kit = await serveHttp({
+    port: 0,
     hostname: '127.0.0.1',
+    key: 'test.kit-port',
     fetch: async (request) => {
       const response = await app.fetch(request);
       if (response.headers.get(IN_PROGRESS_HEADER) === 'true') {
@@ -91,14 +91,14 @@ beforeAll(async () => {
       return response;
     },
   });
-  kitUrl = `http://127.0.0.1:${port}/transition`;
+  kitUrl = `http://127.0.0.1:${boundPort(kit)}/transition`;
   // The API side plans the run from the same shape; the caller processes (or this one) run it.
   const shape = definePipeline({
     name: 'remote',
     steps: [restStep('call', { url: kitUrl }, { command: true, retry: { limit: 3, waitMs: 100, maxBackoffMs: 500 } })],
   });
   engine = await startTestEngine([shape], { 'pipeline.orchestrator.worker.heartbeat-timeout': '1s' }, { worker: false });
-}, 120_000);
+});
 afterAll(async () => {
   for (const id of ['kill-1', 'pg-1']) released.add(id);
   for (const child of callers) if (child.exitCode === null) child.kill('SIGKILL');
@@ -126,7 +126,7 @@ describe('worker kit delivery under faults', () => {
     expect(record).toMatchObject({ status: 'SUCCEEDED', attempt: 1, segmentInput: { charged: 'kill-1' } });
     expect(record.version).toBe(3); // created, RUNNING, one step commit: no retry was committed
     expect(runsOf('kill-1')).toEqual([['acme/kill-1:0:1', 1]]);
-  }, 180_000);
+  });
 
   it("runs the handler once when the kit's Postgres crashes between the handler and its stored outcome", async () => {
     if (callers.every((child) => child.exitCode !== null)) await startCaller();
@@ -146,7 +146,7 @@ describe('worker kit delivery under faults', () => {
     expect(runsOf('pg-1')).toEqual([['acme/pg-1:0:1', 1]]);
     const stored = await kitDb.query<{ state: string }>("SELECT state FROM transition_worker_dedupe WHERE idempotency_key = 'acme/pg-1:0:1'");
     expect(stored.rows).toEqual([{ state: 'DONE' }]);
-  }, 180_000);
+  });
 
   it('the gRPC kit answers a copy delivered while the handler runs "in progress", which the transport classes as such', async () => {
     const grpcKit = createGrpcTransitionWorker({

@@ -5,6 +5,7 @@
  * /healthz (liveness) stays 200 throughout.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leaseGivenPort } from '../../src/port-allocator';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
@@ -47,7 +48,9 @@ describe('/readyz', () => {
   it('answers 503 naming Temporal within the call deadline while it is down, and 200 when it returns', async () => {
     expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', checks: { postgres: 'up', temporal: 'up' } } });
 
-    const port = Number(server!.address.split(':').at(-1));
+    // Kept leased while it is down, so no other allocator hands the port out before the restart.
+    const port = await leaseGivenPort(server!.port);
+    expect(port).toBeDefined();
     await server!.stop();
     server = undefined;
 
@@ -60,7 +63,7 @@ describe('/readyz', () => {
     expect(down.ms).toBeLessThan(CALL_TIMEOUT_MS + 4000);
     expect((await engine.service.app.request('/healthz')).status).toBe(200);
 
-    server = await startDevServer({ port });
+    server = await startDevServer({ port: port!.port }).finally(() => port!.release());
     await until(async () => (await readyz()).status === 200, 60_000, '/readyz to answer 200 after Temporal returned');
   });
 

@@ -6,7 +6,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../src/net';
 import { ExecutionStore } from '../../src/store/execution-store';
 import { ADMIN_TOKEN, TEST_TOKENS } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
@@ -21,14 +20,13 @@ let taskQueue: string;
 const children: ChildProcess[] = [];
 
 async function startService(): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/job-service-process.ts'], {
     env: {
       ...process.env,
       DATABASE_URL: database.url,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       PIPELINE_TEMPORAL_TASK_QUEUE: taskQueue,
-      PIPELINE_SERVER_PORT: String(port),
+      PIPELINE_SERVER_PORT: '0',
       PIPELINE_AUTH_TOKENS: JSON.stringify(TEST_TOKENS),
       PIPELINE_SWEEPER_INTERVAL: '500ms',
       PIPELINE_ORCHESTRATOR_WORKER_HEARTBEAT_TIMEOUT: '2s',
@@ -43,11 +41,12 @@ async function startService(): Promise<{ child: ChildProcess; url: string }> {
   await until(
     () => {
       if (child.exitCode !== null) throw new Error(`the service process exited with ${child.exitCode}`);
-      return out.includes('ready');
+      return /ready \d+ port \d+\n/.test(out);
     },
     90_000,
     'the service process to start',
   );
+  const port = /ready \d+ port (\d+)/.exec(out)![1];
   return { child, url: `http://127.0.0.1:${port}/pipeline` };
 }
 
@@ -162,5 +161,5 @@ describe('a bulk re-drive job and a killed service', () => {
       await connection.close();
     }
     await stopped(restarted.child, 'SIGTERM');
-  }, 420_000);
+  });
 });

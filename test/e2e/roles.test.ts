@@ -9,7 +9,6 @@ import { once } from 'node:events';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { workflowIdFor } from '../../src/ids';
-import { freePort } from '../../src/net';
 import { SUBMIT_TOKEN, TEST_TOKENS } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { until } from '../helpers/until';
@@ -31,7 +30,6 @@ let taskQueue: string;
 const processes: RoleProcess[] = [];
 
 async function startRole(role: 'api' | 'worker'): Promise<RoleProcess> {
-  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/role-process.ts'], {
     env: {
       ...process.env,
@@ -39,7 +37,7 @@ async function startRole(role: 'api' | 'worker'): Promise<RoleProcess> {
       DATABASE_URL: database.url,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       PIPELINE_TEMPORAL_TASK_QUEUE: taskQueue,
-      PIPELINE_SERVER_PORT: String(port),
+      PIPELINE_SERVER_PORT: '0',
       PIPELINE_AUTH_TOKENS: JSON.stringify(TEST_TOKENS),
       PIPELINE_SWEEPER_INTERVAL: '500ms',
       // A killed worker's step is redelivered once its heartbeat is missed.
@@ -48,18 +46,22 @@ async function startRole(role: 'api' | 'worker'): Promise<RoleProcess> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const started: RoleProcess = { role, child, port, url: `http://127.0.0.1:${port}` };
+  const started: RoleProcess = { role, child, port: 0, url: '' };
   processes.push(started);
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
+  const ready = new RegExp(`ready ${role} port (\\d+)\n`);
   await until(
     () => {
       if (child.exitCode !== null) throw new Error(`${role} process exited with ${child.exitCode}`);
-      return out.includes(`ready ${role}`);
+      return ready.test(out);
     },
     90_000,
     `the ${role} process to start`,
   );
+  // The port it bound (started on 0), from its ready line.
+  started.port = Number(ready.exec(out)![1]);
+  started.url = `http://127.0.0.1:${started.port}`;
   return started;
 }
 
@@ -205,5 +207,5 @@ describe('one API process and two worker processes', () => {
       const [code] = await once(proc.child, 'exit');
       expect(code).toBe(0);
     }
-  }, 420_000);
+  });
 });

@@ -7,7 +7,8 @@
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, serveHttp } from '../../src/net';
+import { boundPort, serveHttp } from '../../src/net';
+import { deferredQueryable } from '../../src/store/db';
 import { definePipeline, grpcStep, localStep, restStep } from '../../src/pipeline/define';
 import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
 import { createGrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
@@ -24,22 +25,25 @@ const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 
 beforeAll(async () => {
-  const [restPort, grpcPort] = [await freePort(), await freePort()];
+  // The kit workers listen first on port 0 (the pipeline names their addresses), on the engine's database once it is open.
+  const { db, open } = deferredQueryable();
+  const rest = createRestTransitionWorker({ db, platform: 'test-kit', handler: async (input) => input });
+  restServer = await serveHttp({ fetch: rest.fetch, port: 0, hostname: '127.0.0.1', key: 'test.rest-port' });
+  const restPort = boundPort(restServer);
+  grpcKit = createGrpcTransitionWorker({ db, platform: 'test-kit', handler: async (input) => input });
+  const grpcAddress = await grpcKit.listen(0);
   const pipeline = definePipeline({
     name: 'traced',
     steps: [
       localStep('prepare', (input: unknown) => input),
       restStep('notify', { url: `http://127.0.0.1:${restPort}/transition` }),
-      grpcStep('archive', { address: `127.0.0.1:${grpcPort}` }),
+      grpcStep('archive', { address: grpcAddress }),
       localStep('finish', (input: unknown) => input),
     ],
   });
   engine = await startTestEngine([pipeline], {}, { spanProcessor: new SimpleSpanProcessor(exporter) });
   await ensureDedupeSchema(engine.service.db);
-  const rest = createRestTransitionWorker({ db: engine.service.db, platform: 'test-kit', handler: async (input) => input });
-  restServer = await serveHttp({ fetch: rest.fetch, port: restPort, hostname: '127.0.0.1', key: 'test.rest-port' });
-  grpcKit = createGrpcTransitionWorker({ db: engine.service.db, platform: 'test-kit', handler: async (input) => input });
-  await grpcKit.listen(grpcPort);
+  open(engine.service.db);
 });
 
 afterAll(async () => {

@@ -16,6 +16,7 @@ import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import type { ExecutionRecord, ExecutionStatus } from '../../src/store/execution-store';
 import { createTestDatabase, type TestDatabase } from './postgres';
+import { scaled } from './time-scale';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 export const ADMIN_TOKEN = 'test-admin-token';
@@ -121,7 +122,8 @@ export async function startTestEngine(
       if (res.status !== 202 && res.status !== 200) throw new Error(`start answered ${res.status}: ${JSON.stringify(json)}`);
       return json;
     },
-    async waitFor(tenantId, executionId, statuses, timeoutMs = 30_000) {
+    async waitFor(tenantId, executionId, statuses, cap = 30_000) {
+      const timeoutMs = scaled(cap);
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const record = await service.store.get(tenantId, executionId);
@@ -132,7 +134,7 @@ export async function startTestEngine(
       }
     },
     async runsOf(tenantId, executionId, atLeast = 1) {
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + scaled(10_000);
       for (;;) {
         const runs: { runId: string; status: string; startTime: Date }[] = [];
         for await (const run of service.client.workflow.list({ query: `WorkflowId = "${workflowIdFor(tenantId, executionId)}"` })) {

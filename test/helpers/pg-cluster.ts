@@ -1,5 +1,6 @@
 /**
- * A throwaway Postgres cluster of its own (initdb in a temp dir, on a free port) for tests
+ * A throwaway Postgres cluster of its own (initdb in a temp dir, on a leased port: it must be
+ * known before the server starts, and stays ours across a crash and restart) for tests
  * that stop and restart Postgres: the shared server colleagues' tests use is never touched.
  * Runs the server binaries as the `postgres` user when this process is root (initdb refuses root).
  */
@@ -8,7 +9,7 @@ import { chmodSync, chownSync, copyFileSync, mkdtempSync, readdirSync, rmSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../../src/net';
+import { leasePort } from '../../src/port-allocator';
 
 const run = promisify(execFile);
 
@@ -41,8 +42,12 @@ export async function startPgCluster(options: { ssl?: { cert: string; key: strin
   }
   chmodSync(dir, 0o700);
   const pg = (tool: string, args: string[]) => (asRoot ? run('runuser', ['-u', 'postgres', '--', join(bin, tool), ...args]) : run(join(bin, tool), args));
-  const port = await freePort();
-  await pg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync']);
+  const lease = await leasePort();
+  const port = lease.port;
+  await pg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync']).catch((err) => {
+    lease.release();
+    throw err;
+  });
   let ssl = '';
   if (options.ssl) {
     // The server reads its key only when the postgres user owns it with mode 0600.
@@ -59,7 +64,10 @@ export async function startPgCluster(options: { ssl?: { cert: string; key: strin
   const start = async () => {
     await pg('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off${ssl}`, 'start']);
   };
-  await start();
+  await start().catch((err) => {
+    lease.release();
+    throw err;
+  });
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -70,6 +78,7 @@ export async function startPgCluster(options: { ssl?: { cert: string; key: strin
     async destroy() {
       await pg('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
+      lease.release();
     },
   };
 }

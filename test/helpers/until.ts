@@ -2,11 +2,14 @@
  * Waiting on events, never on time: `until` polls a condition, `retryUntilSuccess` retries
  * an assertion until it holds, and a `Latch` is opened by the code under test and awaited
  * by the test. Each fails naming what it waited for, after a generous bound (the machine
- * running CI is loaded; the bound only stops a hang, it asserts nothing about speed).
+ * running CI is loaded; the bound only stops a hang, it asserts nothing about speed), which
+ * the machine's time scale stretches (./time-scale.ts).
  */
+import { scaled } from './time-scale';
 
 /** Polls `check` every 50 ms until it holds; fails naming `what` after `timeoutMs`. */
-export async function until(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
+export async function until(check: () => Promise<boolean> | boolean, cap: number, what: string): Promise<void> {
+  const timeoutMs = scaled(cap);
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
@@ -15,8 +18,8 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs: 
 }
 
 /** Runs `attempt` until it stops throwing (an `expect` that will hold soon) and returns its value; rethrows the last failure after `timeoutMs`. */
-export async function retryUntilSuccess<T>(attempt: () => Promise<T> | T, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+export async function retryUntilSuccess<T>(attempt: () => Promise<T> | T, cap = 30_000): Promise<T> {
+  const deadline = Date.now() + scaled(cap);
   for (;;) {
     try {
       return await attempt();
@@ -43,8 +46,9 @@ export class Latch<T = void> {
     for (const resolve of this.waiters.splice(0)) resolve(this.value);
   }
 
-  wait(timeoutMs = 30_000, what = 'the latch'): Promise<T> {
+  wait(cap = 30_000, what = 'the latch'): Promise<T> {
     if (this.opened) return Promise.resolve(this.value as T);
+    const timeoutMs = scaled(cap);
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);
       this.waiters.push((value) => {

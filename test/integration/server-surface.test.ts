@@ -8,7 +8,6 @@ import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
-import { freePort } from '../../src/net';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 
 const SCRAPE_TOKEN = 'scrape-me-please';
@@ -16,15 +15,15 @@ let engine: TestEngine;
 let port = 0;
 
 beforeAll(async () => {
-  port = await freePort();
   engine = await startTestEngine(
     [],
     {
-      'pipeline.server.port': port,
+      'pipeline.server.port': 0,
       'pipeline.metrics.token-sha256': createHash('sha256').update(SCRAPE_TOKEN).digest('hex'),
     },
     { worker: false, http: true },
   );
+  port = engine.service.ports.http!;
 });
 afterAll(async () => {
   await engine?.stop();
