@@ -14,10 +14,10 @@
  * Each phase runs its executions side by side, so the file costs about two budgets.
  * REST and gRPC, Command and non-Command steps.
  */
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/net';
+import { boundPort, serveHttp } from '../../src/net';
 import { definePipeline, grpcStep, restStep } from '../../src/pipeline/define';
 import { createPgDb, type Db } from '../../src/store/db';
 import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
@@ -90,9 +90,8 @@ beforeAll(async () => {
   kitDb = createPgDb(cluster.url, { max: 20 });
   await ensureDedupeSchema(kitDb);
   const app = createRestTransitionWorker({ db: kitDb, platform: 'kit-store-down', duplicateWaitMs: 300, leaseMs: 3000, handler });
-  const port = await freePort();
-  rest = serve({ port, hostname: '127.0.0.1', fetch: app.fetch });
-  restUrl = `http://127.0.0.1:${port}/transition`;
+  rest = await serveHttp({ port: 0, hostname: '127.0.0.1', fetch: app.fetch, key: 'test.kit-port' });
+  restUrl = `http://127.0.0.1:${boundPort(rest)}/transition`;
   grpcKit = createGrpcTransitionWorker({ db: kitDb, platform: 'kit-store-down', duplicateWaitMs: 300, leaseMs: 3000, handler });
   const grpcAddress = await grpcKit.listen();
   const restTarget = { url: restUrl, dispositionUrl: `${restUrl}/{idempotencyKey}` };
@@ -105,7 +104,7 @@ beforeAll(async () => {
     ],
     { 'pipeline.orchestrator.worker.in-progress-budget': BUDGET },
   );
-}, 120_000);
+});
 
 afterAll(async () => {
   held.clear();
@@ -188,7 +187,7 @@ describe('a kit whose outcome store stays unavailable after its handler ran', ()
     held.delete('busy-1');
     expect((await other).status).toBe(200);
     expect(runsOf('busy-1')).toEqual([['acme/busy-1:0:1', 1]]);
-  }, 240_000);
+  });
 
   it("pg_ctl stop -m immediate of the kit's Postgres: REST non-Command and gRPC Command park, the re-drive is refused with the worker's evidence", async () => {
     await engine.start('acme', { pipeline: 'rest-plain', executionId: 'stop-rest' });
@@ -211,5 +210,5 @@ describe('a kit whose outcome store stays unavailable after its handler ran', ()
     );
     expect(runsOf('stop-rest')).toEqual([['acme/stop-rest:0:1', 1]]);
     expect(runsOf('stop-grpc')).toEqual([['acme/stop-grpc:0:1', 1]]);
-  }, 240_000);
+  });
 });

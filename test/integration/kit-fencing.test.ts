@@ -13,10 +13,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLog } from '../../src/log';
-import { freePort } from '../../src/net';
+import { boundPort, serveHttp } from '../../src/net';
 import { IN_PROGRESS_HEADER } from '../../src/transports/remote';
 import { createPgDb, type Db } from '../../src/store/db';
 import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
@@ -61,9 +61,8 @@ beforeAll(async () => {
       return { run };
     },
   });
-  const port = await freePort();
-  kit = serve({ port, hostname: '127.0.0.1', fetch: app.fetch });
-  kitUrl = `http://127.0.0.1:${port}/transition`;
+  kit = await serveHttp({ port: 0, hostname: '127.0.0.1', fetch: app.fetch, key: 'test.kit-port' });
+  kitUrl = `http://127.0.0.1:${boundPort(kit)}/transition`;
 }, 60_000);
 
 afterAll(async () => {
