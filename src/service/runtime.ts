@@ -48,6 +48,7 @@ import { HistoryService } from './history';
 import { Readiness } from './readiness';
 import { RedriveService } from './redrive';
 import { RedriveJobs } from './redrive-jobs';
+import { RedriveJobTicks } from './redrive-job-ticks';
 import { Retention, retentionPolicy } from './retention';
 
 export interface ServiceOptions {
@@ -71,7 +72,7 @@ export interface Service {
   registry: PipelineRegistry;
   store: ExecutionStore;
   dispatcher: Dispatcher;
-  /** bulk re-drive jobs (API side, activities and the start sweeper) */
+  /** bulk re-drive jobs, the API side (create, dry run, control, list, the start sweeper); the activities use RedriveJobTicks */
   jobs: RedriveJobs;
   app: ReturnType<typeof createApp>;
   metrics: Metrics;
@@ -280,7 +281,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       namespace,
       taskQueue,
       deps: { store, effects, registry, log, metrics, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
-      jobs,
+      jobs: new RedriveJobTicks(db, redrive, log, metrics),
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again
       // (at most 10 s more), the worker gives up on it (Temporal redelivers it elsewhere).

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type EngineDeps } from '../activities/engine-activities';
 import { createRedriveJobActivities } from '../activities/redrive-job-activities';
-import type { RedriveJobs } from '../service/redrive-jobs';
+import type { RedriveJobTicks } from '../service/redrive-job-ticks';
 import { connectNative, type TemporalConnectOptions } from './connection';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -30,7 +30,7 @@ export interface EngineWorkerOptions {
   taskQueue: string;
   deps: EngineDeps;
   /** bulk re-drive jobs: their workflow's activities run on this worker too (absent: jobs' activities wait for a worker that has them) */
-  jobs?: RedriveJobs;
+  jobs?: RedriveJobTicks;
   /** extra worker options (benchmarks and tests tune concurrency, bundles) */
   worker?: Partial<WorkerOptions>;
 }
