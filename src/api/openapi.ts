@@ -104,6 +104,10 @@ const RedriveJobViewSchema = z
     }),
     rate: z.object({ asked: z.number(), achieved: z.number().nullable() }),
     etaSeconds: z.number().nullable(),
+    heldBack: z
+      .string()
+      .nullable()
+      .meta({ description: 'why a RUNNING job admits nothing now, e.g. "waiting for room: 50 re-driven runs still running (batchSize 50)"' }),
     controlLog: z.array(
       z.object({ action: z.enum(['pause', 'resume', 'abort', 'halt', 'fail']), principal: z.string(), at: z.string(), reason: z.string().optional() }),
     ),

@@ -22,8 +22,6 @@ import { DEFAULT_HALT_ON, dueItems, type HaltOn, type Pace } from '../workflows/
 import { eachLimited, itemRequest, parseJob, type ParsedJob } from './redrive-job-request';
 import type { RedriveService } from './redrive';
 
-/** Items admitted at once by a tick (each waits mostly on Postgres and Temporal). */
-const ADMIT_LANES = 32;
 /** A tick that is behind its pace keeps admitting what falls due for up to this long, instead of handing back to the workflow for each batch. */
 const TICK_BUDGET_MS = 5000;
 /** Admissions of one item that fail for a reason other than a refusal, before it is skipped as ADMISSION_FAILED. */
@@ -60,6 +58,8 @@ export class RedriveJobTicks {
     private readonly redrive: RedriveService,
     private readonly log: Log,
     private readonly metrics?: Metrics,
+    /** items admitted at once by a tick: twice the jobs' pool size (pipeline.redrive-job.pool-size): an admission holds a connection for part of its time, and waits on Temporal for the rest */
+    private readonly lanes = 4,
   ) {
     this.store = new RedriveJobStore(db);
   }
@@ -85,12 +85,12 @@ export class RedriveJobTicks {
     let unavailable = false;
     let budget = max;
     while (budget > 0 && job.status === 'RUNNING' && !unavailable) {
-      const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, ADMIT_LANES);
+      const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, this.lanes);
       if (room <= 0) break;
       const items = await this.store.nextItems(tenantId, jobId, room);
       if (items.length === 0) break;
       const current = job;
-      await eachLimited(items, ADMIT_LANES, async (item) => {
+      await eachLimited(items, this.lanes, async (item) => {
         try {
           await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, { jobId });
           this.metrics?.redriveJobItems.inc({ outcome: 'admitted' });

@@ -288,6 +288,10 @@ export function jobView(stored: RedriveJob & { dispatch?: 'started' | 'pending' 
     },
     rate: { asked: job.ratePerSecond, achieved },
     etaSeconds: job.status === 'RUNNING' ? round(counts.remaining / pace) : job.status === 'PAUSED' ? null : 0,
+    heldBack:
+      job.status === 'RUNNING' && counts.remaining > 0 && counts.running >= job.batchSize
+        ? `waiting for room: ${counts.running} re-driven runs still running (batchSize ${job.batchSize})`
+        : null,
     controlLog: job.controlLog,
   };
 }

@@ -21,7 +21,9 @@ import { until } from '../helpers/until';
 
 let engine: TestEngine;
 const healthy = new Set<string>();
-const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5'];
+/** executions whose re-driven step waits until released */
+const held = new Set<string>();
+const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5', 'h-1', 'h-2'];
 
 beforeAll(async () => {
   engine = await startTestEngine([
@@ -30,7 +32,8 @@ beforeAll(async () => {
       steps: [
         localStep(
           'ledger',
-          (input: unknown, ctx) => {
+          async (input: unknown, ctx) => {
+            while (held.has(ctx.executionId) && !ctx.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
             if (!healthy.has(ctx.executionId)) throw Object.assign(new Error('ledger down'), { code: 'LEDGER_DOWN' });
             return input;
           },
@@ -69,6 +72,8 @@ describe('a bulk job item or tick that keeps failing', () => {
       }),
       202,
     );
+    // The job runs on its own task queue, not behind the pipeline's runs.
+    expect((await engine.service.client.workflow.getHandle(created.workflowId).describe()).taskQueue).toBe(`${engine.taskQueue}-redrive-jobs`);
     await until(async () => (await job(created.jobId)).status === 'COMPLETED', 180_000, 'the job to complete');
     const done = await job(created.jobId);
     expect(done.counts).toMatchObject({ selected: 3, processed: 3, remaining: 0, admitted: 2, skipped: 1, skippedByCode: { ADMISSION_FAILED: 1 } });
@@ -146,6 +151,27 @@ describe('a bulk job item or tick that keeps failing', () => {
     expect([resume.status, (await resume.json()).code]).toEqual([409, 'JOB_FINISHED']);
     await sql(`DROP TRIGGER fault_job ON redrive_job_item`);
   }, 180_000);
+
+  it('says when it is held back by batchSize: "waiting for room"', async () => {
+    held.add('h-1');
+    const created = await json(
+      await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+        body: { selection: { executionIds: ['h-1', 'h-2'] }, reason: 'one at a time', allowFailed: true, batchSize: 1 },
+      }),
+      202,
+    );
+    await until(async () => (await job(created.jobId)).counts.running === 1, 60_000, 'the first item to be running');
+    const waiting = await job(created.jobId);
+    expect(waiting).toMatchObject({
+      status: 'RUNNING',
+      counts: { admitted: 1, remaining: 1 },
+      heldBack: 'waiting for room: 1 re-driven runs still running (batchSize 1)',
+    });
+    expect(jobLine(waiting)).toContain('(waiting for room: 1 re-driven runs still running (batchSize 1))');
+    held.delete('h-1');
+    await until(async () => (await job(created.jobId)).status === 'COMPLETED', 60_000, 'the job to complete');
+    expect((await job(created.jobId)).heldBack).toBeNull();
+  });
 
   it('counts halted, paused and stuck jobs in a gauge read from the store', async () => {
     const signals = new SignalsStore(engine.service.db);
