@@ -84,15 +84,33 @@ export class RedriveJobTicks {
     const processedAtStart = counts.admitted + counts.skipped;
     let unavailable = false;
     let budget = max;
-    while (budget > 0 && job.status === 'RUNNING' && !unavailable) {
+    // The rate is a ceiling: admission statements are spaced 1/rate apart, from the job's
+    // latest admission (in an earlier tick too), never sooner; time lost to a slow tick is not
+    // made up in a burst. A refused item never takes a slot: skips do not count against the rate.
+    const interval = 1000 / job.ratePerSecond;
+    const lastAdmitted = counts.lastAdmittedAt ? Date.parse(counts.lastAdmittedAt) : -Infinity;
+    let nextAt = Math.max(Date.now(), lastAdmitted + interval);
+    const deadline = startedAt + Math.max(TICK_BUDGET_MS, interval);
+    let outOfTime = false;
+    while (budget > 0 && job.status === 'RUNNING' && !unavailable && !outOfTime) {
       const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, this.lanes);
       if (room <= 0) break;
       const items = await this.store.nextItems(tenantId, jobId, room);
       if (items.length === 0) break;
       const current = job;
       await eachLimited(items, this.lanes, async (item) => {
+        if (Math.max(nextAt, Date.now()) > deadline) {
+          outOfTime = true; // not this tick's: it stays SELECTED for the next
+          return;
+        }
+        // The slot is taken once the item's checks passed, right before its admission statement.
+        const slot = async () => {
+          const at = Math.max(nextAt, Date.now());
+          nextAt = at + interval;
+          if (at > Date.now()) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
+        };
         try {
-          await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, { jobId });
+          await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, { jobId, beforeAdmit: slot });
           this.metrics?.redriveJobItems.inc({ outcome: 'admitted' });
         } catch (err) {
           if (err instanceof PipelineError && err.status < 500) {

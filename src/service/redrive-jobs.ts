@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { ConflictError, JobNotFoundError, RedriveRefusedError } from '../errors';
+import { ConflictError, JobNotFoundError, RedriveRefusedError, ValidationError } from '../errors';
 import type { Log } from '../log';
 import type { EnvelopeFilter } from '../store/failure-group-store';
 import { RedriveJobStore, type JobCounts, type RedriveJob, type RedriveJobStatus, type Selection } from '../store/redrive-job-store';
@@ -55,7 +55,9 @@ export class RedriveJobs {
     this.store = new RedriveJobStore(db);
   }
 
-  private async select(tenantId: string, selection: RedriveJobRequest['selection']): Promise<Selection> {
+  /** The selection's items now; a canary that is not smaller than it is refused (it would make the whole job its canary). */
+  private async select(tenantId: string, body: RedriveJobRequest): Promise<Selection> {
+    const { selection } = body;
     const found =
       'executionIds' in selection
         ? await this.store.selectByIds(tenantId, selection.executionIds)
@@ -74,12 +76,18 @@ export class RedriveJobs {
         excluded: found.excluded,
       });
     }
+    if (body.canary !== undefined && body.canary >= found.items.length) {
+      throw new ValidationError(
+        `canary (${body.canary}) must be smaller than the selection (${found.items.length} executions): a canary is a first few items`,
+        [{ path: ['canary'], message: `must be at most ${found.items.length - 1}` }],
+      );
+    }
     return found;
   }
 
   /** Every item through the single re-drive's dry run, with the version just read. */
   async dryRun(tenantId: string, body: RedriveJobRequest): Promise<DryRunView> {
-    const selection = await this.select(tenantId, body.selection);
+    const selection = await this.select(tenantId, body);
     const refused: Record<string, number> = {};
     const sample: Record<string, unknown>[] = [];
     let wouldAdmit = 0;
@@ -115,7 +123,7 @@ export class RedriveJobs {
 
   /** Writes the job and its items, then starts its workflow (a failed start is left to the sweeper). */
   async create(tenantId: string, body: RedriveJobRequest, principal: string): Promise<RedriveJob & { dispatch: 'started' | 'pending' }> {
-    const selection = await this.select(tenantId, body.selection);
+    const selection = await this.select(tenantId, body);
     const job = await this.store.create({
       tenantId,
       jobId: randomUUID(),

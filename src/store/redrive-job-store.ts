@@ -118,6 +118,8 @@ export interface JobCounts {
   running: number;
   firstProcessedAt: string | null;
   lastProcessedAt: string | null;
+  /** when the job's latest admission was made (its admission statement's time) */
+  lastAdmittedAt: string | null;
 }
 
 /** A job as created: the fields it is asked with, and its selection. */
@@ -233,9 +235,11 @@ export class RedriveJobStore {
       running: 0,
       firstProcessedAt: null,
       lastProcessedAt: null,
+      lastAdmittedAt: null,
     };
     let first: number | null = null;
     let last: number | null = null;
+    let lastAdmitted: number | null = null;
     for (const row of result.rows) {
       counts.selected += row.n;
       if (row.first_at) first = Math.min(first ?? Infinity, new Date(row.first_at).getTime());
@@ -247,6 +251,7 @@ export class RedriveJobStore {
         counts.skippedByCode[code] = (counts.skippedByCode[code] ?? 0) + row.n;
       } else {
         counts.admitted += row.n;
+        if (row.last_at) lastAdmitted = Math.max(lastAdmitted ?? -Infinity, new Date(row.last_at).getTime());
         if (row.status === 'SUCCEEDED') counts.succeeded += row.n;
         else if (row.status === 'FAILED') counts.failedAgain += row.n;
         else if (row.status === 'REMOTE_OUTCOME_UNKNOWN') counts.remoteOutcomeUnknown += row.n;
@@ -255,6 +260,7 @@ export class RedriveJobStore {
     }
     counts.firstProcessedAt = first === null ? null : new Date(first).toISOString();
     counts.lastProcessedAt = last === null ? null : new Date(last).toISOString();
+    counts.lastAdmittedAt = lastAdmitted === null ? null : new Date(lastAdmitted).toISOString();
     return counts;
   }
 

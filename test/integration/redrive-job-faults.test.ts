@@ -23,7 +23,8 @@ let engine: TestEngine;
 const healthy = new Set<string>();
 /** executions whose re-driven step waits until released */
 const held = new Set<string>();
-const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5', 'h-1', 'h-2'];
+const RATED = Array.from({ length: 16 }, (_, i) => `r-${i + 1}`);
+const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5', 'h-1', 'h-2', ...RATED];
 
 beforeAll(async () => {
   engine = await startTestEngine([
@@ -172,6 +173,45 @@ describe('a bulk job item or tick that keeps failing', () => {
     await until(async () => (await job(created.jobId)).status === 'COMPLETED', 60_000, 'the job to complete');
     expect((await job(created.jobId)).heldBack).toBeNull();
   });
+
+  it('refuses a canary that is not smaller than the selection (400, naming canary), in the dry run too, and creates nothing', async () => {
+    const before = (await sql(`SELECT count(*)::int AS n FROM redrive_job`)).rows[0].n;
+    for (const path of ['/admin/tenants/acme/redrive-jobs?dryRun=true', '/admin/tenants/acme/redrive-jobs']) {
+      const res = await engine.request('POST', path, {
+        body: { selection: { executionIds: ['f-1', 'f-3'] }, reason: 'all canary', allowFailed: true, canary: 2 },
+      });
+      const body = await res.json();
+      expect([res.status, body.code, body.issues?.[0]?.path], path).toEqual([400, 'VALIDATION_FAILED', ['canary']]);
+      expect(body.detail).toBe('canary (2) must be smaller than the selection (2 executions): a canary is a first few items');
+    }
+    expect((await sql(`SELECT count(*)::int AS n FROM redrive_job`)).rows[0].n).toBe(before);
+  });
+
+  it('holds the rate as a ceiling: no 1 s window of admissions (audit rows) above the asked rate + 1, even after a slow admission', async () => {
+    // One admission stalls 2 s inside its statement: a job paced from an origin would then catch up in a burst.
+    await sql(`CREATE FUNCTION slow_r4() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$`);
+    await sql(`CREATE TRIGGER slow_r4 BEFORE INSERT ON redrive_audit FOR EACH ROW WHEN (NEW.execution_id = 'r-4') EXECUTE FUNCTION slow_r4()`);
+    // r-9 already succeeded: refused (skipped), it takes no slot.
+    await sql(`UPDATE execution_record SET status = 'SUCCEEDED' WHERE tenant_id = 'acme' AND execution_id = 'r-9'`);
+    const rate = 2;
+    const created = await json(
+      await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+        body: { selection: { executionIds: RATED }, reason: 'paced', allowFailed: true, ratePerSecond: rate, batchSize: 100 },
+      }),
+      202,
+    );
+    await until(async () => (await job(created.jobId)).status === 'COMPLETED', 120_000, 'the job to complete');
+    const done = await job(created.jobId);
+    expect(done.counts).toMatchObject({ admitted: RATED.length - 1, skippedByCode: { EXECUTION_SUCCEEDED: 1 } });
+    const at = (await sql(`SELECT created_at FROM redrive_audit WHERE job_id = $1 ORDER BY created_at`, [created.jobId])).rows.map((r: any) =>
+      new Date(r.created_at).getTime(),
+    );
+    expect(at).toHaveLength(RATED.length - 1);
+    // The busiest 1 s window, starting at each admission.
+    const peak = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 1000).length));
+    expect(peak).toBeLessThanOrEqual(rate + 1);
+    await sql(`DROP TRIGGER slow_r4 ON redrive_audit`);
+  }, 180_000);
 
   it('counts halted, paused and stuck jobs in a gauge read from the store', async () => {
     const signals = new SignalsStore(engine.service.db);
