@@ -41,7 +41,8 @@ class FakeJob {
   haltReason: string | null = null;
   failureReason: string | null = null;
   readonly admitted: { item: number; readsLeft: number; outcome: Outcome }[] = [];
-  readonly calls: { activity: string; max?: number; status: string; runId: string }[] = [];
+  /** every activity call: the job's status when it came, and (ticks) when it answered */
+  readonly calls: { activity: string; max?: number; status: string; runId: string; answered?: string }[] = [];
   /** admissions made while an earlier item of the canary was still running */
   admittedPastRunningCanary = 0;
   /** hook run on every activity call, before it answers (a test's operator) */
@@ -99,6 +100,7 @@ class FakeJob {
           const item = this.admitted.length;
           this.admitted.push({ item, readsLeft: this.options.runTicks ?? 0, outcome: this.options.outcome?.(item) ?? 'SUCCEEDED' });
         }
+        this.calls.at(-1)!.answered = this.status;
         return this.state();
       },
       redriveJobHalt: async (req) => {
@@ -192,18 +194,21 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
   it('pause, resume and abort by signal: a paused job admits nothing, the wake-up ends its paused wait at once, abort ends the workflow', async () => {
     // Real time here (nothing waits on the result until the end): a paused job sleeps a minute between reads.
     const job = new FakeJob(1000, { ratePerSecond: 5 });
+    const isPausedTimer = (e: { timerStartedEventAttributes?: { startToFireTimeout?: { seconds?: unknown } | null } | null }) =>
+      String(e.timerStartedEventAttributes?.startToFireTimeout?.seconds) === '60';
     const history = await withJob({}, job.activities(), async (handle) => {
+      const pausedWaits = async () => ((await handle.fetchHistory()).events ?? []).filter(isPausedTimer).length;
       await until(async () => job.admitted.length >= 2, 60_000, 'two admissions');
       job.status = 'PAUSED';
       await handle.signal(redriveJobWake);
-      await until(async () => job.calls.some((c) => c.status === 'PAUSED'), 60_000, 'the workflow to read the pause');
+      await until(async () => (await pausedWaits()) >= 1, 60_000, 'the workflow to wait paused');
       const atPause = job.admitted.length;
       job.status = 'RUNNING';
       await handle.signal(redriveJobWake);
       await until(async () => job.admitted.length >= atPause + 2, 60_000, 'two admissions after resume');
       job.status = 'PAUSED';
       await handle.signal(redriveJobWake);
-      await until(async () => job.calls.filter((c) => c.status === 'PAUSED').length >= 2, 60_000, 'the second pause read');
+      await until(async () => (await pausedWaits()) >= 2, 60_000, 'the workflow to wait paused again');
       const atAbort = job.admitted.length;
       job.status = 'ABORTED';
       await handle.signal(redriveJobWake);
@@ -213,13 +218,16 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
     });
     // Each wake-up ended the minute-long paused wait early: its timer was cancelled, never fired.
     const events = history.events ?? [];
-    const pausedTimers = events.filter((e) => e.timerStartedEventAttributes?.startToFireTimeout?.seconds?.toString() === '60');
-    expect(pausedTimers.length).toBe(2);
-    expect(events.filter((e) => e.timerCanceledEventAttributes).length).toBeGreaterThanOrEqual(2);
-    const pausedTimerIds = new Set(pausedTimers.map((e) => e.timerStartedEventAttributes!.timerId));
+    const pausedTimerIds = new Set(events.filter(isPausedTimer).map((e) => e.timerStartedEventAttributes!.timerId));
+    expect(pausedTimerIds.size).toBe(2);
+    const cancelled = new Set(events.filter((e) => e.timerCanceledEventAttributes).map((e) => e.timerCanceledEventAttributes!.timerId));
+    expect([...pausedTimerIds].every((id) => cancelled.has(id))).toBe(true);
     expect(events.filter((e) => e.timerFiredEventAttributes && pausedTimerIds.has(e.timerFiredEventAttributes.timerId!))).toEqual([]);
-    // No admission while paused: every tick read while PAUSED asked for nothing.
-    expect(job.calls.filter((c) => c.activity === 'tick' && c.status === 'PAUSED').every((c) => c.max === 0)).toBe(true);
+    // Once it has read PAUSED, the workflow asks for nothing until it reads RUNNING again.
+    const ticks = job.calls.filter((c) => c.activity === 'tick');
+    const afterPausedRead = ticks.filter((c, i) => i > 0 && ticks[i - 1].answered === 'PAUSED');
+    expect(afterPausedRead.length).toBeGreaterThanOrEqual(2);
+    expect(afterPausedRead.filter((c) => c.status === 'PAUSED').every((c) => c.max === 0)).toBe(true);
   });
 
   it('a tick that keeps failing: retried a bounded number of times, then the job is marked FAILED and the workflow fails with the reason', async () => {
