@@ -7,6 +7,7 @@
  *   npm run capture:histories                   # every scenario
  *   npm run capture:histories -- success        # only the named ones
  *   npm run capture:histories -- redrive-job    # a bulk re-drive job: canary, halt, resume, finish
+ *   npm run capture:histories -- redrive-job-continue-as-new   # a job's run that continued as new, and the run after
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -24,6 +25,8 @@ import { workflowIdFor } from '../src/ids';
 import { createLog } from '../src/log';
 import { definePipeline, localStep, NonRetryableException, restStep } from '../src/pipeline/define';
 import { startService, type Service } from '../src/service/runtime';
+import { redriveJobWorkflow } from '../src/workflows/redrive-job-workflow';
+import { DEFAULT_HALT_ON } from '../src/workflows/redrive-job-policy';
 import { resolveTemporalCli } from '../src/temporal/cli';
 import { startDevServer } from '../src/temporal/dev-server';
 import { createTestDatabase } from '../test/helpers/postgres';
@@ -224,6 +227,49 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     }
     await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}/resume`, { reason: 'capture' });
     await c.saveWorkflow('redrive-job', job.workflowId);
+  },
+  async 'redrive-job-continue-as-new'(c) {
+    // A job of 12 items whose workflow is started with a low history limit (as the API's would
+    // be at 8,000 events): its first run ends in continue-as-new past its canary, the last finishes.
+    const ids = Array.from({ length: 12 }, (_, i) => `job-can-${i + 1}`);
+    for (const id of ids) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: id, input: {} });
+    for (const id of ids) await c.waitFor(id, ['FAILED']);
+    const jobs = c.service.jobs;
+    const selection = await jobs.store.selectByIds(TENANT, ids);
+    const request = {
+      selection: { executionIds: ids },
+      reason: 'capture',
+      allowFailed: true,
+      batchSize: 50,
+      ratePerSecond: 4,
+      canary: 2,
+      haltOn: DEFAULT_HALT_ON,
+    };
+    const jobId = 'continue-as-new';
+    await jobs.store.create({
+      tenantId: TENANT,
+      jobId,
+      principal: 'capture',
+      reason: 'capture',
+      request,
+      batchSize: 50,
+      ratePerSecond: 4,
+      canary: 2,
+      haltOn: DEFAULT_HALT_ON,
+      selection,
+    });
+    const handle = await c.service.client.workflow.start(redriveJobWorkflow, {
+      workflowId: `redrive-job/${TENANT}/${jobId}`,
+      taskQueue: c.service.config['pipeline.temporal.task-queue'],
+      args: [{ tenantId: TENANT, jobId, limits: { historyLength: 40 } }],
+    });
+    await jobs.store.markStarted(TENANT, jobId);
+    const result = await handle.result();
+    if (result.status !== 'COMPLETED') throw new Error(`the job ended ${result.status}`);
+    await c.saveWorkflow('redrive-job-continued-as-new', handle.workflowId, handle.firstExecutionRunId);
+    const last = (await handle.describe()).runId;
+    if (last === handle.firstExecutionRunId) throw new Error('the job never continued as new');
+    await c.saveWorkflow('redrive-job-after-continue-as-new', handle.workflowId, last);
   },
 };
 

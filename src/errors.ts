@@ -30,7 +30,7 @@ export const ERROR_CODES = {
   COMMAND_EFFECT_NOT_REDISPATCHABLE: { status: 409, title: 'the retained Command effect is not FAILED_RETRYABLE; it is never redispatched' },
   DISPOSITION_UNCONFIRMED: { status: 409, title: 're-drive of REMOTE_OUTCOME_UNKNOWN needs confirmedDisposition=NOT_APPLIED' },
   DISPOSITION_CONTRADICTED: { status: 409, title: "the worker's own record contradicts confirmedDisposition=NOT_APPLIED" },
-  JOB_FINISHED: { status: 409, title: 'the bulk re-drive job is ABORTED or COMPLETED; start a new one' },
+  JOB_FINISHED: { status: 409, title: 'the bulk re-drive job is ABORTED, COMPLETED or FAILED; start a new one' },
   PIPELINE_DEFINITION_CHANGED: { status: 409, title: 'the pinned pipeline version is gone or the step to resume does not exist by name' },
   BODY_TOO_LARGE: { status: 413, title: 'the body is over 64 KiB' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type is not JSON' },
@@ -165,5 +165,16 @@ export class TemporalUnavailableError extends PipelineError {
 export class StoreUnavailableError extends PipelineError {
   constructor(cause: unknown) {
     super('the store (Postgres) is unavailable; retry later', 'STORE_UNAVAILABLE', 503, {}, { cause });
+  }
+}
+
+/**
+ * A long-lived JSON value read back from the store no longer matches its schema (a schema
+ * changed under a row written before it): an error naming the row and the field, never a
+ * silent cast. The row is left as it is for an operator to look at.
+ */
+export class StoredValueError extends PipelineError {
+  constructor(table: string, row: string, field: string, issue: string) {
+    super(`${table} ${row}: the stored ${field} no longer parses (${issue})`, 'INTERNAL', 500, { table, row, field });
   }
 }

@@ -9,6 +9,9 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SignalsStore } from './store/signals-store';
 
 const MAX_CODES = 50;
+/** A RUNNING bulk re-drive job with items left that processed none for this long counts as stuck. */
+export const REDRIVE_JOB_STUCK_AFTER_MS = 15 * 60_000;
+const REDRIVE_JOB_ITEM_OUTCOMES = ['admitted', 'skipped', 'deferred', 'admission_failed'] as const;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -69,6 +72,12 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly redrives = new Counter({ name: 'pipeline_redrives_total', help: 'Re-drives admitted, by mode', labelNames: ['mode'], registers: [this.registry] });
+  readonly redriveJobItems = new Counter<'outcome'>({
+    name: 'pipeline_redrive_job_items_total',
+    help: "Bulk re-drive job items by outcome: admitted, skipped (refused by the single re-drive's admission), deferred (admission failed, tried again), admission_failed (skipped after its last attempt)",
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
 
   /**
    * `retryLimit`: pipeline.defaults.retry-limit, for retry saturation. `dlqBacklog`: the
@@ -98,6 +107,18 @@ export class Metrics {
     );
     gauge('pipeline_checkpoint_backlog', 'Checkpoints accepted and not yet admitted', () => signals.checkpointsPending());
     gauge('pipeline_checkpoint_lag_seconds', 'Age of the oldest checkpoint not yet admitted', () => signals.checkpointLagSeconds());
+    // Every outcome from 0, so a rate over it exists before the first job.
+    for (const outcome of REDRIVE_JOB_ITEM_OUTCOMES) this.redriveJobItems.inc({ outcome }, 0);
+    new Gauge({
+      name: 'pipeline_redrive_jobs',
+      help: `Unfinished bulk re-drive jobs that need a look, by state: halted (by a canary or haltOn), paused (by an operator), stuck (RUNNING with items left and none processed for ${REDRIVE_JOB_STUCK_AFTER_MS / 60_000} minutes)`,
+      labelNames: ['state'],
+      registers: [this.registry],
+      async collect() {
+        const jobs = await signals.redriveJobsNeedingAttention(REDRIVE_JOB_STUCK_AFTER_MS);
+        for (const [state, n] of Object.entries(jobs)) this.set({ state }, n);
+      },
+    });
     gauge('pipeline_retry_saturation', 'Executions waiting on a retry with at most one retry left under the default retry limit', () =>
       signals.waitingOnRetry(Math.max(1, retryLimit)),
     );

@@ -73,8 +73,9 @@ export type RedriveMode = (typeof REDRIVE_MODES)[number];
  * - `PAUSED`: paused by an operator or halted by a canary or `haltOn`; resumes on request
  * - `ABORTED`: stopped by an operator; the items not yet admitted stay unadmitted
  * - `COMPLETED`: every item admitted or skipped
+ * - `FAILED`: its workflow could not go on (its tick failed past its bounded retry); `failureReason` says why
  */
-export const REDRIVE_JOB_STATUSES = ['RUNNING', 'PAUSED', 'ABORTED', 'COMPLETED'] as const;
+export const REDRIVE_JOB_STATUSES = ['RUNNING', 'PAUSED', 'ABORTED', 'COMPLETED', 'FAILED'] as const;
 export type RedriveJobStatus = (typeof REDRIVE_JOB_STATUSES)[number];
 
 /**

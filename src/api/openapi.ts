@@ -74,6 +74,7 @@ const RedriveJobViewSchema = z
     tenantId: z.string(),
     status: z.enum(REDRIVE_JOB_STATUSES),
     haltReason: z.string().nullable(),
+    failureReason: z.string().nullable().meta({ description: 'why a FAILED job could not go on (its activities gave up)' }),
     principal: z.string(),
     reason: z.string(),
     selection: z.record(z.string(), z.unknown()),
@@ -103,8 +104,12 @@ const RedriveJobViewSchema = z
     }),
     rate: z.object({ asked: z.number(), achieved: z.number().nullable() }),
     etaSeconds: z.number().nullable(),
+    heldBack: z
+      .string()
+      .nullable()
+      .meta({ description: 'why a RUNNING job admits nothing now, e.g. "waiting for room: 50 re-driven runs still running (batchSize 50)"' }),
     controlLog: z.array(
-      z.object({ action: z.enum(['pause', 'resume', 'abort', 'halt']), principal: z.string(), at: z.string(), reason: z.string().optional() }),
+      z.object({ action: z.enum(['pause', 'resume', 'abort', 'halt', 'fail']), principal: z.string(), at: z.string(), reason: z.string().optional() }),
     ),
   })
   .meta({ id: 'RedriveJob' });

@@ -41,6 +41,16 @@ describe('loadConfig', () => {
     );
   });
 
+  it("reads the store pool and the bulk jobs' own pool and task queue, naming the key of a bad value", () => {
+    expect(loadConfig({})).toMatchObject({ 'pipeline.store.pool-size': 10, 'pipeline.store.acquire-timeout': 5000, 'pipeline.redrive-job.pool-size': 8 });
+    expect(loadConfig({}, { 'pipeline.redrive-job.task-queue': undefined })['pipeline.redrive-job.task-queue']).toBeUndefined();
+    const set = loadConfig({ PIPELINE_STORE_POOL_SIZE: '32', PIPELINE_STORE_ACQUIRE_TIMEOUT: '750ms', PIPELINE_REDRIVE_JOB_TASK_QUEUE: 'jobs' });
+    expect(set).toMatchObject({ 'pipeline.store.pool-size': 32, 'pipeline.store.acquire-timeout': 750, 'pipeline.redrive-job.task-queue': 'jobs' });
+    expect(() => loadConfig({ PIPELINE_STORE_POOL_SIZE: '0' })).toThrow(/pipeline\.store\.pool-size/);
+    expect(() => loadConfig({ PIPELINE_STORE_ACQUIRE_TIMEOUT: 'never' })).toThrow(/pipeline\.store\.acquire-timeout/);
+    expect(() => loadConfig({ PIPELINE_REDRIVE_JOB_POOL_SIZE: 'many' })).toThrow(/pipeline\.redrive-job\.pool-size/);
+  });
+
   it('names the key of an unknown DLQ provider and lists the known ones', () => {
     expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(ConfigError);
     expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' })).toThrow(

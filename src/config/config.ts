@@ -167,6 +167,14 @@ export const ConfigSchema = z.object({
   'pipeline.store.url': z.string().optional(),
   /** PEM file of the CA that signed the Postgres server's certificate (verification on). */
   'pipeline.store.ca-file': z.string().optional(),
+  /** Connections the store's pool holds at most (step commits, the API, sweepers); Postgres only. Default 10. */
+  'pipeline.store.pool-size': intFromString.pipe(z.number().min(1, 'must be at least 1').max(1000)).default(10),
+  /** How long a query waits for a pool connection (or a new connection to open) before the answer is 503 STORE_UNAVAILABLE. Default 5s. */
+  'pipeline.store.acquire-timeout': duration('pipeline.store.acquire-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
+  /** Connections of bulk re-drive jobs' own pool (their admissions never take the live traffic's); a tick admits twice as many items at once. Postgres only. Default 8. */
+  'pipeline.redrive-job.pool-size': intFromString.pipe(z.number().min(1, 'must be at least 1').max(100)).default(8),
+  /** Task queue of bulk re-drive jobs' workflow and activities; every worker serves it. Default: pipeline.temporal.task-queue + `-redrive-jobs`. */
+  'pipeline.redrive-job.task-queue': z.string().min(1).optional(),
   /** Temporal frontend address. Absent = TEMPORAL_ADDRESS or the temporal CLI's profile, else the embedded dev server. */
   'pipeline.temporal.address': z.string().optional(),
   /** Temporal namespace. Default: TEMPORAL_NAMESPACE or the profile's, else `default`. */

@@ -10,86 +10,22 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { z } from 'zod';
-import { ConflictError, JobNotFoundError, PipelineError, RedriveRefusedError } from '../errors';
+import { ConflictError, JobNotFoundError, RedriveRefusedError, ValidationError } from '../errors';
 import type { Log } from '../log';
-import { storableText } from '../storable';
 import type { EnvelopeFilter } from '../store/failure-group-store';
-import { RedriveJobStore, type JobCounts, type RedriveJob, type RedriveJobStatus, type SelectedItem, type Selection } from '../store/redrive-job-store';
+import { RedriveJobStore, type JobCounts, type RedriveJob, type RedriveJobStatus, type Selection } from '../store/redrive-job-store';
 import type { Db } from '../store/db';
 import { withCallDeadline } from '../temporal/call-deadline';
-import type { JobTickState } from '../activities/redrive-job-activities';
-import { DEFAULT_HALT_ON, dueItems, type HaltOn, type Pace } from '../workflows/redrive-job-policy';
 import { redriveJobWake, redriveJobWorkflow } from '../workflows/redrive-job-workflow';
 import { PipelineRedriveJob, PipelineTenant } from '../workflows/search-attributes';
-import { TerminalReasonSchema } from '../api/schemas';
-import { ERROR_CODE_PATTERN } from '../api/queries';
-import { ID_PATTERN } from '../ids';
-import type { RedriveRequest, RedriveService } from './redrive';
+import { eachLimited, itemRequest, jobWorkflowId, MAX_JOB_ITEMS, parseJob, round, type RedriveJobRequest } from './redrive-job-request';
+import type { RedriveService } from './redrive';
 
-export const MAX_JOB_ITEMS = 10_000;
+export { JOB_INTEGER_FIELDS, MAX_JOB_ITEMS, RedriveJobRequest, jobWorkflowId } from './redrive-job-request';
+
 /** Items judged at once by a dry run. */
 const DRY_RUN_LANES = 8;
-/** Items admitted at once by a tick (each waits mostly on Postgres and Temporal). */
-const ADMIT_LANES = 32;
-/** A tick that is behind its pace keeps admitting what falls due for up to this long, instead of handing back to the workflow for each batch. */
-const TICK_BUDGET_MS = 5000;
 const SAMPLE_SIZE = 20;
-
-const IsoTime = z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601 timestamp' });
-const Filter = z
-  .object({
-    groupId: z
-      .string()
-      .regex(/^[0-9a-f]{16}$/, 'a groupId from GET …/dlq/groups')
-      .optional(),
-    terminalReason: TerminalReasonSchema.optional(),
-    errorCode: z.string().regex(ERROR_CODE_PATTERN).optional(),
-    step: storableText(z.string().min(1).max(128)).optional(),
-    from: IsoTime.optional(),
-    to: IsoTime.optional(),
-  })
-  .strict()
-  .refine((f) => Object.values(f).some((value) => value !== undefined), {
-    message: 'give at least one of groupId, terminalReason, errorCode, step, from, to (or executionIds)',
-  });
-const Ids = z
-  .object({
-    executionIds: z.array(z.string().regex(ID_PATTERN, 'an execution id')).min(1).max(MAX_JOB_ITEMS),
-  })
-  .strict();
-
-export const RedriveJobRequest = z
-  .object({
-    /** unredriven DLQ envelopes by filter, or listed executions */
-    selection: z.union([Ids, Filter]),
-    reason: storableText(z.string().trim().min(1).max(1000)),
-    allowFailed: z.boolean(),
-    intent: z.literal('RETRY_FAILED_COMMAND').optional(),
-    batchSize: z.number().int().min(1).max(1000).default(50),
-    ratePerSecond: z.number().min(0.1).max(300).default(10),
-    canary: z.number().int().min(1).max(1000).optional(),
-    haltOn: z
-      .object({
-        failedAgainShare: z.number().gt(0).max(1).default(DEFAULT_HALT_ON.failedAgainShare),
-        minFinished: z.number().int().min(1).max(MAX_JOB_ITEMS).default(DEFAULT_HALT_ON.minFinished),
-        remoteOutcomeUnknown: z.boolean().default(DEFAULT_HALT_ON.remoteOutcomeUnknown),
-      })
-      .strict()
-      .default(DEFAULT_HALT_ON),
-  })
-  .strict()
-  .superRefine((body, ctx) => {
-    if (body.intent && body.allowFailed !== true)
-      ctx.addIssue({ code: 'custom', path: ['intent'], message: 'intent RETRY_FAILED_COMMAND requires allowFailed=true' });
-  });
-export type RedriveJobRequest = z.infer<typeof RedriveJobRequest>;
-/** Fields whose JSON literal must be an integer (`50`, never `50.0`). */
-export const JOB_INTEGER_FIELDS = ['batchSize', 'canary'];
-
-export function jobWorkflowId(tenantId: string, jobId: string): string {
-  return `redrive-job/${tenantId}/${jobId}`;
-}
 
 /** The answer of `?dryRun=true`: what the job would do now; nothing is changed. */
 export interface DryRunView {
@@ -119,7 +55,9 @@ export class RedriveJobs {
     this.store = new RedriveJobStore(db);
   }
 
-  private async select(tenantId: string, selection: RedriveJobRequest['selection']): Promise<Selection> {
+  /** The selection's items now; a canary that is not smaller than it is refused (it would make the whole job its canary). */
+  private async select(tenantId: string, body: RedriveJobRequest): Promise<Selection> {
+    const { selection } = body;
     const found =
       'executionIds' in selection
         ? await this.store.selectByIds(tenantId, selection.executionIds)
@@ -138,21 +76,23 @@ export class RedriveJobs {
         excluded: found.excluded,
       });
     }
+    if (body.canary !== undefined && body.canary >= found.items.length) {
+      throw new ValidationError(
+        `canary (${body.canary}) must be smaller than the selection (${found.items.length} executions): a canary is a first few items`,
+        [{ path: ['canary'], message: `must be at most ${found.items.length - 1}` }],
+      );
+    }
     return found;
-  }
-
-  private itemRequest(body: Pick<RedriveJobRequest, 'reason' | 'allowFailed' | 'intent'>, item: SelectedItem): RedriveRequest {
-    return { expectedVersion: item.expectedVersion, reason: body.reason, allowFailed: body.allowFailed, ...(body.intent ? { intent: body.intent } : {}) };
   }
 
   /** Every item through the single re-drive's dry run, with the version just read. */
   async dryRun(tenantId: string, body: RedriveJobRequest): Promise<DryRunView> {
-    const selection = await this.select(tenantId, body.selection);
+    const selection = await this.select(tenantId, body);
     const refused: Record<string, number> = {};
     const sample: Record<string, unknown>[] = [];
     let wouldAdmit = 0;
     await eachLimited(selection.items, DRY_RUN_LANES, async (item, index) => {
-      const verdict = await this.redrive.preview(tenantId, item.executionId, this.itemRequest(body, item));
+      const verdict = await this.redrive.preview(tenantId, item.executionId, itemRequest(body, item));
       if (verdict.admitted) wouldAdmit++;
       else refused[verdict.code] = (refused[verdict.code] ?? 0) + 1;
       if (index < SAMPLE_SIZE) {
@@ -183,7 +123,7 @@ export class RedriveJobs {
 
   /** Writes the job and its items, then starts its workflow (a failed start is left to the sweeper). */
   async create(tenantId: string, body: RedriveJobRequest, principal: string): Promise<RedriveJob & { dispatch: 'started' | 'pending' }> {
-    const selection = await this.select(tenantId, body.selection);
+    const selection = await this.select(tenantId, body);
     const job = await this.store.create({
       tenantId,
       jobId: randomUUID(),
@@ -276,7 +216,7 @@ export class RedriveJobs {
       abort: { from: ['RUNNING', 'PAUSED'], to: 'ABORTED' },
     };
     const { from, to } = rule[action];
-    if (job.status === 'ABORTED' || job.status === 'COMPLETED') {
+    if (job.status === 'ABORTED' || job.status === 'COMPLETED' || job.status === 'FAILED') {
       throw new ConflictError(`job ${jobId} is ${job.status}; it can no longer ${action}`, 'JOB_FINISHED', { status: job.status });
     }
     if (job.status === to) return this.get(tenantId, jobId);
@@ -297,85 +237,6 @@ export class RedriveJobs {
     }
   }
 
-  // ---- the workflow's side (activities) ----
-
-  /**
-   * Admits up to `max` due items in selection order, never more than `batchSize` runs in
-   * flight, and only while the job is RUNNING (read again after every few dozen items, so
-   * a pause stops a tick within one batch). Given the job's `pace`, a tick that is behind
-   * keeps admitting what falls due (at most `pace.cap` items, for about 5 s) rather than
-   * returning for every batch. A refusal skips the item with its code; a 5xx (Temporal or
-   * Postgres not answering) leaves it SELECTED for a later tick.
-   */
-  async admitDue(tenantId: string, jobId: string, max: number, heartbeat: () => void = () => undefined, pace?: Pace & { cap: number }): Promise<JobTickState> {
-    let job = await this.store.get(tenantId, jobId);
-    if (!job) return goneState();
-    let counts = await this.store.counts(tenantId, jobId);
-    const startedAt = Date.now();
-    const processedAtStart = counts.admitted + counts.skipped;
-    let unavailable = false;
-    let budget = max;
-    const body = job.request as RedriveJobRequest;
-    while (budget > 0 && job.status === 'RUNNING' && !unavailable) {
-      const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, ADMIT_LANES);
-      if (room <= 0) break;
-      const items = await this.store.nextItems(tenantId, jobId, room);
-      if (items.length === 0) break;
-      await eachLimited(items, ADMIT_LANES, async (item) => {
-        try {
-          await this.redrive.redrive(tenantId, item.executionId, this.itemRequest(body, item), job!.principal, { jobId });
-        } catch (err) {
-          if (!(err instanceof PipelineError) || err.status >= 500) {
-            unavailable = true;
-            this.log.warn({
-              event: 'redrive_job_item_deferred',
-              tenantId,
-              jobId,
-              executionId: item.executionId,
-              error: err instanceof PipelineError ? err.code : err instanceof Error ? err.name : 'unknown',
-            });
-            return;
-          }
-          if (await this.store.skip(tenantId, jobId, item.executionId, err.code)) {
-            this.log.info({ event: 'redrive_job_item_skipped', tenantId, jobId, executionId: item.executionId, code: err.code });
-          }
-        }
-        heartbeat();
-      });
-      job = (await this.store.get(tenantId, jobId)) ?? job;
-      counts = await this.store.counts(tenantId, jobId);
-      const processed = counts.admitted + counts.skipped;
-      budget =
-        pace && Date.now() - startedAt < TICK_BUDGET_MS
-          ? Math.min(dueItems(pace, job.ratePerSecond, processed, Date.now()), pace.cap - (processed - processedAtStart))
-          : budget - items.length;
-    }
-    return tickState(job, counts, unavailable);
-  }
-
-  async halt(tenantId: string, jobId: string, reason: string): Promise<JobTickState> {
-    const entry = { action: 'halt' as const, principal: 'system', at: new Date().toISOString(), reason };
-    const moved = await this.store.transition({ tenantId, jobId, from: ['RUNNING'], to: 'PAUSED', entry, haltReason: reason });
-    if (moved) this.log.warn({ event: 'redrive_job_halted', tenantId, jobId, reason });
-    return this.admitDue(tenantId, jobId, 0);
-  }
-
-  async finish(tenantId: string, jobId: string): Promise<JobTickState> {
-    const moved = await this.store.transition({ tenantId, jobId, from: ['RUNNING'], to: 'COMPLETED', entry: null, haltReason: null });
-    if (moved) {
-      const counts = await this.store.counts(tenantId, jobId);
-      this.log.info({
-        event: 'redrive_job_completed',
-        tenantId,
-        jobId,
-        admitted: counts.admitted,
-        skipped: counts.skipped,
-        skippedByCode: counts.skippedByCode,
-      });
-    }
-    return this.admitDue(tenantId, jobId, 0);
-  }
-
   // ---- the sweeper ----
 
   /** Starts the workflow of every job whose start was lost: created over `olderThanMs` ago (its request's own start has that long) and never started. */
@@ -392,58 +253,20 @@ export class RedriveJobs {
   }
 }
 
-function round(value: number): number {
-  return Math.round(value * 10) / 10;
-}
-
-function goneState(): JobTickState {
-  return {
-    status: 'GONE',
-    batchSize: 1,
-    ratePerSecond: 1,
-    canary: null,
-    haltOn: DEFAULT_HALT_ON,
-    processed: 0,
-    remaining: 0,
-    admitted: 0,
-    running: 0,
-    succeeded: 0,
-    failedAgain: 0,
-    remoteOutcomeUnknown: 0,
-    unavailable: false,
-  };
-}
-
-function tickState(job: RedriveJob, counts: JobCounts, unavailable: boolean): JobTickState {
-  return {
-    status: job.status,
-    batchSize: job.batchSize,
-    ratePerSecond: job.ratePerSecond,
-    canary: job.canary,
-    haltOn: job.haltOn as HaltOn,
-    processed: counts.admitted + counts.skipped,
-    remaining: counts.remaining,
-    admitted: counts.admitted,
-    running: counts.running,
-    succeeded: counts.succeeded,
-    failedAgain: counts.failedAgain,
-    remoteOutcomeUnknown: counts.remoteOutcomeUnknown,
-    unavailable,
-  };
-}
-
 /** The API's view of a job: the row, where its items stand, the achieved rate and an ETA. */
-export function jobView(job: RedriveJob & { dispatch?: 'started' | 'pending' }, counts: JobCounts) {
+export function jobView(stored: RedriveJob & { dispatch?: 'started' | 'pending' }, counts: JobCounts) {
+  const job = { ...parseJob(stored), dispatch: stored.dispatch };
   const processed = counts.admitted + counts.skipped;
   const spanSeconds = counts.firstProcessedAt && counts.lastProcessedAt ? (Date.parse(counts.lastProcessedAt) - Date.parse(counts.firstProcessedAt)) / 1000 : 0;
   const achieved = processed >= 2 && spanSeconds > 0 ? round((processed - 1) / spanSeconds) : null;
   const pace = Math.min(job.ratePerSecond, achieved ?? job.ratePerSecond);
-  const request = job.request as RedriveJobRequest;
+  const request = job.request;
   return {
     jobId: job.jobId,
     tenantId: job.tenantId,
     status: job.status,
     haltReason: job.haltReason,
+    failureReason: job.failureReason,
     principal: job.principal,
     reason: job.reason,
     selection: request.selection,
@@ -473,18 +296,10 @@ export function jobView(job: RedriveJob & { dispatch?: 'started' | 'pending' }, 
     },
     rate: { asked: job.ratePerSecond, achieved },
     etaSeconds: job.status === 'RUNNING' ? round(counts.remaining / pace) : job.status === 'PAUSED' ? null : 0,
+    heldBack:
+      job.status === 'RUNNING' && counts.remaining > 0 && counts.running >= job.batchSize
+        ? `waiting for room: ${counts.running} re-driven runs still running (batchSize ${job.batchSize})`
+        : null,
     controlLog: job.controlLog,
   };
-}
-
-/** Runs `fn` over `items`, at most `limit` at once. */
-async function eachLimited<T>(items: T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      await fn(items[index], index);
-    }
-  });
-  await Promise.all(lanes);
 }

@@ -215,8 +215,18 @@ export class RedriveService {
     }
   }
 
-  /** `options.jobId`: the bulk job admitting this item (its audit row and job item say so). */
-  async redrive(tenantId: string, executionId: string, body: RedriveRequest, principal: string, options: { jobId?: string } = {}): Promise<RedriveAccepted> {
+  /**
+   * `options.jobId`: the bulk job admitting this item (its audit row and job item say so).
+   * `options.beforeAdmit`: awaited once every check has passed, right before the admission
+   * statement (a bulk job's rate ceiling spaces admissions there, so a refused item costs no slot).
+   */
+  async redrive(
+    tenantId: string,
+    executionId: string,
+    body: RedriveRequest,
+    principal: string,
+    options: { jobId?: string; beforeAdmit?: () => Promise<void> } = {},
+  ): Promise<RedriveAccepted> {
     const { record, plan } = await this.evaluate(tenantId, executionId, body);
     const redriveId = randomUUID();
     if (plan.target.switched) {
@@ -227,6 +237,7 @@ export class RedriveService {
       redrive: { redriveId, intent: plan.mode, ...(options.jobId ? { jobId: options.jobId } : {}), ...(record.runId ? { redriveOf: record.runId } : {}) },
       trace: traceCarrier(),
     };
+    await options.beforeAdmit?.();
     const moved = await this.store.admitRedrive({
       tenantId,
       executionId,

@@ -48,6 +48,7 @@ import { HistoryService } from './history';
 import { Readiness } from './readiness';
 import { RedriveService } from './redrive';
 import { RedriveJobs } from './redrive-jobs';
+import { RedriveJobTicks } from './redrive-job-ticks';
 import { Retention, retentionPolicy } from './retention';
 
 export interface ServiceOptions {
@@ -71,7 +72,7 @@ export interface Service {
   registry: PipelineRegistry;
   store: ExecutionStore;
   dispatcher: Dispatcher;
-  /** bulk re-drive jobs (API side, activities and the start sweeper) */
+  /** bulk re-drive jobs, the API side (create, dry run, control, list, the start sweeper); the activities use RedriveJobTicks */
   jobs: RedriveJobs;
   app: ReturnType<typeof createApp>;
   metrics: Metrics;
@@ -185,8 +186,10 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   }
   const effective: Config = { ...config, 'pipeline.auth.tokens': tokens };
 
-  const db = config['pipeline.store.url']
-    ? createPgDb(storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']), { log })
+  const storeUrl = config['pipeline.store.url'] ? storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']) : undefined;
+  const acquireTimeoutMs = config['pipeline.store.acquire-timeout'];
+  const db = storeUrl
+    ? createPgDb(storeUrl, { max: config['pipeline.store.pool-size'], acquireTimeoutMs, log })
     : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
   await migrate(db, log).catch((err) => {
@@ -241,7 +244,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
   const retention = new Retention(db, retentionPolicy(config), log, metrics, config['pipeline.retention.interval']);
   const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
-  const jobs = new RedriveJobs(db, redrive, client, taskQueue, log, config['pipeline.temporal.call-timeout']);
+  const jobTaskQueue = config['pipeline.redrive-job.task-queue'] ?? `${taskQueue}-redrive-jobs`;
+  const jobs = new RedriveJobs(db, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout']);
   // Starts the bulk re-drive jobs whose start was lost, on the execution sweeper's interval.
   const jobSweeper = new PeriodicTask('redrive_job_sweep_failed', config['pipeline.sweeper.interval'], () => jobs.sweepOnce(), log);
   const checkpoints = new CheckpointPublisher(
@@ -258,6 +262,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     metrics,
   );
   let worker: Worker | undefined;
+  let jobWorker: Worker | undefined;
+  let jobDb: Db | undefined;
   const runWorker = options.worker ?? role !== 'api';
   const readiness = new Readiness({ db, client, worker: runWorker ? () => worker : undefined, timeoutMs: config['pipeline.temporal.call-timeout'] });
   const app = createApp({
@@ -283,13 +289,29 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   let stopping = false;
   const grace = config['pipeline.shutdown.grace-period'];
   if (runWorker) {
+    // Bulk jobs admit through their own small pool (the same checks, the same store), so a
+    // job's admissions never wait for, nor hold, the connections live traffic needs.
+    const jobPoolSize = config['pipeline.redrive-job.pool-size'];
+    const ownJobDb = storeUrl ? createPgDb(storeUrl, { max: jobPoolSize, acquireTimeoutMs, log }) : undefined;
+    if (ownJobDb) stack.push(() => ownJobDb.close());
+    jobDb = ownJobDb;
+    const jobStore = ownJobDb ?? db;
+    const jobRedrive = new RedriveService(
+      new ExecutionStore(jobStore),
+      new EffectStore(jobStore),
+      registry,
+      new Dispatcher(jobStore, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout']),
+      client,
+      log,
+      metrics,
+    );
     const created = await createEngineWorker({
       address,
       connect: connectOptions,
       namespace,
       taskQueue,
       deps: { store, effects, registry, log, metrics, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
-      jobs,
+      jobs: { ticks: new RedriveJobTicks(jobStore, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1), taskQueue: jobTaskQueue },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again
       // (at most 10 s more), the worker gives up on it (Temporal redelivers it elsewhere).
@@ -302,11 +324,23 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       },
     });
     worker = created.worker;
-    workerDone = worker
-      .run()
-      .catch((err) => {
+    jobWorker = created.jobWorker;
+    const workers = [worker, ...(jobWorker ? [jobWorker] : [])];
+    const runs = workers.map((w) =>
+      w.run().catch((err) => {
         if (!stopping) throw err;
         log.warn({ event: 'worker_shutdown_forced', error: err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : String(err) });
+      }),
+    );
+    // One worker failing stops the other too: the process serves both queues or neither.
+    for (const run of runs)
+      run.catch(() => {
+        for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      });
+    workerDone = Promise.allSettled(runs)
+      .then((settled) => {
+        const failed = settled.find((s) => s.status === 'rejected');
+        if (failed) throw failed.reason;
       })
       .finally(() => created.connection.close());
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
@@ -315,10 +349,10 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     relay?.start();
     retention.start();
     // Undone if a later start-up step fails (the HTTP server cannot listen after all): else the worker and the loops outlive the failed start.
-    const started = { worker, workerDone };
+    const started = { workers, workerDone };
     stack.push(async () => {
       await Promise.all([dispatcher.stopSweeper(), jobSweeper.stop(), checkpoints.stop(), relay?.stop(), retention.stop()]);
-      if (started.worker.getState() === 'RUNNING') started.worker.shutdown();
+      for (const w of started.workers) if (w.getState() === 'RUNNING') w.shutdown();
       await started.workerDone;
     });
   }
@@ -359,7 +393,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       // grace period to finish, while nothing new is accepted or polled.
       readiness.markStopping();
       stopping = true;
-      if (worker?.getState() === 'RUNNING') worker.shutdown();
+      for (const w of [worker, jobWorker]) if (w?.getState() === 'RUNNING') w.shutdown();
       await Promise.all([
         drainHttp(server, grace),
         (async () => {
@@ -375,6 +409,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       await connection.close();
       await devServer?.stop();
       await db.close();
+      await jobDb?.close();
       await tracing?.shutdown();
       releaseDataDir?.();
     },

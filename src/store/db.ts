@@ -91,12 +91,15 @@ export function isTransient(err: unknown, depth = 0): boolean {
 /** 50 ms, 100 ms, 200 ms … capped at 1 s, equal jitter. */
 const TRANSIENT_BACKOFF: Backoff = { waitMs: 50, maxBackoffMs: 1000, jitter: true };
 
+/** The pool stayed full for its whole acquire timeout: answered at once, not retried. */
+class PoolExhaustedError extends StoreUnavailableError {}
+
 async function withRetry<T>(fn: () => Promise<T>, attempts = 4): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
-      if (!isTransient(err)) throw err;
+      if (err instanceof PoolExhaustedError || !isTransient(err)) throw err;
       // Still down after a few tries: say so (503 with Retry-After on the API), never a 500.
       if (attempt >= attempts) throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(err);
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs(TRANSIENT_BACKOFF, attempt)));
@@ -169,8 +172,22 @@ export function explainStoreFailure(err: unknown, url: string, caFile?: string):
   return err;
 }
 
-export function createPgDb(connectionString: string, options: { max?: number; log?: Log } = {}): Db {
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+/**
+ * A `pg` pool of at most `max` connections (pipeline.store.pool-size); a query waits at most
+ * `acquireTimeoutMs` (pipeline.store.acquire-timeout) for one. A pool that stays full past it
+ * is not retried: the answer is StoreUnavailableError (503) at once, never a hang.
+ */
+export function createPgDb(connectionString: string, options: { max?: number; acquireTimeoutMs?: number; log?: Log } = {}): Db {
+  const max = options.max ?? 10;
+  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: options.acquireTimeoutMs ?? 5000 });
+  /** Every connection busy and the wait ran out: retrying would only queue again behind the same work. */
+  const exhausted = (err: unknown) => {
+    if (err instanceof Error && /timeout exceeded when trying to connect/.test(err.message) && pool.totalCount >= max) {
+      options.log?.warn({ event: 'store_pool_exhausted', poolSize: max, waiting: pool.waitingCount });
+      return new PoolExhaustedError(err);
+    }
+    return err;
+  };
   // An idle client losing its connection must not crash the process (the pool replaces it), but it is news.
   pool.on('error', (err: Error & { code?: string }) => {
     options.log?.warn({ event: 'store_connection_lost', error: err.name, code: err.code ?? null, message: err.message.slice(0, 200) });
@@ -181,12 +198,12 @@ export function createPgDb(connectionString: string, options: { max?: number; lo
     stats,
     async query<T>(sql: string, params?: unknown[]) {
       stats.queries++;
-      const result = await withRetry(() => pool.query(sql, params));
+      const result = await withRetry(() => pool.query(sql, params).catch((err: unknown) => Promise.reject(exhausted(err))));
       return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       return withRetry(async () => {
-        const client = await pool.connect();
+        const client = await pool.connect().catch((err: unknown) => Promise.reject(exhausted(err)));
         const tx: Queryable = {
           async query<R>(sql: string, params?: unknown[]) {
             stats.queries++;

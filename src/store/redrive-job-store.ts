@@ -12,7 +12,8 @@ import { UNREDRIVEN_FROM, unredrivenWhere, type EnvelopeFilter } from './failure
 import { iso, isoOrNull } from './rows';
 
 export type { RedriveJobStatus } from '../spec-words';
-export type RedriveJobAction = 'pause' | 'resume' | 'abort' | 'halt';
+/** `halt` and `fail` are the system's own (principal `system`). */
+export type RedriveJobAction = 'pause' | 'resume' | 'abort' | 'halt' | 'fail';
 
 export interface ControlEntry {
   action: RedriveJobAction;
@@ -33,6 +34,7 @@ interface RedriveJobRow {
   rate_per_second: number;
   canary: number | null;
   halt_reason: string | null;
+  failure_reason: string | null;
   control_log: ControlEntry[];
   workflow_started_at: Date | null;
   created_at: Date;
@@ -56,6 +58,8 @@ export interface RedriveJob {
   canary: number | null;
   haltOn: unknown;
   haltReason: string | null;
+  /** why a FAILED job could not go on */
+  failureReason: string | null;
   controlLog: ControlEntry[];
   started: boolean;
   excluded: Record<string, number>;
@@ -78,6 +82,7 @@ function toJob(row: RedriveJobRow): RedriveJob {
     canary: row.canary,
     haltOn: row.halt_on,
     haltReason: row.halt_reason,
+    failureReason: row.failure_reason,
     controlLog: row.control_log,
     started: row.workflow_started_at !== null,
     excluded: row.excluded,
@@ -113,6 +118,8 @@ export interface JobCounts {
   running: number;
   firstProcessedAt: string | null;
   lastProcessedAt: string | null;
+  /** when the job's latest admission was made (its admission statement's time) */
+  lastAdmittedAt: string | null;
 }
 
 /** A job as created: the fields it is asked with, and its selection. */
@@ -228,9 +235,11 @@ export class RedriveJobStore {
       running: 0,
       firstProcessedAt: null,
       lastProcessedAt: null,
+      lastAdmittedAt: null,
     };
     let first: number | null = null;
     let last: number | null = null;
+    let lastAdmitted: number | null = null;
     for (const row of result.rows) {
       counts.selected += row.n;
       if (row.first_at) first = Math.min(first ?? Infinity, new Date(row.first_at).getTime());
@@ -242,6 +251,7 @@ export class RedriveJobStore {
         counts.skippedByCode[code] = (counts.skippedByCode[code] ?? 0) + row.n;
       } else {
         counts.admitted += row.n;
+        if (row.last_at) lastAdmitted = Math.max(lastAdmitted ?? -Infinity, new Date(row.last_at).getTime());
         if (row.status === 'SUCCEEDED') counts.succeeded += row.n;
         else if (row.status === 'FAILED') counts.failedAgain += row.n;
         else if (row.status === 'REMOTE_OUTCOME_UNKNOWN') counts.remoteOutcomeUnknown += row.n;
@@ -250,6 +260,7 @@ export class RedriveJobStore {
     }
     counts.firstProcessedAt = first === null ? null : new Date(first).toISOString();
     counts.lastProcessedAt = last === null ? null : new Date(last).toISOString();
+    counts.lastAdmittedAt = lastAdmitted === null ? null : new Date(lastAdmitted).toISOString();
     return counts;
   }
 
@@ -272,8 +283,25 @@ export class RedriveJobStore {
   }
 
   /**
+   * An item's admission failed for a reason that is not a refusal: counts the attempt and,
+   * at `limit` attempts, skips the item as ADMISSION_FAILED (only from SELECTED). Answers
+   * where the item stands now, or null when it was no longer SELECTED.
+   */
+  async recordAdmissionFailure(tenantId: string, jobId: string, executionId: string, limit: number): Promise<{ attempts: number; skipped: boolean } | null> {
+    const result = await this.db.query<{ admission_attempts: number; state: string }>(
+      `UPDATE redrive_job_item SET admission_attempts = admission_attempts + 1,
+         state = CASE WHEN admission_attempts + 1 >= $4 THEN 'SKIPPED' ELSE state END,
+         skip_code = CASE WHEN admission_attempts + 1 >= $4 THEN 'ADMISSION_FAILED' ELSE skip_code END,
+         processed_at = CASE WHEN admission_attempts + 1 >= $4 THEN now() ELSE processed_at END
+       WHERE tenant_id = $1 AND job_id = $2 AND execution_id = $3 AND state = 'SELECTED' RETURNING admission_attempts, state`,
+      [tenantId, jobId, executionId, limit],
+    );
+    return result.rowCount ? { attempts: result.rows[0].admission_attempts, skipped: result.rows[0].state === 'SKIPPED' } : null;
+  }
+
+  /**
    * Moves the job from one of `from` to `to`, appending `entry` to its control log (and
-   * setting or clearing the halt reason, the finish time); null when its status was not one of `from`.
+   * setting or clearing the halt reason, the failure reason, the finish time); null when its status was not one of `from`.
    */
   async transition(change: {
     tenantId: string;
@@ -282,13 +310,16 @@ export class RedriveJobStore {
     to: RedriveJobStatus;
     entry: ControlEntry | null;
     haltReason: string | null;
+    /** with `to: 'FAILED'`: why */
+    failureReason?: string;
   }): Promise<RedriveJob | null> {
     const result = await this.db.query<RedriveJobRow>(
       `UPDATE redrive_job SET status = $4, halt_reason = $5, updated_at = now(),
          control_log = CASE WHEN $6::jsonb IS NULL THEN control_log ELSE control_log || jsonb_build_array($6::jsonb) END,
-         finished_at = CASE WHEN $4 IN ('ABORTED', 'COMPLETED') THEN now() ELSE finished_at END
+         finished_at = CASE WHEN $4 IN ('ABORTED', 'COMPLETED', 'FAILED') THEN now() ELSE finished_at END,
+         failure_reason = CASE WHEN $4 = 'FAILED' THEN $7 ELSE failure_reason END
        WHERE tenant_id = $1 AND job_id = $2 AND status = ANY($3::text[]) RETURNING *`,
-      [change.tenantId, change.jobId, change.from, change.to, change.haltReason, change.entry ? json(change.entry) : null],
+      [change.tenantId, change.jobId, change.from, change.to, change.haltReason, change.entry ? json(change.entry) : null, change.failureReason ?? null],
     );
     return result.rowCount ? toJob(result.rows[0]) : null;
   }

@@ -98,7 +98,7 @@ export class RetentionStore {
       `WITH doomed AS (
          SELECT i.tenant_id, i.job_id, i.execution_id FROM redrive_job_item i
          JOIN redrive_job j ON j.tenant_id = i.tenant_id AND j.job_id = i.job_id
-         WHERE j.status IN ('COMPLETED', 'ABORTED') AND j.finished_at < ${CUTOFF}
+         WHERE j.status IN ('COMPLETED', 'ABORTED', 'FAILED') AND j.finished_at < ${CUTOFF}
          LIMIT $2 FOR UPDATE OF i SKIP LOCKED),
        gone AS (DELETE FROM redrive_job_item t USING doomed d WHERE t.tenant_id = d.tenant_id AND t.job_id = d.job_id AND t.execution_id = d.execution_id RETURNING 1)
        SELECT count(*) AS redrive_job_item FROM gone`,
@@ -111,7 +111,7 @@ export class RetentionStore {
     return this.deleteByKey(
       'redrive_job',
       ['tenant_id', 'job_id'],
-      `status IN ('COMPLETED', 'ABORTED') AND finished_at < ${CUTOFF}
+      `status IN ('COMPLETED', 'ABORTED', 'FAILED') AND finished_at < ${CUTOFF}
        AND NOT EXISTS (SELECT 1 FROM redrive_job_item i WHERE i.tenant_id = redrive_job.tenant_id AND i.job_id = redrive_job.job_id)
        ORDER BY finished_at`,
       retentionMs,

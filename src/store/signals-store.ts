@@ -153,6 +153,25 @@ export class SignalsStore {
     return this.number(`SELECT count(*)::bigint AS n FROM execution_record WHERE status = 'RUNNING' AND next_due_at IS NOT NULL AND attempt >= $1`, [attempt]);
   }
 
+  /**
+   * Unfinished bulk re-drive jobs that need a look: halted (paused by a canary or haltOn),
+   * paused (by an operator), stuck (RUNNING with items left and none processed, nor the job
+   * changed, for `stuckAfterMs`). Reads only unfinished jobs and, for RUNNING ones, their items.
+   */
+  async redriveJobsNeedingAttention(stuckAfterMs: number): Promise<{ halted: number; paused: number; stuck: number }> {
+    const result = await this.db.query<{ halted: number; paused: number; stuck: number }>(
+      `SELECT count(*) FILTER (WHERE j.status = 'PAUSED' AND j.halt_reason IS NOT NULL)::int AS halted,
+         count(*) FILTER (WHERE j.status = 'PAUSED' AND j.halt_reason IS NULL)::int AS paused,
+         count(*) FILTER (WHERE j.status = 'RUNNING' AND j.updated_at < now() - $1::integer * interval '1 millisecond'
+           AND EXISTS (SELECT 1 FROM redrive_job_item i WHERE i.tenant_id = j.tenant_id AND i.job_id = j.job_id AND i.state = 'SELECTED')
+           AND NOT EXISTS (SELECT 1 FROM redrive_job_item i WHERE i.tenant_id = j.tenant_id AND i.job_id = j.job_id
+             AND i.processed_at > now() - $1::integer * interval '1 millisecond'))::int AS stuck
+       FROM redrive_job j WHERE j.status IN ('RUNNING', 'PAUSED')`,
+      [stuckAfterMs],
+    );
+    return result.rows[0] ?? { halted: 0, paused: 0, stuck: 0 };
+  }
+
   /** Recounts both signal tables from the rows: after a bulk load with triggers off. Reads whole tables. */
   async rebuild(): Promise<void> {
     await this.db.query('SELECT signal_rebuild()');

@@ -1,5 +1,7 @@
 /**
- * The Temporal worker: the pipeline workflow plus the engine activities, on one task queue.
+ * The Temporal workers: the pipeline workflow plus the engine activities on the pipeline's
+ * task queue, and bulk re-drive jobs (their workflow and activities) on their own, so a job
+ * never waits behind the runs it re-drove, nor delays live runs. Every worker process serves both.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -7,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type EngineDeps } from '../activities/engine-activities';
 import { createRedriveJobActivities } from '../activities/redrive-job-activities';
-import type { RedriveJobs } from '../service/redrive-jobs';
+import type { RedriveJobTicks } from '../service/redrive-job-ticks';
 import { connectNative, type TemporalConnectOptions } from './connection';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -29,21 +31,37 @@ export interface EngineWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: EngineDeps;
-  /** bulk re-drive jobs: their workflow's activities run on this worker too (absent: jobs' activities wait for a worker that has them) */
-  jobs?: RedriveJobs;
+  /** bulk re-drive jobs: a second worker on their own task queue (absent: jobs wait for a worker that has them) */
+  jobs?: { ticks: RedriveJobTicks; taskQueue: string };
   /** extra worker options (benchmarks and tests tune concurrency, bundles) */
   worker?: Partial<WorkerOptions>;
 }
 
-export async function createEngineWorker(options: EngineWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+/** Activity tasks of bulk jobs one worker runs at once (each admits up to the jobs' pool size in parallel). */
+const JOB_ACTIVITY_SLOTS = 4;
+
+export async function createEngineWorker(options: EngineWorkerOptions): Promise<{ worker: Worker; jobWorker?: Worker; connection: NativeConnection }> {
   const connection = await connectNative(options.connect ?? { address: options.address });
+  const jobActivities = options.jobs ? createRedriveJobActivities(options.jobs.ticks) : {};
   const worker = await Worker.create({
     connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.worker?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
-    activities: { ...createActivities(options.deps), ...(options.jobs ? createRedriveJobActivities(options.jobs) : {}) },
+    // Jobs started before they had their own task queue still schedule their activities here.
+    activities: { ...createActivities(options.deps), ...jobActivities },
     ...options.worker,
   });
-  return { worker, connection };
+  const jobWorker = options.jobs
+    ? await Worker.create({
+        connection,
+        namespace: options.namespace,
+        taskQueue: options.jobs.taskQueue,
+        ...(options.worker?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
+        activities: jobActivities,
+        ...options.worker,
+        maxConcurrentActivityTaskExecutions: JOB_ACTIVITY_SLOTS,
+      })
+    : undefined;
+  return { worker, jobWorker, connection };
 }

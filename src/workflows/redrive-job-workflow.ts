@@ -6,8 +6,12 @@
  * timers pace the items at the job's rate; the activity admits at most the due items and
  * never more than `batchSize` re-driven runs in flight. A canary admits its items first
  * and waits for their outcome before the rest.
+ *
+ * Its activities retry a bounded number of times (a bug in one must not retry silently for
+ * ever): when they give up, the job is marked FAILED with the reason (redriveJobFail) and
+ * the workflow fails with it, so the API, the CLI and Temporal all say why.
  */
-import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { RedriveJobActivities, JobTickState } from '../activities/redrive-job-activities';
 import { dueItems, haltVerdict, msUntilNextDue, type OutcomeCounts, type Pace } from './redrive-job-policy';
 
@@ -21,11 +25,23 @@ export interface RedriveJobCarry {
   baseline: OutcomeCounts | null;
 }
 
+/** Limits a test (or an operator starting a job by hand) may lower; the defaults hold otherwise. Carried across continue-as-new. */
+export interface RedriveJobLimits {
+  /** continue as new once the history holds more events than this (default 8,000) */
+  historyLength?: number;
+  /** attempts of each activity before the job ends FAILED (default 15: about 5 minutes of backoff) */
+  activityAttempts?: number;
+}
+
 export interface RedriveJobInput {
   tenantId: string;
   jobId: string;
   carry?: RedriveJobCarry;
+  limits?: RedriveJobLimits;
 }
+
+/** The failure type a job's workflow ends with when its activities gave up. */
+export const REDRIVE_JOB_FAILED = 'RedriveJobFailed';
 
 /** How often a job re-reads the store while it waits for room, its canary, or a resume. */
 const POLL_MS = 1000;
@@ -38,21 +54,48 @@ const UNAVAILABLE_BACKOFF_MS = 5000;
 const MAX_PER_TICK = 1000;
 /** Continue as new well before Temporal's history limits. */
 const HISTORY_LIMIT = 8000;
-
-const { redriveJobTick, redriveJobHalt, redriveJobFinish } = proxyActivities<RedriveJobActivities>({
-  startToCloseTimeout: '10 minutes',
-  // The tick heartbeats every 2 s while it works: a killed worker's tick is redelivered within 10 s.
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-});
+/** 1 + 2 + 4 + 8 + 16 s, then 30 s apart: 15 attempts span about 5 minutes (a Postgres restart is shorter). */
+const ACTIVITY_ATTEMPTS = 15;
 
 function outcomes(state: JobTickState): OutcomeCounts {
   return { succeeded: state.succeeded, failedAgain: state.failedAgain, remoteOutcomeUnknown: state.remoteOutcomeUnknown };
 }
 
 export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ status: string; processed: number }> {
-  const { tenantId, jobId } = input;
+  const { tenantId, jobId, limits } = input;
   const carry: RedriveJobCarry = input.carry ?? { canaryDone: false, pace: null, baseline: null };
+  const historyLimit = limits?.historyLength ?? HISTORY_LIMIT;
+  const attempts = limits?.activityAttempts ?? ACTIVITY_ATTEMPTS;
+  const activities = proxyActivities<RedriveJobActivities>({
+    startToCloseTimeout: '10 minutes',
+    // The tick heartbeats every 2 s while it works: a killed worker's tick is redelivered within 10 s.
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: attempts },
+  });
+  // Marking the job FAILED gets longer (about 25 minutes): the store may be what is down.
+  const { redriveJobFail } = proxyActivities<RedriveJobActivities>({
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 30 },
+  });
+  /** Runs an activity; when it gave up, marks the job FAILED with why and fails the workflow with the same reason. */
+  const guarded = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      const cause = err.cause instanceof Error ? err.cause.message : 'unknown';
+      const reason = `the job's ${what} activity failed ${attempts} times; last: ${cause}`.slice(0, 500);
+      try {
+        await redriveJobFail({ tenantId, jobId, reason });
+      } catch {
+        // the store stayed down: Temporal still records the reason below
+      }
+      throw ApplicationFailure.create({ type: REDRIVE_JOB_FAILED, message: reason, nonRetryable: true });
+    }
+  };
+  const redriveJobTick = (req: Parameters<typeof activities.redriveJobTick>[0]) => guarded('tick', () => activities.redriveJobTick(req));
+  const redriveJobHalt = (req: Parameters<typeof activities.redriveJobHalt>[0]) => guarded('halt', () => activities.redriveJobHalt(req));
+  const redriveJobFinish = (req: Parameters<typeof activities.redriveJobFinish>[0]) => guarded('finish', () => activities.redriveJobFinish(req));
   let woken = false;
   setHandler(redriveJobWake, () => {
     woken = true;
@@ -73,9 +116,10 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
 
   let state = await tick({ max: 0 });
   for (;;) {
-    if (state.status === 'ABORTED' || state.status === 'COMPLETED' || state.status === 'GONE') return { status: state.status, processed: state.processed };
-    if (workflowInfo().historyLength > HISTORY_LIMIT || workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof redriveJobWorkflow>({ tenantId, jobId, carry });
+    if (state.status === 'ABORTED' || state.status === 'COMPLETED' || state.status === 'FAILED' || state.status === 'GONE')
+      return { status: state.status, processed: state.processed };
+    if (workflowInfo().historyLength > historyLimit || workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof redriveJobWorkflow>({ tenantId, jobId, carry, ...(limits ? { limits } : {}) });
     }
     if (state.status === 'PAUSED') {
       // A resume starts a new pace and a new baseline: the failures it was halted for do not halt it again.

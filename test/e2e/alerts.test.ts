@@ -43,6 +43,7 @@ const ALERTS: Record<string, { labels: Record<string, string>; push: Record<stri
     push: { pipeline_executions_remote_outcome_unknown: () => '3x45' },
   },
   PipelineRetrySaturation: { labels: { severity: 'ticket', channel: 'execution-dlq' }, push: { pipeline_retry_saturation: () => '50x45' } },
+  PipelineRedriveJobStuck: { labels: { severity: 'ticket', channel: 'execution-dlq' }, push: { pipeline_redrive_jobs: () => '1x45' } },
 };
 
 interface Sample {
@@ -112,7 +113,7 @@ describe.skipIf(!promtool)('alert rules and dashboard (promtool)', () => {
 
   it('passes promtool check rules and the rules unit tests', () => {
     const checked = run(['check', 'rules', RULES]);
-    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 5 rules found');
+    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 6 rules found');
     expect(checked.status).toBe(0);
     const tested = spawnSync(promtool!, ['test', 'rules', 'alerts.test.yml'], { cwd: resolve('ops/prometheus'), encoding: 'utf8' });
     expect(tested.stdout + tested.stderr).toContain('SUCCESS');

@@ -34,6 +34,9 @@ const REQUIRED = [
   'redrive-remote-outcome-unknown',
   // the bulk re-drive job's workflow: canary, halt, resume, finish
   'redrive-job',
+  // …and a job's run that continued as new past its canary, and the run that carried on
+  'redrive-job-continued-as-new',
+  'redrive-job-after-continue-as-new',
 ];
 
 async function replayAll(workflowBundle: WorkflowBundleWithSourceMap, only = histories) {

@@ -144,7 +144,7 @@ export async function executionShow(client: AdminClient, io: Io, executionId: st
 export function jobLine(job: any): string {
   const c = job.counts;
   const rate = job.rate.achieved === null ? `${job.rate.asked}/s asked` : `${job.rate.achieved}/s of ${job.rate.asked}/s`;
-  return `${job.jobId}  ${job.status}${job.haltReason ? ` (halted: ${job.haltReason})` : ''}  ${c.processed}/${c.selected} processed: ${c.admitted} admitted, ${c.skipped} skipped, ${c.succeeded} succeeded, ${c.failedAgain} failed again, ${c.running} running  ${rate}${job.etaSeconds ? `  ETA ${job.etaSeconds} s` : ''}`;
+  return `${job.jobId}  ${job.status}${job.haltReason ? ` (halted: ${job.haltReason})` : ''}${job.failureReason ? ` (failed: ${job.failureReason})` : ''}  ${c.processed}/${c.selected} processed: ${c.admitted} admitted, ${c.skipped} skipped, ${c.succeeded} succeeded, ${c.failedAgain} failed again, ${c.running} running  ${rate}${job.etaSeconds ? `  ETA ${job.etaSeconds} s` : ''}${job.heldBack ? `  (${job.heldBack})` : ''}`;
 }
 
 export async function jobsList(client: AdminClient, io: Io, options: { limit?: string; cursor?: string }): Promise<void> {

@@ -210,6 +210,7 @@ function judgeJob(job: any): void {
       'NOT_SUCCEEDED',
     );
   if (job.status === 'ABORTED') throw new CliError(`job ${job.jobId} was aborted`, 'NOT_SUCCEEDED');
+  if (job.status === 'FAILED') throw new CliError(`job ${job.jobId} FAILED: ${job.failureReason}`, 'NOT_SUCCEEDED');
   if (job.status === 'COMPLETED' && job.counts.failedAgain + job.counts.remoteOutcomeUnknown > 0) {
     throw new CliError(
       `job ${job.jobId} completed, but ${job.counts.failedAgain} item(s) failed again and ${job.counts.remoteOutcomeUnknown} parked as REMOTE_OUTCOME_UNKNOWN`,
@@ -279,7 +280,7 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
         if (line !== last) note(io, `  ${line}`);
         last = line;
       }
-      const finished = (job.status === 'COMPLETED' || job.status === 'ABORTED') && c.running === 0;
+      const finished = (job.status === 'COMPLETED' || job.status === 'ABORTED' || job.status === 'FAILED') && c.running === 0;
       if (finished || job.status === 'PAUSED') {
         bar?.stop();
         return job;

@@ -1,0 +1,225 @@
+/**
+ * The workflow's side of a bulk re-drive job, used by its activities
+ * (activities/redrive-job-activities.ts): admit the due items, halt, finish, fail. It never
+ * imports the workflow (the API side, service/redrive-jobs.ts, starts it), so the workflow,
+ * its activities and this module form no import circle.
+ *
+ * Each item goes through RedriveService's own admission with the version read at
+ * selection. A refusal (4xx) skips the item with the refusal's code. Temporal or Postgres
+ * not answering (503 TEMPORAL_UNAVAILABLE / STORE_UNAVAILABLE) leaves it SELECTED and the job
+ * waits: nothing can be admitted then. Any other failure (a 500, a 503 of one item's own
+ * dependency, an unexpected error) counts an admission attempt on the item; at
+ * MAX_ADMISSION_ATTEMPTS the item is skipped as ADMISSION_FAILED, so no item holds a job
+ * RUNNING for ever.
+ */
+import { PipelineError } from '../errors';
+import type { Log } from '../log';
+import type { Metrics } from '../metrics';
+import { RedriveJobStore, type JobCounts } from '../store/redrive-job-store';
+import type { Db } from '../store/db';
+import type { RedriveJobStatus } from '../store/redrive-job-store';
+import { DEFAULT_HALT_ON, dueItems, type HaltOn, type Pace } from '../workflows/redrive-job-policy';
+import { eachLimited, itemRequest, parseJob, type ParsedJob } from './redrive-job-request';
+import type { RedriveService } from './redrive';
+
+/** A tick that is behind its pace keeps admitting what falls due for up to this long, instead of handing back to the workflow for each batch. */
+const TICK_BUDGET_MS = 5000;
+/** Admissions of one item that fail for a reason other than a refusal, before it is skipped as ADMISSION_FAILED. */
+export const MAX_ADMISSION_ATTEMPTS = 5;
+/** The skip code of an item whose admission kept failing. */
+export const ADMISSION_FAILED = 'ADMISSION_FAILED';
+/** Whole-service outages: nothing can be admitted, the job waits, no item is blamed. */
+const OUTAGE_CODES = new Set(['STORE_UNAVAILABLE', 'TEMPORAL_UNAVAILABLE']);
+
+/** What the workflow paces and judges by. `GONE`: the job row no longer exists (retention). */
+export interface JobTickState {
+  status: RedriveJobStatus | 'GONE';
+  batchSize: number;
+  ratePerSecond: number;
+  canary: number | null;
+  haltOn: HaltOn;
+  /** admitted + skipped */
+  processed: number;
+  remaining: number;
+  admitted: number;
+  running: number;
+  succeeded: number;
+  failedAgain: number;
+  remoteOutcomeUnknown: number;
+  /** an item could not be admitted and stays SELECTED (an outage, or an attempt below the limit): wait before the next try */
+  unavailable: boolean;
+}
+
+export class RedriveJobTicks {
+  readonly store: RedriveJobStore;
+
+  constructor(
+    db: Db,
+    private readonly redrive: RedriveService,
+    private readonly log: Log,
+    private readonly metrics?: Metrics,
+    /** items admitted at once by a tick: twice the jobs' pool size (pipeline.redrive-job.pool-size): an admission holds a connection for part of its time, and waits on Temporal for the rest */
+    private readonly lanes = 4,
+  ) {
+    this.store = new RedriveJobStore(db);
+  }
+
+  private async read(tenantId: string, jobId: string): Promise<ParsedJob | null> {
+    const job = await this.store.get(tenantId, jobId);
+    return job ? parseJob(job) : null;
+  }
+
+  /**
+   * Admits up to `max` due items in selection order, never more than `batchSize` runs in
+   * flight, and only while the job is RUNNING (read again after every few dozen items, so
+   * a pause stops a tick within one batch). Given the job's `pace`, a tick that is behind
+   * keeps admitting what falls due (at most `pace.cap` items, for about 5 s) rather than
+   * returning for every batch.
+   */
+  async admitDue(tenantId: string, jobId: string, max: number, heartbeat: () => void = () => undefined, pace?: Pace & { cap: number }): Promise<JobTickState> {
+    let job = await this.read(tenantId, jobId);
+    if (!job) return goneState();
+    let counts = await this.store.counts(tenantId, jobId);
+    const startedAt = Date.now();
+    const processedAtStart = counts.admitted + counts.skipped;
+    let unavailable = false;
+    let budget = max;
+    // The rate is a ceiling: admission statements are spaced 1/rate apart, from the job's
+    // latest admission (in an earlier tick too), never sooner; time lost to a slow tick is not
+    // made up in a burst. A refused item never takes a slot: skips do not count against the rate.
+    const interval = 1000 / job.ratePerSecond;
+    const lastAdmitted = counts.lastAdmittedAt ? Date.parse(counts.lastAdmittedAt) : -Infinity;
+    let nextAt = Math.max(Date.now(), lastAdmitted + interval);
+    const deadline = startedAt + Math.max(TICK_BUDGET_MS, interval);
+    let outOfTime = false;
+    while (budget > 0 && job.status === 'RUNNING' && !unavailable && !outOfTime) {
+      const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, this.lanes);
+      if (room <= 0) break;
+      const items = await this.store.nextItems(tenantId, jobId, room);
+      if (items.length === 0) break;
+      const current = job;
+      await eachLimited(items, this.lanes, async (item) => {
+        if (Math.max(nextAt, Date.now()) > deadline) {
+          outOfTime = true; // not this tick's: it stays SELECTED for the next
+          return;
+        }
+        // The slot is taken once the item's checks passed, right before its admission statement.
+        const slot = async () => {
+          const at = Math.max(nextAt, Date.now());
+          nextAt = at + interval;
+          if (at > Date.now()) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
+        };
+        try {
+          await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, { jobId, beforeAdmit: slot });
+          this.metrics?.redriveJobItems.inc({ outcome: 'admitted' });
+        } catch (err) {
+          if (err instanceof PipelineError && err.status < 500) {
+            if (await this.store.skip(tenantId, jobId, item.executionId, err.code)) {
+              this.metrics?.redriveJobItems.inc({ outcome: 'skipped' });
+              this.log.info({ event: 'redrive_job_item_skipped', tenantId, jobId, executionId: item.executionId, code: err.code });
+            }
+          } else {
+            unavailable = true;
+            await this.admissionFailed(tenantId, jobId, item.executionId, err);
+          }
+        }
+        heartbeat();
+      });
+      job = (await this.read(tenantId, jobId)) ?? job;
+      counts = await this.store.counts(tenantId, jobId);
+      const processed = counts.admitted + counts.skipped;
+      budget =
+        pace && Date.now() - startedAt < TICK_BUDGET_MS
+          ? Math.min(dueItems(pace, job.ratePerSecond, processed, Date.now()), pace.cap - (processed - processedAtStart))
+          : budget - items.length;
+    }
+    return tickState(job, counts, unavailable);
+  }
+
+  /** An outage defers the item; anything else counts an attempt, and the last one skips it as ADMISSION_FAILED. */
+  private async admissionFailed(tenantId: string, jobId: string, executionId: string, err: unknown): Promise<void> {
+    const error = err instanceof PipelineError ? err.code : err instanceof Error ? err.name : 'unknown';
+    if (err instanceof PipelineError && OUTAGE_CODES.has(err.code)) {
+      this.metrics?.redriveJobItems.inc({ outcome: 'deferred' });
+      this.log.warn({ event: 'redrive_job_item_deferred', tenantId, jobId, executionId, error });
+      return;
+    }
+    const at = await this.store.recordAdmissionFailure(tenantId, jobId, executionId, MAX_ADMISSION_ATTEMPTS);
+    if (!at) return;
+    if (at.skipped) {
+      this.metrics?.redriveJobItems.inc({ outcome: 'admission_failed' });
+      this.log.warn({ event: 'redrive_job_item_skipped', tenantId, jobId, executionId, code: ADMISSION_FAILED, attempts: at.attempts, error });
+    } else {
+      this.metrics?.redriveJobItems.inc({ outcome: 'deferred' });
+      this.log.warn({ event: 'redrive_job_item_deferred', tenantId, jobId, executionId, error, attempts: at.attempts, maxAttempts: MAX_ADMISSION_ATTEMPTS });
+    }
+  }
+
+  /** RUNNING → PAUSED with the reason (the control log says "halt", by "system"). */
+  async halt(tenantId: string, jobId: string, reason: string): Promise<JobTickState> {
+    const entry = { action: 'halt' as const, principal: 'system', at: new Date().toISOString(), reason };
+    const moved = await this.store.transition({ tenantId, jobId, from: ['RUNNING'], to: 'PAUSED', entry, haltReason: reason });
+    if (moved) this.log.warn({ event: 'redrive_job_halted', tenantId, jobId, reason });
+    return this.admitDue(tenantId, jobId, 0);
+  }
+
+  /** RUNNING → COMPLETED once no item is left to process. */
+  async finish(tenantId: string, jobId: string): Promise<JobTickState> {
+    const moved = await this.store.transition({ tenantId, jobId, from: ['RUNNING'], to: 'COMPLETED', entry: null, haltReason: null });
+    if (moved) {
+      const counts = await this.store.counts(tenantId, jobId);
+      this.log.info({
+        event: 'redrive_job_completed',
+        tenantId,
+        jobId,
+        admitted: counts.admitted,
+        skipped: counts.skipped,
+        skippedByCode: counts.skippedByCode,
+      });
+    }
+    return this.admitDue(tenantId, jobId, 0);
+  }
+
+  /** RUNNING or PAUSED → FAILED with the reason: the workflow could not go on (the control log says "fail", by "system"). */
+  async fail(tenantId: string, jobId: string, reason: string): Promise<void> {
+    const entry = { action: 'fail' as const, principal: 'system', at: new Date().toISOString(), reason };
+    const moved = await this.store.transition({ tenantId, jobId, from: ['RUNNING', 'PAUSED'], to: 'FAILED', entry, haltReason: null, failureReason: reason });
+    if (moved) this.log.error({ event: 'redrive_job_failed', tenantId, jobId, reason });
+  }
+}
+
+function goneState(): JobTickState {
+  return {
+    status: 'GONE',
+    batchSize: 1,
+    ratePerSecond: 1,
+    canary: null,
+    haltOn: DEFAULT_HALT_ON,
+    processed: 0,
+    remaining: 0,
+    admitted: 0,
+    running: 0,
+    succeeded: 0,
+    failedAgain: 0,
+    remoteOutcomeUnknown: 0,
+    unavailable: false,
+  };
+}
+
+function tickState(job: ParsedJob, counts: JobCounts, unavailable: boolean): JobTickState {
+  return {
+    status: job.status,
+    batchSize: job.batchSize,
+    ratePerSecond: job.ratePerSecond,
+    canary: job.canary,
+    haltOn: job.haltOn,
+    processed: counts.admitted + counts.skipped,
+    remaining: counts.remaining,
+    admitted: counts.admitted,
+    running: counts.running,
+    succeeded: counts.succeeded,
+    failedAgain: counts.failedAgain,
+    remoteOutcomeUnknown: counts.remoteOutcomeUnknown,
+    unavailable,
+  };
+}

@@ -1,0 +1,273 @@
+/**
+ * The bulk re-drive job's workflow alone, on Temporal's time-skipping test server with
+ * mocked activities over an in-memory job (the store's part): the canary that passes and
+ * the one that halts, haltOn, pause / resume / abort by signal, activities that keep
+ * failing (bounded: the job ends FAILED with the reason), and continue-as-new forced through
+ * a lower history limit in the workflow's input, with the canary and counts carried over.
+ */
+import { ApplicationFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Context } from '@temporalio/activity';
+import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobTickState, RedriveJobActivities } from '../../src/activities/redrive-job-activities';
+import { WORKFLOWS_PATH } from '../../src/temporal/worker';
+import { DEFAULT_HALT_ON, type HaltOn } from '../../src/workflows/redrive-job-policy';
+import { REDRIVE_JOB_FAILED, redriveJobWake, redriveJobWorkflow, type RedriveJobInput } from '../../src/workflows/redrive-job-workflow';
+import { createTimeSkippingEnv } from '../helpers/time-skipping';
+import { until } from '../helpers/until';
+
+let env: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+let queue = 0;
+
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+  bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
+}, 180_000);
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+type Outcome = 'SUCCEEDED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
+
+/**
+ * The job as the store holds it. Items are admitted in order, each at most once; an
+ * admitted item's run ends with `outcome(i)` after `runTicks` more reads of the state.
+ */
+class FakeJob {
+  status: JobTickState['status'] = 'RUNNING';
+  haltReason: string | null = null;
+  failureReason: string | null = null;
+  readonly admitted: { item: number; readsLeft: number; outcome: Outcome }[] = [];
+  /** every activity call: the job's status when it came, and (ticks) when it answered */
+  readonly calls: { activity: string; max?: number; status: string; runId: string; answered?: string }[] = [];
+  /** admissions made while an earlier item of the canary was still running */
+  admittedPastRunningCanary = 0;
+  /** hook run on every activity call, before it answers (a test's operator) */
+  onCall: (job: FakeJob, activity: string) => void = () => undefined;
+
+  constructor(
+    readonly total: number,
+    readonly options: {
+      canary?: number;
+      ratePerSecond?: number;
+      batchSize?: number;
+      haltOn?: HaltOn;
+      runTicks?: number;
+      outcome?: (i: number) => Outcome;
+    } = {},
+  ) {}
+
+  private age() {
+    for (const item of this.admitted) if (item.readsLeft > 0) item.readsLeft--;
+  }
+
+  state(): JobTickState {
+    const finished = (o: Outcome) => this.admitted.filter((a) => a.readsLeft === 0 && a.outcome === o).length;
+    return {
+      status: this.status,
+      batchSize: this.options.batchSize ?? 50,
+      ratePerSecond: this.options.ratePerSecond ?? 50,
+      canary: this.options.canary ?? null,
+      haltOn: this.options.haltOn ?? DEFAULT_HALT_ON,
+      processed: this.admitted.length,
+      remaining: this.total - this.admitted.length,
+      admitted: this.admitted.length,
+      running: this.admitted.filter((a) => a.readsLeft > 0).length,
+      succeeded: finished('SUCCEEDED'),
+      failedAgain: finished('FAILED'),
+      remoteOutcomeUnknown: finished('REMOTE_OUTCOME_UNKNOWN'),
+      unavailable: false,
+    };
+  }
+
+  private record(activity: string, max?: number) {
+    this.onCall(this, activity);
+    this.calls.push({ activity, max, status: this.status, runId: Context.current().info.workflowExecution?.runId ?? '' });
+  }
+
+  activities(): RedriveJobActivities {
+    return {
+      redriveJobTick: async (req) => {
+        this.record('tick', req.max);
+        this.age();
+        let room = this.state().batchSize - this.state().running;
+        for (let n = 0; n < req.max && this.status === 'RUNNING' && this.admitted.length < this.total && room > 0; n++, room--) {
+          const canary = this.options.canary ?? 0;
+          if (this.admitted.length >= canary && this.admitted.slice(0, canary).some((a) => a.readsLeft > 0)) this.admittedPastRunningCanary++;
+          const item = this.admitted.length;
+          this.admitted.push({ item, readsLeft: this.options.runTicks ?? 0, outcome: this.options.outcome?.(item) ?? 'SUCCEEDED' });
+        }
+        this.calls.at(-1)!.answered = this.status;
+        return this.state();
+      },
+      redriveJobHalt: async (req) => {
+        this.record('halt');
+        if (this.status === 'RUNNING') [this.status, this.haltReason] = ['PAUSED', req.reason];
+        return this.state();
+      },
+      redriveJobFinish: async () => {
+        this.record('finish');
+        if (this.status === 'RUNNING') this.status = 'COMPLETED';
+        return this.state();
+      },
+      redriveJobFail: async (req) => {
+        this.record('fail');
+        if (this.status === 'RUNNING' || this.status === 'PAUSED') [this.status, this.failureReason] = ['FAILED', req.reason];
+      },
+    };
+  }
+}
+
+/** Starts the job's workflow on a fresh task queue and worker over `activities`; `body` runs while the worker does. */
+async function withJob<T>(
+  input: Omit<RedriveJobInput, 'tenantId' | 'jobId'>,
+  activities: RedriveJobActivities,
+  body: (handle: WorkflowHandle<typeof redriveJobWorkflow>) => Promise<T>,
+): Promise<T> {
+  const taskQueue = `job-wf-${++queue}`;
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities });
+  const handle = await env.client.workflow.start(redriveJobWorkflow, {
+    args: [{ tenantId: 't', jobId: `job-${queue}`, ...input }],
+    workflowId: `redrive-job/t/job-${queue}`,
+    taskQueue,
+  });
+  return worker.runUntil(body(handle));
+}
+
+const outcomeOf = (promise: Promise<unknown>) =>
+  promise.then(
+    (value) => ({ value, error: undefined }),
+    (error: unknown) => ({ value: undefined, error }),
+  );
+
+describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
+  it('a canary that passes: admits its items, waits for every one of their runs to end, then the rest; completes once', async () => {
+    const job = new FakeJob(12, { canary: 3, runTicks: 3 });
+    const { value } = await withJob({}, job.activities(), (handle) => outcomeOf(handle.result()));
+    expect(value).toEqual({ status: 'COMPLETED', processed: 12 });
+    // Nothing past the canary while one of its runs was still running.
+    expect(job.admittedPastRunningCanary).toBe(0);
+    expect(job.admitted.map((a) => a.item)).toEqual([...Array(12).keys()]);
+    expect(job.calls.filter((c) => c.activity === 'finish')).toHaveLength(1);
+    expect(job.calls.filter((c) => c.activity === 'halt')).toEqual([]);
+  });
+
+  it('a canary whose items fail again halts the job with the reason, admits nothing more, and ends on abort', async () => {
+    const job = new FakeJob(20, { canary: 2, outcome: () => 'FAILED' });
+    // The operator aborts once the halted job has been read paused twice.
+    job.onCall = (j, activity) => {
+      if (activity === 'tick' && j.status === 'PAUSED' && j.calls.filter((c) => c.status === 'PAUSED').length >= 2) j.status = 'ABORTED';
+    };
+    const { value } = await withJob({}, job.activities(), (handle) => outcomeOf(handle.result()));
+    expect(value).toEqual({ status: 'ABORTED', processed: 2 });
+    expect(job.haltReason).toMatch(/^canary of 2: 2 of 2 re-driven items failed again \(100%/);
+    expect(job.admitted).toHaveLength(2);
+    expect(job.calls.filter((c) => c.activity === 'halt')).toHaveLength(1);
+  });
+
+  it('haltOn: halts when the failed-again share passes the threshold, and on a REMOTE_OUTCOME_UNKNOWN park', async () => {
+    const share = new FakeJob(40, {
+      ratePerSecond: 1,
+      haltOn: { failedAgainShare: 0.5, minFinished: 4, remoteOutcomeUnknown: true },
+      outcome: (i) => (i % 2 ? 'FAILED' : 'SUCCEEDED'),
+    });
+    share.onCall = (j) => {
+      if (j.status === 'PAUSED') j.status = 'ABORTED';
+    };
+    const halted = await withJob({}, share.activities(), (handle) => outcomeOf(handle.result()));
+    expect(halted.value).toMatchObject({ status: 'ABORTED' });
+    expect(share.haltReason).toMatch(/^\d+ of \d+ re-driven items failed again \(50%, haltOn.failedAgainShare 50%\)$/);
+    expect(share.admitted.length).toBeLessThan(10);
+
+    const parked = new FakeJob(40, { ratePerSecond: 1, outcome: (i) => (i === 2 ? 'REMOTE_OUTCOME_UNKNOWN' : 'SUCCEEDED') });
+    parked.onCall = (j) => {
+      if (j.status === 'PAUSED') j.status = 'ABORTED';
+    };
+    await withJob({}, parked.activities(), (handle) => handle.result());
+    expect(parked.haltReason).toBe('1 re-driven item(s) parked as REMOTE_OUTCOME_UNKNOWN (haltOn.remoteOutcomeUnknown)');
+    expect(parked.admitted.length).toBeLessThan(10);
+  });
+
+  it('pause, resume and abort by signal: a paused job admits nothing, the wake-up ends its paused wait at once, abort ends the workflow', async () => {
+    // Real time here (nothing waits on the result until the end): a paused job sleeps a minute between reads.
+    const job = new FakeJob(1000, { ratePerSecond: 5 });
+    const isPausedTimer = (e: { timerStartedEventAttributes?: { startToFireTimeout?: { seconds?: unknown } | null } | null }) =>
+      String(e.timerStartedEventAttributes?.startToFireTimeout?.seconds) === '60';
+    const history = await withJob({}, job.activities(), async (handle) => {
+      const pausedWaits = async () => ((await handle.fetchHistory()).events ?? []).filter(isPausedTimer).length;
+      await until(async () => job.admitted.length >= 2, 60_000, 'two admissions');
+      job.status = 'PAUSED';
+      await handle.signal(redriveJobWake);
+      await until(async () => (await pausedWaits()) >= 1, 60_000, 'the workflow to wait paused');
+      const atPause = job.admitted.length;
+      job.status = 'RUNNING';
+      await handle.signal(redriveJobWake);
+      await until(async () => job.admitted.length >= atPause + 2, 60_000, 'two admissions after resume');
+      job.status = 'PAUSED';
+      await handle.signal(redriveJobWake);
+      await until(async () => (await pausedWaits()) >= 2, 60_000, 'the workflow to wait paused again');
+      const atAbort = job.admitted.length;
+      job.status = 'ABORTED';
+      await handle.signal(redriveJobWake);
+      expect(await handle.result()).toEqual({ status: 'ABORTED', processed: atAbort });
+      expect(job.admitted).toHaveLength(atAbort);
+      return handle.fetchHistory();
+    });
+    // Each wake-up ended the minute-long paused wait early: its timer was cancelled, never fired.
+    const events = history.events ?? [];
+    const pausedTimerIds = new Set(events.filter(isPausedTimer).map((e) => e.timerStartedEventAttributes!.timerId));
+    expect(pausedTimerIds.size).toBe(2);
+    const cancelled = new Set(events.filter((e) => e.timerCanceledEventAttributes).map((e) => e.timerCanceledEventAttributes!.timerId));
+    expect([...pausedTimerIds].every((id) => cancelled.has(id))).toBe(true);
+    expect(events.filter((e) => e.timerFiredEventAttributes && pausedTimerIds.has(e.timerFiredEventAttributes.timerId!))).toEqual([]);
+    // Once it has read PAUSED, the workflow asks for nothing until it reads RUNNING again.
+    const ticks = job.calls.filter((c) => c.activity === 'tick');
+    const afterPausedRead = ticks.filter((c, i) => i > 0 && ticks[i - 1].answered === 'PAUSED');
+    expect(afterPausedRead.length).toBeGreaterThanOrEqual(2);
+    expect(afterPausedRead.filter((c) => c.status === 'PAUSED').every((c) => c.max === 0)).toBe(true);
+  });
+
+  it('a tick that keeps failing: retried a bounded number of times, then the job is marked FAILED and the workflow fails with the reason', async () => {
+    const job = new FakeJob(10);
+    let ticks = 0;
+    const activities = {
+      ...job.activities(),
+      redriveJobTick: async () => {
+        ticks++;
+        throw new Error('relation "redrive_job" does not exist');
+      },
+    };
+    const { error } = await withJob({ limits: { activityAttempts: 4 } }, activities, (handle) => outcomeOf(handle.result()));
+    expect(ticks).toBe(4);
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    const failure = (error as WorkflowFailedError).cause as ApplicationFailure;
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure.type).toBe(REDRIVE_JOB_FAILED);
+    expect(failure.message).toBe(`the job's tick activity failed 4 times; last: relation "redrive_job" does not exist`);
+    expect(job.status).toBe('FAILED');
+    expect(job.failureReason).toBe(failure.message);
+    expect(job.calls.filter((c) => c.activity === 'fail')).toHaveLength(1);
+  });
+
+  it('continues as new past the history limit in its input, carrying the canary, the pace and the limits; every item once', async () => {
+    const job = new FakeJob(60, { canary: 2, ratePerSecond: 2, runTicks: 1 });
+    const { value, history } = await withJob({ limits: { historyLength: 60 } }, job.activities(), async (handle) => ({
+      ...(await outcomeOf(handle.result())),
+      history: await handle.fetchHistory(),
+    }));
+    expect(value).toEqual({ status: 'COMPLETED', processed: 60 });
+    expect(job.admitted.map((a) => a.item)).toEqual([...Array(60).keys()]);
+    const runs = [...new Set(job.calls.map((c) => c.runId))];
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    // The last run started from the carried state: canary done, the limits kept.
+    const started = history.events![0].workflowExecutionStartedEventAttributes!;
+    const input = JSON.parse(Buffer.from(started.input!.payloads![0].data!).toString()) as RedriveJobInput;
+    expect(input.carry?.canaryDone).toBe(true);
+    expect(input.limits).toEqual({ historyLength: 60 });
+    expect(history.events!.length).toBeLessThan(60 + 40);
+    expect(job.calls.filter((c) => c.activity === 'finish')).toHaveLength(1);
+  });
+});
