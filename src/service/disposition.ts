@@ -3,11 +3,17 @@
  * transition identity, target, start time and deadline, and, where the worker offers a
  * lookup (the worker kit does), whether it recorded that identity. Read-only: the
  * service never reconciles or resurrects on its own; the operator decides.
+ *
+ * The lookup's answers (docs/transition-workers.md, "The disposition lookup"): REST GET
+ * → 200 `{ recorded, state? }`, or 404 = not recorded; gRPC Lookup → `{ recorded, state }`,
+ * or NOT_FOUND = not recorded. Anything else, or no answer within the deadline, is
+ * "unavailable": the service never guesses either way.
  */
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, RemoteCall } from '../store/execution-store';
 import { ConflictError, PipelineError } from '../errors';
 import { idempotencyKey } from '../ids';
+import * as grpc from '@grpc/grpc-js';
 import { lookupGrpc } from '../transports/grpc';
 
 const RECORDED = 'the worker recorded this transition identity: the effect may have happened; do not re-drive as NOT_APPLIED without checking';
@@ -57,12 +63,14 @@ async function liveEvidence(record: ExecutionRecord, registry: PipelineRegistry,
         detail: found.recorded ? RECORDED : NOT_RECORDED,
       };
     } catch (err) {
+      const code = (err as { code?: number }).code;
+      if (code === grpc.status.NOT_FOUND) return { ...call, lookup: 'ANSWERED', workerRecorded: false, workerState: null, detail: NOT_RECORDED };
       return {
         ...call,
         lookup: 'UNAVAILABLE',
         workerRecorded: null,
         workerState: null,
-        detail: `the worker's Lookup failed (${(err as { code?: number }).code ?? 'error'})`,
+        detail: `the worker's Lookup failed (${code ?? 'error'})`,
       };
     }
   }
@@ -77,7 +85,9 @@ async function liveEvidence(record: ExecutionRecord, registry: PipelineRegistry,
     };
   const url = template.replace(/\{(idempotencyKey|transitionKey)\}/, encodeURIComponent(key));
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+    // The contract's "no such key": the worker has no record of it.
+    if (res.status === 404) return { ...call, lookup: 'ANSWERED', workerRecorded: false, workerState: null, detail: NOT_RECORDED };
     if (!res.ok) return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup answered ${res.status}` };
     const body = (await res.json()) as { recorded?: unknown; state?: unknown };
     const recorded = body.recorded === true;

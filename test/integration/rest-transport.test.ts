@@ -56,6 +56,8 @@ async function startWorkerServer() {
     if (attempt === 1) return c.json({ error: 'busy' }, 503, { 'retry-after': '1' });
     return c.json({ ok: true, attempt });
   });
+  // A lookup that is down (a 404 would be the worker's "not recorded").
+  outer.get('/lookup-broken/:key', (c) => c.text('lookup store down', 500));
   outer.post('/bad400', (c) => c.json({ error: 'bad' }, 400, { 'x-transition-worker-platform': 'raw-test/2.0' }));
   server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));
@@ -74,7 +76,7 @@ beforeAll(async () => {
     definePipeline({
       name: 'remote-lookup-down',
       steps: [
-        restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/no-lookup-here/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
+        restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/lookup-broken/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
       ],
     }),
     definePipeline({ name: 'retry-after', retry: { limit: 2, waitMs: 50, maxBackoffMs: 5000 }, steps: [restStep('flaky', { url: `${base}/flaky503` })] }),
@@ -177,7 +179,7 @@ describe('REST transport', () => {
     const problem = await res.json();
     expect([res.status, problem.code]).toEqual([503, 'DISPOSITION_EVIDENCE_UNAVAILABLE']);
     expect(problem.evidence).toMatchObject({ lookup: 'UNAVAILABLE', workerRecorded: null });
-    expect(problem.detail).toContain('404');
+    expect(problem.detail).toContain('500');
     expect((await engine.service.store.get('acme', 'rest-nolookup'))?.version).toBe(record.version);
   }, 30_000);
 
