@@ -71,33 +71,13 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
                 reject(new RemoteOutcomeUnknownError('GRPC', address, Math.max(deadlineMs, Date.now() - startedAt.getTime()), deadlineMs, startedAt));
                 return;
               }
-              if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') {
-                reject(new TransitionInProgressError('GRPC', address, platform, null));
-                return;
-              }
-              const name = grpc.status[err.code] ?? String(err.code);
-              const problem = grpcProblem((key) => err.metadata?.get(key)[0] as string | undefined, err.details);
-              reject(
-                new RemoteFailureError(
-                  `gRPC worker at ${address} answered ${name}${problem?.detail ? `: ${problem.detail}` : ''}`,
-                  problem?.code ?? `GRPC_${name}`,
-                  problem?.retryable ?? RETRYABLE.has(err.code),
-                  platform,
-                ),
-              );
+              reject(grpcFailure(address, err, platform));
               return;
             }
             try {
-              resolve(response.output_json === '' ? null : JSON.parse(response.output_json));
-            } catch {
-              reject(
-                new RemoteFailureError(
-                  `gRPC worker at ${address} answered output that is not JSON`,
-                  'INVALID_WORKER_RESPONSE',
-                  false,
-                  response.platform || platform,
-                ),
-              );
+              resolve(grpcOutput(address, response.output_json, response.platform || platform));
+            } catch (failure) {
+              reject(failure as Error);
             }
           },
         );
@@ -106,6 +86,31 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
         });
         signal.addEventListener('abort', () => call.cancel(), { once: true });
       }),
+  );
+}
+
+/** The step output of an OK answer: output_json parsed, empty → null, not JSON → INVALID_WORKER_RESPONSE. */
+export function grpcOutput(address: string, outputJson: string, platform: string | null): unknown {
+  try {
+    return outputJson === '' ? null : JSON.parse(outputJson);
+  } catch {
+    throw new RemoteFailureError(`gRPC worker at ${address} answered output that is not JSON`, 'INVALID_WORKER_RESPONSE', false, platform);
+  }
+}
+
+/**
+ * What the service makes of a worker's gRPC error status other than DEADLINE_EXCEEDED (the
+ * conformance checker asks the same): in progress, the worker's problem, or `GRPC_<STATUS>`.
+ */
+export function grpcFailure(address: string, err: grpc.ServiceError, platform: string | null): RemoteFailureError {
+  if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') return new TransitionInProgressError('GRPC', address, platform, null);
+  const name = grpc.status[err.code] ?? String(err.code);
+  const problem = grpcProblem((key) => err.metadata?.get(key)[0] as string | undefined, err.details);
+  return new RemoteFailureError(
+    `gRPC worker at ${address} answered ${name}${problem?.detail ? `: ${problem.detail}` : ''}`,
+    problem?.code ?? `GRPC_${name}`,
+    problem?.retryable ?? RETRYABLE.has(err.code),
+    platform,
   );
 }
 

@@ -59,29 +59,40 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       if (signal.aborted) throw err;
       throw new RemoteFailureError(`REST worker at ${url} broke off its answer (${response.status})`, 'NETWORK_ERROR', true, platform);
     }
-    // Honoured on any status: a worker may say 202 "accepted, still working" as well as 425.
-    if (response.headers.get(IN_PROGRESS_HEADER) === 'true')
-      throw new TransitionInProgressError('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
-    if (response.ok) {
-      try {
-        return text === '' ? null : JSON.parse(text);
-      } catch {
-        throw new RemoteFailureError(
-          `REST worker at ${url} answered ${response.status} with a body that is not JSON`,
-          'INVALID_WORKER_RESPONSE',
-          false,
-          platform,
-        );
-      }
-    }
-    const problem = restProblem(response.headers.get('content-type'), text);
-    const retryable = problem?.retryable ?? (RETRYABLE_STATUS.has(response.status) || response.status >= 500);
-    throw new RemoteFailureError(
-      `REST worker at ${url} answered ${response.status}${problem?.detail ? `: ${problem.detail}` : ''}`,
-      problem?.code ?? `HTTP_${response.status}`,
-      retryable,
-      platform,
-      retryable ? parseRetryAfter(response.headers.get('retry-after')) : null,
-    );
+    return interpretRestAnswer(url, response, text);
   });
+}
+
+/**
+ * What the service makes of a worker's HTTP answer (the conformance checker asks the same):
+ * the step output, or the failure thrown — in progress, INVALID_WORKER_RESPONSE, the worker's
+ * problem, or `HTTP_<status>`.
+ */
+export function interpretRestAnswer(url: string, response: { status: number; headers: Headers }, text: string): unknown {
+  const platform = response.headers.get(PLATFORM_HEADER);
+  const ok = response.status >= 200 && response.status < 300;
+  // Honoured on any status: a worker may say 202 "accepted, still working" as well as 425.
+  if (response.headers.get(IN_PROGRESS_HEADER) === 'true')
+    throw new TransitionInProgressError('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
+  if (ok) {
+    try {
+      return text === '' ? null : JSON.parse(text);
+    } catch {
+      throw new RemoteFailureError(
+        `REST worker at ${url} answered ${response.status} with a body that is not JSON`,
+        'INVALID_WORKER_RESPONSE',
+        false,
+        platform,
+      );
+    }
+  }
+  const problem = restProblem(response.headers.get('content-type'), text);
+  const retryable = problem?.retryable ?? (RETRYABLE_STATUS.has(response.status) || response.status >= 500);
+  throw new RemoteFailureError(
+    `REST worker at ${url} answered ${response.status}${problem?.detail ? `: ${problem.detail}` : ''}`,
+    problem?.code ?? `HTTP_${response.status}`,
+    retryable,
+    platform,
+    retryable ? parseRetryAfter(response.headers.get('retry-after')) : null,
+  );
 }
