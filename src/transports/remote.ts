@@ -79,7 +79,12 @@ export interface RemoteCallContext {
  * identity and its parts, the step, and the caller's deadline in milliseconds from sending.
  * docs/transition-workers.md is the contract; docs/worker-api.openapi.yaml its REST form.
  */
-export function transitionHeaders(ctx: RemoteCallContext, deadlineMs: number): Record<string, string> {
+export type TransitionIds = Pick<
+  RemoteCallContext,
+  'idempotencyKey' | 'transitionKey' | 'tenantId' | 'executionId' | 'attempt' | 'correlationId' | 'stepName' | 'pipeline'
+>;
+
+export function transitionHeaders(ctx: TransitionIds, deadlineMs: number): Record<string, string> {
   return {
     'idempotency-key': ctx.idempotencyKey,
     'x-transition-key': ctx.transitionKey,
