@@ -76,7 +76,13 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
             metadata: inProgress,
           });
         }
-        if (outcome.kind === 'retry') return callback(fail(grpc.status.UNAVAILABLE, 'transition failed; retry'));
+        if (outcome.kind === 'retry') {
+          // The contract's retryable problem: nothing stored, the next delivery runs the handler again.
+          const md = platformMetadata();
+          md.set(PROBLEM_METADATA, 'true');
+          md.set(PROBLEM_RETRYABLE_METADATA, 'true');
+          return callback({ code: grpc.status.UNAVAILABLE, details: 'transition failed; retry', metadata: md });
+        }
         if (outcome.stored.status >= 400) {
           // A stored rejection, answered as the contract's problem: its message is the detail, never retryable.
           const body = (outcome.stored.body ?? {}) as { error?: unknown; code?: unknown };
