@@ -77,7 +77,7 @@ export interface RemoteCallContext {
  * What every call tells the worker besides its input, as HTTP headers and gRPC metadata
  * of the same (lower-case) names: the tenant-qualified idempotency key, the transition
  * identity and its parts, the step, and the caller's deadline in milliseconds from sending.
- * docs/transition-workers.md is the contract; docs/worker-api.openapi.yaml its REST form.
+ * docs/transition-workers.md is the contract; docs/worker-api.openapi.json its REST form.
  */
 export type TransitionIds = Pick<
   RemoteCallContext,
