@@ -24,6 +24,7 @@ beforeAll(async () => {
     const key = decodeURIComponent(req.url!.split('/').pop()!);
     asked.push(key);
     if (req.url!.startsWith('/recorded/')) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ recorded: true, state: 'DONE' }));
+    else if (req.url!.startsWith('/vague/')) res.writeHead(200, { 'content-type': 'application/json' }).end('{"state":"DONE"}');
     else if (req.url!.startsWith('/missing/')) res.writeHead(404, { 'content-type': 'application/problem+json' }).end('{"status":404}');
     else res.writeHead(500).end();
   });
@@ -64,6 +65,7 @@ function registry() {
   return new PipelineRegistry(config, [
     { name: 'recorded', steps: [restStep('call', { url: `${base}/t`, dispositionUrl: `${base}/recorded/{idempotencyKey}` })] },
     { name: 'missing', steps: [restStep('call', { url: `${base}/t`, dispositionUrl: `${base}/missing/{idempotencyKey}` })] },
+    { name: 'vague', steps: [restStep('call', { url: `${base}/t`, dispositionUrl: `${base}/vague/{idempotencyKey}` })] },
     { name: 'broken', steps: [restStep('call', { url: `${base}/t`, dispositionUrl: `${base}/broken/{idempotencyKey}` })] },
     { name: 'grpc', steps: [grpcStep('call', { address: grpcAddress, lookup: true })] },
   ]);
@@ -84,6 +86,10 @@ describe('disposition lookup', () => {
     const evidence = await dispositionEvidence(parked('broken', 'e3'), registry());
     expect(evidence).toMatchObject({ lookup: 'UNAVAILABLE', workerRecorded: null });
     expect(evidence?.detail).toContain('500');
+  });
+
+  it('takes a 200 without a boolean recorded as unavailable, not as "not recorded"', async () => {
+    expect(await dispositionEvidence(parked('vague', 'e5'), registry())).toMatchObject({ lookup: 'UNAVAILABLE', workerRecorded: null });
   });
 
   it('takes gRPC NOT_FOUND as "not recorded" and other statuses as unavailable', async () => {
