@@ -178,7 +178,7 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
       'lookup-while-busy',
       'the lookup says recorded: true while the handler runs',
       seenRecorded ? 'pass' : 'fail',
-      seenRecorded ? `recorded while running (state ${seenRecorded})` : 'the lookup did not say recorded before the first delivery was answered',
+      seenRecorded ? `recorded while running (state ${seenRecorded})` : 'the lookup never said recorded while the handler could still be running',
     );
   } else {
     await sleep(Math.floor(busyMs / 3));
