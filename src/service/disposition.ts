@@ -3,12 +3,13 @@
  * transition identity, target, start time and deadline, and, where the worker offers a
  * lookup (the worker kit does), whether it recorded that identity. Read-only: the
  * service never reconciles or resurrects on its own; the operator decides.
+ * The lookup's wire rules (404 / NOT_FOUND = not recorded) are in transports/lookup.ts.
  */
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, RemoteCall } from '../store/execution-store';
 import { ConflictError, PipelineError } from '../errors';
 import { idempotencyKey } from '../ids';
-import { lookupGrpc } from '../transports/grpc';
+import { askLookup, type LookupTarget } from '../transports/lookup';
 
 const RECORDED = 'the worker recorded this transition identity: the effect may have happened; do not re-drive as NOT_APPLIED without checking';
 const NOT_RECORDED = 'the worker has no record of this transition identity';
@@ -46,28 +47,13 @@ async function liveEvidence(record: ExecutionRecord, registry: PipelineRegistry,
   // The worker dedupes on the key it was sent: the tenant-qualified one.
   const key = idempotencyKey(record.tenantId, call.transitionKey);
   const step = record.failedStepIndex !== null ? registry.find(record.pipeline, record.pipelineVersion)?.steps[record.failedStepIndex] : undefined;
-  if (step?.transport === 'GRPC' && step.grpc.lookup) {
-    try {
-      const found = await lookupGrpc(step.grpc.address, key, timeoutMs);
-      return {
-        ...call,
-        lookup: 'ANSWERED',
-        workerRecorded: found.recorded,
-        workerState: found.state || null,
-        detail: found.recorded ? RECORDED : NOT_RECORDED,
-      };
-    } catch (err) {
-      return {
-        ...call,
-        lookup: 'UNAVAILABLE',
-        workerRecorded: null,
-        workerState: null,
-        detail: `the worker's Lookup failed (${(err as { code?: number }).code ?? 'error'})`,
-      };
-    }
-  }
-  const template = step?.transport === 'REST' ? step.rest.dispositionUrl : undefined;
-  if (!template)
+  const target: LookupTarget | null =
+    step?.transport === 'GRPC' && step.grpc.lookup
+      ? { protocol: 'GRPC', address: step.grpc.address }
+      : step?.transport === 'REST' && step.rest.dispositionUrl
+        ? { protocol: 'REST', urlTemplate: step.rest.dispositionUrl }
+        : null;
+  if (!target)
     return {
       ...call,
       lookup: 'NOT_OFFERED',
@@ -75,28 +61,15 @@ async function liveEvidence(record: ExecutionRecord, registry: PipelineRegistry,
       workerState: null,
       detail: 'the worker offers no lookup endpoint; check its logs and the domain side',
     };
-  const url = template.replace(/\{(idempotencyKey|transitionKey)\}/, encodeURIComponent(key));
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: `the worker's lookup answered ${res.status}` };
-    const body = (await res.json()) as { recorded?: unknown; state?: unknown };
-    const recorded = body.recorded === true;
-    return {
-      ...call,
-      lookup: 'ANSWERED',
-      workerRecorded: recorded,
-      workerState: typeof body.state === 'string' ? body.state : null,
-      detail: recorded ? RECORDED : NOT_RECORDED,
-    };
-  } catch (err) {
-    return {
-      ...call,
-      lookup: 'UNAVAILABLE',
-      workerRecorded: null,
-      workerState: null,
-      detail: `the worker's lookup failed (${err instanceof Error ? err.name : 'error'})`,
-    };
-  }
+  const answer = await askLookup(target, key, timeoutMs);
+  if (!answer.answered) return { ...call, lookup: 'UNAVAILABLE', workerRecorded: null, workerState: null, detail: answer.detail };
+  return {
+    ...call,
+    lookup: 'ANSWERED',
+    workerRecorded: answer.recorded,
+    workerState: answer.state,
+    detail: answer.recorded ? RECORDED : NOT_RECORDED,
+  };
 }
 
 /**

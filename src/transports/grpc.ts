@@ -1,15 +1,27 @@
 /**
  * The gRPC transport: TransitionWorker.Invoke with the segment input as JSON and the
- * tenant-qualified transition identity in the `idempotency-key` metadata. The deadline is
+ * tenant-qualified transition identity in the `idempotency-key` metadata, beside the ids,
+ * attempt, step and deadline (transitionHeaders). The deadline is
  * pipeline.orchestrator.worker.grpc.request-timeout (or the step's own): at 75% one
  * warning is logged, and DEADLINE_EXCEEDED (or our own clock) parks the execution as
  * REMOTE_OUTCOME_UNKNOWN. UNAVAILABLE and RESOURCE_EXHAUSTED are retryable; any other
- * status is non_retryable with errorCode GRPC_<STATUS>.
+ * status is non_retryable with errorCode GRPC_<STATUS>, unless the worker marked its
+ * error as a problem (`x-transition-problem*` metadata) with its own code, detail and
+ * retryability.
  */
 import * as grpc from '@grpc/grpc-js';
 import { PLATFORM_HEADER } from './rest';
 import { TransitionWorkerClient } from './grpc-proto';
-import { IN_PROGRESS_HEADER, RemoteFailureError, RemoteOutcomeUnknownError, TransitionInProgressError, withDeadline, type RemoteCallContext } from './remote';
+import {
+  IN_PROGRESS_HEADER,
+  RemoteFailureError,
+  RemoteOutcomeUnknownError,
+  TransitionInProgressError,
+  transitionHeaders,
+  withDeadline,
+  type RemoteCallContext,
+} from './remote';
+import { grpcProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
 const clients = new Map<string, grpc.Client & Record<string, any>>();
@@ -28,10 +40,7 @@ const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUST
 export async function callGrpc(address: string, input: unknown, deadlineMs: number, ctx: RemoteCallContext): Promise<unknown> {
   const metadata = new grpc.Metadata();
   try {
-    metadata.set('idempotency-key', ctx.idempotencyKey);
-    metadata.set('x-tenant-id', ctx.tenantId);
-    metadata.set('x-execution-id', ctx.executionId);
-    if (ctx.correlationId) metadata.set('x-correlation-id', ctx.correlationId);
+    for (const [key, value] of Object.entries(transitionHeaders(ctx, deadlineMs))) metadata.set(key, value);
   } catch {
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
     throw new RemoteFailureError(
@@ -62,25 +71,13 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
                 reject(new RemoteOutcomeUnknownError('GRPC', address, Math.max(deadlineMs, Date.now() - startedAt.getTime()), deadlineMs, startedAt));
                 return;
               }
-              if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') {
-                reject(new TransitionInProgressError('GRPC', address, platform, null));
-                return;
-              }
-              const name = grpc.status[err.code] ?? String(err.code);
-              reject(new RemoteFailureError(`gRPC worker at ${address} answered ${name}`, `GRPC_${name}`, RETRYABLE.has(err.code), platform));
+              reject(grpcFailure(address, err, platform));
               return;
             }
             try {
-              resolve(response.output_json === '' ? null : JSON.parse(response.output_json));
-            } catch {
-              reject(
-                new RemoteFailureError(
-                  `gRPC worker at ${address} answered output that is not JSON`,
-                  'INVALID_WORKER_RESPONSE',
-                  false,
-                  response.platform || platform,
-                ),
-              );
+              resolve(grpcOutput(address, response.output_json, response.platform || platform));
+            } catch (failure) {
+              reject(failure as Error);
             }
           },
         );
@@ -89,6 +86,31 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
         });
         signal.addEventListener('abort', () => call.cancel(), { once: true });
       }),
+  );
+}
+
+/** The step output of an OK answer: output_json parsed, empty → null, not JSON → INVALID_WORKER_RESPONSE. */
+export function grpcOutput(address: string, outputJson: string, platform: string | null): unknown {
+  try {
+    return outputJson === '' ? null : JSON.parse(outputJson);
+  } catch {
+    throw new RemoteFailureError(`gRPC worker at ${address} answered output that is not JSON`, 'INVALID_WORKER_RESPONSE', false, platform);
+  }
+}
+
+/**
+ * What the service makes of a worker's gRPC error status other than DEADLINE_EXCEEDED (the
+ * conformance checker asks the same): in progress, the worker's problem, or `GRPC_<STATUS>`.
+ */
+export function grpcFailure(address: string, err: grpc.ServiceError, platform: string | null): RemoteFailureError {
+  if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') return new TransitionInProgressError('GRPC', address, platform, null);
+  const name = grpc.status[err.code] ?? String(err.code);
+  const problem = grpcProblem((key) => err.metadata?.get(key)[0] as string | undefined, err.details);
+  return new RemoteFailureError(
+    `gRPC worker at ${address} answered ${name}${problem?.detail ? `: ${problem.detail}` : ''}`,
+    problem?.code ?? `GRPC_${name}`,
+    problem?.retryable ?? RETRYABLE.has(err.code),
+    platform,
   );
 }
 

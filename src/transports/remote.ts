@@ -65,9 +65,37 @@ export interface RemoteCallContext {
   transitionKey: string;
   /** the tenant-qualified key sent to the worker (`Idempotency-Key`, `idempotency-key`) */
   idempotencyKey: string;
+  /** the step's name and its pipeline, sent as `X-Transition-Step` / `X-Pipeline` */
+  stepName?: string;
+  pipeline?: string;
   signal: AbortSignal;
   log: Log;
   onDeadlineWarning?: (protocol: Protocol) => void;
+}
+
+/**
+ * What every call tells the worker besides its input, as HTTP headers and gRPC metadata
+ * of the same (lower-case) names: the tenant-qualified idempotency key, the transition
+ * identity and its parts, the step, and the caller's deadline in milliseconds from sending.
+ * docs/transition-workers.md is the contract; docs/worker-api.openapi.json its REST form.
+ */
+export type TransitionIds = Pick<
+  RemoteCallContext,
+  'idempotencyKey' | 'transitionKey' | 'tenantId' | 'executionId' | 'attempt' | 'correlationId' | 'stepName' | 'pipeline'
+>;
+
+export function transitionHeaders(ctx: TransitionIds, deadlineMs: number): Record<string, string> {
+  return {
+    'idempotency-key': ctx.idempotencyKey,
+    'x-transition-key': ctx.transitionKey,
+    'x-tenant-id': ctx.tenantId,
+    'x-execution-id': ctx.executionId,
+    'x-transition-attempt': String(ctx.attempt),
+    'x-transition-deadline-ms': String(deadlineMs),
+    ...(ctx.stepName ? { 'x-transition-step': ctx.stepName } : {}),
+    ...(ctx.pipeline ? { 'x-pipeline': ctx.pipeline } : {}),
+    ...(ctx.correlationId ? { 'x-correlation-id': ctx.correlationId } : {}),
+  };
 }
 
 /**

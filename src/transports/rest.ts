@@ -1,11 +1,15 @@
 /**
  * The REST transport: POST the segment input as JSON to the step's URL, with the
- * tenant-qualified transition identity as `Idempotency-Key` and the ids as headers. 2xx → the JSON body
- * is the step output. 408, 425, 429, 5xx and unreachable workers are retryable; other
- * 4xx are not. The errorCode carries the status (`HTTP_503`). `Retry-After` is honoured
- * (capped by the retry policy's max-backoff).
+ * tenant-qualified transition identity as `Idempotency-Key` and the ids, attempt, step
+ * and deadline as headers (transitionHeaders). `X-Transition-In-Progress: true` on any
+ * status is an in-progress answer. 2xx → the JSON body is the step output (empty → null).
+ * 408, 425, 429, 5xx and unreachable workers are retryable; other 4xx are not. The
+ * errorCode carries the status (`HTTP_503`) unless the worker's `application/problem+json`
+ * body names its own code, detail and retryability. `Retry-After` is honoured (capped by
+ * the retry policy's max-backoff). docs/transition-workers.md is the contract.
  */
-import { IN_PROGRESS_HEADER, RemoteFailureError, TransitionInProgressError, withDeadline, type RemoteCallContext } from './remote';
+import { IN_PROGRESS_HEADER, RemoteFailureError, TransitionInProgressError, transitionHeaders, withDeadline, type RemoteCallContext } from './remote';
+import { restProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
 export const PLATFORM_HEADER = 'x-transition-worker-platform';
@@ -21,13 +25,7 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 export async function callRest(url: string, input: unknown, deadlineMs: number, ctx: RemoteCallContext): Promise<unknown> {
   let headers: Headers;
   try {
-    headers = new Headers({
-      'content-type': 'application/json',
-      'idempotency-key': ctx.idempotencyKey,
-      'x-tenant-id': ctx.tenantId,
-      'x-execution-id': ctx.executionId,
-      ...(ctx.correlationId ? { 'x-correlation-id': ctx.correlationId } : {}),
-    });
+    headers = new Headers({ 'content-type': 'application/json', accept: 'application/json, application/problem+json', ...transitionHeaders(ctx, deadlineMs) });
   } catch {
     // Nothing was sent: a local encoding problem (a correlationId stored before it was validated), not the network.
     throw new RemoteFailureError(
@@ -54,28 +52,47 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       );
     }
     const platform = response.headers.get(PLATFORM_HEADER);
-    const text = await response.text();
-    if (response.ok) {
-      try {
-        return text === '' ? null : JSON.parse(text);
-      } catch {
-        throw new RemoteFailureError(
-          `REST worker at ${url} answered ${response.status} with a body that is not JSON`,
-          'INVALID_WORKER_RESPONSE',
-          false,
-          platform,
-        );
-      }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw new RemoteFailureError(`REST worker at ${url} broke off its answer (${response.status})`, 'NETWORK_ERROR', true, platform);
     }
-    if (response.headers.get(IN_PROGRESS_HEADER) === 'true')
-      throw new TransitionInProgressError('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
-    const retryable = RETRYABLE_STATUS.has(response.status) || response.status >= 500;
-    throw new RemoteFailureError(
-      `REST worker at ${url} answered ${response.status}`,
-      `HTTP_${response.status}`,
-      retryable,
-      platform,
-      retryable ? parseRetryAfter(response.headers.get('retry-after')) : null,
-    );
+    return interpretRestAnswer(url, response, text);
   });
+}
+
+/**
+ * What the service makes of a worker's HTTP answer (the conformance checker asks the same):
+ * the step output, or the failure thrown — in progress, INVALID_WORKER_RESPONSE, the worker's
+ * problem, or `HTTP_<status>`.
+ */
+export function interpretRestAnswer(url: string, response: { status: number; headers: Headers }, text: string): unknown {
+  const platform = response.headers.get(PLATFORM_HEADER);
+  const ok = response.status >= 200 && response.status < 300;
+  // Honoured on any status: a worker may say 202 "accepted, still working" as well as 425.
+  if (response.headers.get(IN_PROGRESS_HEADER) === 'true')
+    throw new TransitionInProgressError('REST', url, platform, parseRetryAfter(response.headers.get('retry-after')));
+  if (ok) {
+    try {
+      return text === '' ? null : JSON.parse(text);
+    } catch {
+      throw new RemoteFailureError(
+        `REST worker at ${url} answered ${response.status} with a body that is not JSON`,
+        'INVALID_WORKER_RESPONSE',
+        false,
+        platform,
+      );
+    }
+  }
+  const problem = restProblem(response.headers.get('content-type'), text);
+  const retryable = problem?.retryable ?? (RETRYABLE_STATUS.has(response.status) || response.status >= 500);
+  throw new RemoteFailureError(
+    `REST worker at ${url} answered ${response.status}${problem?.detail ? `: ${problem.detail}` : ''}`,
+    problem?.code ?? `HTTP_${response.status}`,
+    retryable,
+    platform,
+    retryable ? parseRetryAfter(response.headers.get('retry-after')) : null,
+  );
 }

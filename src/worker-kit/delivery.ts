@@ -22,11 +22,17 @@
 import type { Log } from '../log';
 import type { DedupeStore, StoredResponse } from './dedupe-store';
 
-/** Thrown by a handler for a failure no retry can fix: stored and replayed like a success. */
+/**
+ * Thrown by a handler for a failure no retry can fix: stored and replayed like a success,
+ * answered as a problem (`code`, `detail` = the message, `retryable: false`), which becomes the
+ * step's errorCode and errorMessage. The message must not carry payload data.
+ */
 export class TransitionRejectedError extends Error {
   constructor(
     message: string,
     readonly status = 422,
+    /** UPPER_SNAKE, becomes the step's errorCode; without it the step's code is `HTTP_<status>` / `GRPC_FAILED_PRECONDITION` */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'TransitionRejectedError';
@@ -167,7 +173,7 @@ export class Deliveries {
       stored = { status: 200, body: (await run(controller.signal)) ?? null };
     } catch (err) {
       if (err instanceof TransitionRejectedError) {
-        stored = { status: err.status, body: { error: err.message } };
+        stored = { status: err.status, body: { error: err.message, ...(err.code ? { code: err.code } : {}) } };
       } else {
         lease.stop();
         // The handler says a retry is safe: forget the claim, if still ours (if that fails too, the lease runs out).

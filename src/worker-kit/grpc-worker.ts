@@ -11,6 +11,7 @@ import { PLATFORM_HEADER } from '../transports/rest';
 import { DedupeStore } from './dedupe-store';
 import { Deliveries } from './delivery';
 import { IN_PROGRESS_HEADER } from '../transports/remote';
+import { PROBLEM_CODE_METADATA, PROBLEM_METADATA, PROBLEM_RETRYABLE_METADATA } from '../transports/worker-problem';
 import { parseIdempotencyKey } from '../ids';
 import { transitionCallOf, type KitDeliveryOptions, type TransitionCall } from './rest-worker';
 import { withRemoteParent } from '../trace-context';
@@ -75,8 +76,26 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
             metadata: inProgress,
           });
         }
-        if (outcome.kind === 'retry') return callback(fail(grpc.status.UNAVAILABLE, 'transition failed; retry'));
-        if (outcome.stored.status >= 400) return callback(fail(grpc.status.FAILED_PRECONDITION, JSON.stringify(outcome.stored.body)));
+        if (outcome.kind === 'retry') {
+          // The contract's retryable problem: nothing stored, the next delivery runs the handler again.
+          const md = platformMetadata();
+          md.set(PROBLEM_METADATA, 'true');
+          md.set(PROBLEM_RETRYABLE_METADATA, 'true');
+          return callback({ code: grpc.status.UNAVAILABLE, details: 'transition failed; retry', metadata: md });
+        }
+        if (outcome.stored.status >= 400) {
+          // A stored rejection, answered as the contract's problem: its message is the detail, never retryable.
+          const body = (outcome.stored.body ?? {}) as { error?: unknown; code?: unknown };
+          const md = platformMetadata();
+          md.set(PROBLEM_METADATA, 'true');
+          md.set(PROBLEM_RETRYABLE_METADATA, 'false');
+          if (typeof body.code === 'string') md.set(PROBLEM_CODE_METADATA, body.code);
+          return callback({
+            code: grpc.status.FAILED_PRECONDITION,
+            details: typeof body.error === 'string' ? body.error : 'transition rejected',
+            metadata: md,
+          });
+        }
         callback(null, { output_json: JSON.stringify(outcome.stored.body), platform: options.platform });
       } catch {
         callback(fail(grpc.status.UNAVAILABLE, 'worker store unavailable'));

@@ -15,6 +15,7 @@ import { PLATFORM_HEADER } from '../transports/rest';
 import { DedupeStore, type StoredResponse } from './dedupe-store';
 import { Deliveries } from './delivery';
 import { IN_PROGRESS_HEADER } from '../transports/remote';
+import { PROBLEM_MEDIA_TYPE } from '../transports/worker-problem';
 import { parseIdempotencyKey } from '../ids';
 
 export { LeaseLostError, TransitionRejectedError } from './delivery';
@@ -72,6 +73,12 @@ export interface RestTransitionWorkerOptions extends KitDeliveryOptions {
   handler: (input: unknown, call: TransitionCall) => Promise<unknown>;
 }
 
+/** The contract's error body (RFC 9457 problem+json with `code`, `detail`, `retryable`). */
+function problem(status: number, detail: string, retryable: boolean, code?: string, headers: Record<string, string> = {}): Response {
+  const body = { type: 'about:blank', status, detail, retryable, ...(code ? { code } : {}) };
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': PROBLEM_MEDIA_TYPE, ...headers } });
+}
+
 export function createRestTransitionWorker(options: RestTransitionWorkerOptions) {
   if (!options.platform) throw new TypeError('createRestTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
@@ -83,21 +90,31 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
     c.res.headers.set(PLATFORM_HEADER, options.platform);
   });
 
-  const reply = (stored: StoredResponse, replayed: boolean) =>
-    new Response(JSON.stringify(stored.body ?? null), {
-      status: stored.status,
-      headers: { 'content-type': 'application/json', ...(replayed ? { 'idempotent-replayed': 'true' } : {}) },
-    });
+  const reply = (stored: StoredResponse, replayed: boolean) => {
+    const headers: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};
+    if (stored.status < 400)
+      return new Response(JSON.stringify(stored.body ?? null), { status: stored.status, headers: { 'content-type': 'application/json', ...headers } });
+    // A stored rejection: { error, code? } answered as the contract's problem, never retryable.
+    const body = (stored.body ?? {}) as { error?: unknown; code?: unknown };
+    const detail = typeof body.error === 'string' ? body.error : 'transition rejected';
+    return problem(stored.status, detail, false, typeof body.code === 'string' ? body.code : undefined, headers);
+  };
 
   app.post('/transition', async (c) => {
     const key = c.req.header('idempotency-key') ?? '';
     const call = transitionCallOf(key, c.req.header('x-correlation-id') ?? null);
-    if (!call) return c.json({ error: 'Idempotency-Key must be a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}' }, 400);
+    if (!call)
+      return problem(
+        400,
+        'Idempotency-Key must be a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}',
+        false,
+        'INVALID_IDEMPOTENCY_KEY',
+      );
     let input: unknown;
     try {
       input = await c.req.json();
     } catch {
-      return c.json({ error: 'body must be JSON' }, 400);
+      return problem(400, 'body must be JSON', false, 'INVALID_INPUT');
     }
     // The handler runs in a span continuing the orchestrator's trace (traceparent), when tracing is on.
     const handle = (signal: AbortSignal) =>
@@ -111,22 +128,24 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
     if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
     if (outcome.kind === 'in-progress') {
       // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).
-      c.header(IN_PROGRESS_HEADER, 'true');
-      c.header('retry-after', String(Math.ceil(outcome.retryAfterMs / 1000)));
-      return c.json({ error: 'the same transition is still being handled; deliver it again later' }, 425);
+      return problem(425, 'the same transition is still being handled; deliver it again later', true, undefined, {
+        [IN_PROGRESS_HEADER]: 'true',
+        'retry-after': String(Math.ceil(outcome.retryAfterMs / 1000)),
+      });
     }
-    return c.json({ error: 'transition failed; retry' }, 503);
+    return problem(503, 'transition failed; retry', true);
   });
 
   app.get('/transition/:key', async (c) => {
     const key = c.req.param('key');
-    if (!parseIdempotencyKey(key)) return c.json({ error: 'not a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}' }, 400);
+    if (!parseIdempotencyKey(key))
+      return problem(400, 'not a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}', false, 'INVALID_IDEMPOTENCY_KEY');
     let found: Awaited<ReturnType<DedupeStore['lookup']>>;
     try {
       found = await store.lookup(key);
     } catch {
       // The store cannot say: never "not recorded" by default.
-      return c.json({ error: 'worker store unavailable; the disposition cannot be read now' }, 503);
+      return problem(503, 'worker store unavailable; the disposition cannot be read now', true);
     }
     return c.json({
       idempotencyKey: key,

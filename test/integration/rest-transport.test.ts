@@ -56,6 +56,17 @@ async function startWorkerServer() {
     if (attempt === 1) return c.json({ error: 'busy' }, 503, { 'retry-after': '1' });
     return c.json({ ok: true, attempt });
   });
+  // A lookup that is down (a 404 would be the worker's "not recorded").
+  outer.get('/lookup-broken/:key', (c) => c.text('lookup store down', 500));
+  outer.post('/problem422', (c) =>
+    c.body(
+      JSON.stringify({ type: 'about:blank', status: 422, code: 'TEMPLATE_MISSING', detail: 'template "inv-2" is missing', retryable: false, input: SENTINEL }),
+      422,
+      {
+        'content-type': 'application/problem+json',
+      },
+    ),
+  );
   outer.post('/bad400', (c) => c.json({ error: 'bad' }, 400, { 'x-transition-worker-platform': 'raw-test/2.0' }));
   server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));
@@ -74,11 +85,12 @@ beforeAll(async () => {
     definePipeline({
       name: 'remote-lookup-down',
       steps: [
-        restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/no-lookup-here/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
+        restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/lookup-broken/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
       ],
     }),
     definePipeline({ name: 'retry-after', retry: { limit: 2, waitMs: 50, maxBackoffMs: 5000 }, steps: [restStep('flaky', { url: `${base}/flaky503` })] }),
     definePipeline({ name: 'bad-request', steps: [restStep('bad', { url: `${base}/bad400` })] }),
+    definePipeline({ name: 'problem', steps: [restStep('render', { url: `${base}/problem422` })] }),
   ]);
 });
 afterAll(async () => {
@@ -177,7 +189,7 @@ describe('REST transport', () => {
     const problem = await res.json();
     expect([res.status, problem.code]).toEqual([503, 'DISPOSITION_EVIDENCE_UNAVAILABLE']);
     expect(problem.evidence).toMatchObject({ lookup: 'UNAVAILABLE', workerRecorded: null });
-    expect(problem.detail).toContain('404');
+    expect(problem.detail).toContain('500');
     expect((await engine.service.store.get('acme', 'rest-nolookup'))?.version).toBe(record.version);
   }, 30_000);
 
@@ -232,6 +244,19 @@ describe('REST transport', () => {
   });
 });
 
+describe("the worker's own error", () => {
+  it("ends the step with the problem's code and detail, in the record and the DLQ envelope, and nothing else of its body", async () => {
+    await engine.start('acme', { pipeline: 'problem', executionId: 'rest-problem' });
+    const record = await engine.waitFor('acme', 'rest-problem', ['FAILED', 'SUCCEEDED'], 20_000);
+    expect(record).toMatchObject({ status: 'FAILED', terminalReason: 'non_retryable', lastErrorCode: 'TEMPLATE_MISSING' });
+    expect(record.lastErrorMessage).toBe(`REST worker at ${base}/problem422 answered 422: template "inv-2" is missing`);
+    const envelope = (await engine.dlq.list('acme', { limit: 50, errorCode: 'TEMPLATE_MISSING' })).entries[0]?.envelope;
+    expect(envelope).toMatchObject({ executionId: 'rest-problem', errorCode: 'TEMPLATE_MISSING', retryable: false, retriesObserved: 0 });
+    expect(JSON.stringify([record, envelope])).not.toContain(SENTINEL);
+    expect(requests['acme/rest-problem:0:1']).toBe(1);
+  });
+});
+
 describe('transition-worker kit', () => {
   const deliver = (key: string, body: unknown) =>
     fetch(`${base}/kit/transition`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
@@ -258,6 +283,8 @@ describe('transition-worker kit', () => {
   it('stores and replays a rejection; rejects a missing key; answers lookups', async () => {
     const rejected = await deliver('acme/kit-3:0:1', { mode: 'reject' });
     expect(rejected.status).toBe(422);
+    expect(rejected.headers.get('content-type')).toBe('application/problem+json');
+    expect(await rejected.json()).toMatchObject({ status: 422, detail: 'amount invalid', retryable: false });
     expect((await deliver('acme/kit-3:0:1', { mode: 'reject' })).status).toBe(422);
     expect(handled['kit-3:0:1']).toBe(1);
     const missing = await fetch(`${base}/kit/transition`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });

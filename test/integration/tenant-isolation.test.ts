@@ -160,7 +160,8 @@ describe.each(['rest', 'grpc'] as const)('tenant-qualified keys over %s', (kind)
       expect(record).toMatchObject({
         status: 'FAILED',
         terminalReason: 'non_retryable',
-        lastErrorCode: kind === 'rest' ? 'HTTP_409' : 'GRPC_FAILED_PRECONDITION',
+        // The kit answers the refusal as a problem: its code becomes the step's errorCode.
+        lastErrorCode: 'LEGACY_TRANSITION_RECORDED',
       });
       expect(runs[`${kind}|t1|${executionId}:0:1`]).toBeUndefined();
       expect(JSON.stringify(record)).not.toContain('LEGACY-SECRET');

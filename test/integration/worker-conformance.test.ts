@@ -1,0 +1,164 @@
+/**
+ * The conformance checker against real workers on loopback: the Python reference worker
+ * (python3, started on port 0, checked through the `pipeline-worker-check` bin with --json),
+ * the TypeScript kit over REST and gRPC (on its Postgres dedupe table), and a deliberately
+ * broken worker that fails exactly the contract point it breaks.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { serve, type ServerType } from '@hono/node-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runChecks, CHECK_IDS, type CheckResult } from '../../src/worker-check/checks';
+import { withConformanceMode } from '../../src/worker-check/conformance-mode';
+import type { CheckReport } from '../../src/worker-check/report';
+import { grpcWorkerClient, restWorkerClient } from '../../src/worker-check/worker-client';
+import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
+import { createGrpcTransitionWorker, type GrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
+import { createRestTransitionWorker } from '../../src/worker-kit/rest-worker';
+import { FAULTS, startBrokenWorker, type Fault } from '../fixtures/broken-worker';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+
+const root = join(import.meta.dirname, '..', '..');
+const PYTHON = process.env.PYTHON ?? 'python3';
+/** Handler runs of the kit's conformance handler, by idempotency key. */
+const kitRuns: Record<string, number> = {};
+
+let workerDb: TestDatabase;
+let kitServer: ServerType;
+let kitUrl = '';
+let grpcKit: GrpcTransitionWorker;
+let grpcAddress = '';
+let python: ChildProcess;
+let pythonUrl = '';
+const scratch = mkdtempSync(join(tmpdir(), 'python-worker-'));
+
+const statuses = (checks: CheckResult[]) => Object.fromEntries(checks.map((check) => [check.id, check.status]));
+const failed = (checks: CheckResult[]) => checks.filter((check) => check.status === 'fail').map((check) => `${check.id}: ${check.detail}`);
+
+async function startPython(): Promise<void> {
+  python = spawn(PYTHON, [join(root, 'examples', 'python-worker', 'worker.py'), '--port', '0', '--db', join(scratch, 'dedupe.sqlite3'), '--conformance'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: python.stdout! });
+  pythonUrl = await new Promise<string>((resolve, reject) => {
+    python.once('exit', (code) => reject(new Error(`the Python worker exited (${code}) before listening`)));
+    lines.on('line', (line) => {
+      const event = JSON.parse(line) as { event: string; url?: string };
+      if (event.event === 'worker_listening') resolve(event.url!);
+    });
+  });
+}
+
+beforeAll(async () => {
+  workerDb = await createTestDatabase();
+  await ensureDedupeSchema(workerDb.db);
+  const handler = withConformanceMode(async (_input, call: { idempotencyKey: string }) => ({ ordinary: call.idempotencyKey }));
+  const counted = async (input: unknown, call: { idempotencyKey: string }) => {
+    kitRuns[call.idempotencyKey] = (kitRuns[call.idempotencyKey] ?? 0) + 1;
+    return handler(input, call);
+  };
+  // A short duplicate wait, so a redelivery while the handler sleeps is answered "in progress".
+  const rest = createRestTransitionWorker({ db: workerDb.db, platform: 'kit-conformance/1.0', handler: counted, duplicateWaitMs: 200 });
+  kitServer = serve({ fetch: rest.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => kitServer.once('listening', resolve));
+  kitUrl = `http://127.0.0.1:${(kitServer.address() as { port: number }).port}/transition`;
+  grpcKit = createGrpcTransitionWorker({ db: workerDb.db, platform: 'kit-conformance/1.0', handler: counted, duplicateWaitMs: 200 });
+  grpcAddress = await grpcKit.listen();
+  await startPython();
+});
+afterAll(async () => {
+  if (python && python.exitCode === null) {
+    const exited = new Promise((resolve) => python.once('exit', resolve));
+    python.kill('SIGTERM');
+    await exited;
+  }
+  rmSync(scratch, { recursive: true, force: true });
+  await new Promise((resolve) => kitServer?.close(resolve));
+  await grpcKit?.stop();
+  await workerDb?.drop();
+});
+
+describe('pipeline-worker-check', () => {
+  it('passes the Python reference worker through the bin: exit 0, every check passing, as JSON', async () => {
+    const child = spawn(process.execPath, [join(root, 'bin', 'pipeline-worker-check.mjs'), pythonUrl, '--json', '--busy-ms', '2000'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const report = JSON.parse(out) as CheckReport;
+    expect(failed(report.checks)).toEqual([]);
+    expect(report).toMatchObject({ protocol: 'REST', target: pythonUrl, passed: true });
+    expect(report.checks.map((check) => check.id)).toEqual([...CHECK_IDS]);
+    expect(statuses(report.checks)).toEqual(Object.fromEntries(CHECK_IDS.map((id) => [id, 'pass'])));
+    // The Python worker continues the trace it was sent.
+    expect(report.checks.find((check) => check.id === 'traceparent')?.detail).toMatch(/continued/);
+    expect(code).toBe(0);
+  });
+
+  it('passes the TypeScript kit over REST, and its handler ran once per key the checker sent', async () => {
+    const checks = await runChecks(restWorkerClient(kitUrl, `${kitUrl}/{idempotencyKey}`), { busyMs: 2000 });
+    expect(failed(checks)).toEqual([]);
+    expect(checks.find((check) => check.id === 'busy-redelivery')?.detail).toMatch(/in progress/);
+    const counts = Object.entries(kitRuns).filter(([key]) => key.includes('-busy:') || key.includes('-basic:') || key.includes('-deadline:'));
+    expect(counts.length).toBeGreaterThanOrEqual(4);
+    expect(counts.filter(([, runs]) => runs !== 1)).toEqual([]);
+  });
+
+  it('passes the TypeScript kit over gRPC', async () => {
+    const checks = await runChecks(grpcWorkerClient(grpcAddress, true), { busyMs: 2000 });
+    expect(failed(checks)).toEqual([]);
+    expect(checks.every((check) => check.status === 'pass')).toBe(true);
+  });
+
+  it('passes the broken worker with no fault switched on (the faults below are the only difference)', async () => {
+    const worker = await startBrokenWorker(null);
+    try {
+      expect(failed(await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: 800 }))).toEqual([]);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('fails a worker that breaks one contract point on exactly that point, for every point', async () => {
+    const faults = Object.keys(FAULTS) as Fault[];
+    expect(new Set(Object.values(FAULTS))).toEqual(new Set(CHECK_IDS.filter((id) => id !== 'platform')));
+    const outcomes = await Promise.all(
+      faults.map(async (fault) => {
+        const worker = await startBrokenWorker(fault);
+        try {
+          const checks = await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: 800 });
+          return [fault, statuses(checks)[FAULTS[fault]]] as const;
+        } finally {
+          await worker.close();
+        }
+      }),
+    );
+    expect(Object.fromEntries(outcomes)).toEqual(Object.fromEntries(faults.map((fault) => [fault, 'fail'])));
+  });
+
+  it('exits 1 with a FAIL row for a broken worker, and 2 on wrong usage', async () => {
+    const worker = await startBrokenWorker('plain-rejection');
+    const run = async (args: string[]) => {
+      const child = spawn(process.execPath, [join(root, 'bin', 'pipeline-worker-check.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      return { code: await new Promise<number | null>((resolve) => child.once('exit', resolve)), out };
+    };
+    try {
+      const broken = await run([worker.url, '--busy-ms', '500']);
+      expect(broken.code).toBe(1);
+      expect(broken.out).toMatch(/problem-rejection\s+FAIL/);
+      expect(broken.out).toContain('DOES NOT CONFORM');
+      const usage = await run(['--busy-ms', '0', worker.url]);
+      expect(usage.code).toBe(2);
+      expect(usage.out).toContain('--busy-ms 0');
+    } finally {
+      await worker.close();
+    }
+  });
+});
