@@ -10,6 +10,7 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EngineActivities } from '../activities/engine-activities';
 import { PipelineStatus } from './search-attributes';
+import { planStep } from './plan';
 import { FailureTypes, type PipelineRunInput, type StepPlan, type TerminalDetails } from './types';
 
 /** Above the step's own deadline, so Temporal never times out a call the activity is still judging. */
@@ -46,7 +47,7 @@ function activitiesFor(step: StepPlan, index: number, executionId: string, attem
 export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> {
   let segment = run.input;
   for (let index = run.resumeStepIndex; index < run.steps.length; index++) {
-    const step = run.steps[index];
+    const step = planStep(run, index);
     const firstOfRun = index === run.resumeStepIndex;
     const attempt = firstOfRun ? run.resumeAttempt : 1;
     const activities = activitiesFor(step, index, run.executionId, attempt);
