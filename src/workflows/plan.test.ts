@@ -34,11 +34,17 @@ describe('compact step plan', () => {
     expect(planStep({ steps: plan }, 1)).toEqual(plan[1]);
   });
 
-  it('keeps a plan whole when a step leaves a default setting undefined', () => {
-    const plan = [step('a'), { ...step('b'), heartbeatMs: undefined as unknown as number }];
+  it('keeps a setting some steps leave undefined out of the defaults (a LOCAL step has no in-progress budget)', () => {
+    const plan = [
+      step('call', { transport: 'REST', inProgressBudgetMs: 60_000 }),
+      step('local'),
+      step('call2', { transport: 'GRPC', inProgressBudgetMs: 60_000 }),
+    ];
     const run = compactPlan(plan);
-    expect(run.stepDefaults).toBeUndefined();
-    expect(planStep(run, 1)).toEqual(plan[1]);
+    expect(run.stepDefaults).not.toHaveProperty('inProgressBudgetMs');
+    const whole = plan.map((_, i) => planStep(JSON.parse(JSON.stringify(run)), i));
+    expect(whole).toEqual(plan);
+    expect(whole[1].inProgressBudgetMs).toBeUndefined();
   });
 
   it('is empty for an empty plan', () => {

@@ -12,15 +12,16 @@ import type { PipelineRunInput, StepPlan, StepPlanEntry } from './types';
  */
 export function compactPlan(plan: StepPlan[]): { stepDefaults?: Partial<StepPlan>; steps: StepPlanEntry[] } {
   if (plan.length === 0) return { steps: [] };
-  const { name: _name, ...stepDefaults } = plan[0];
-  const keys = new Set(plan.flatMap((step) => Object.keys(step) as (keyof StepPlan)[]));
-  // A setting a step leaves undefined while the defaults define it cannot be written as "absent": keep that plan whole.
-  if (plan.some((step) => [...keys].some((key) => step[key] === undefined && (stepDefaults as Partial<StepPlan>)[key] !== undefined))) return { steps: plan };
+  const keys = [...new Set(plan.flatMap((step) => Object.keys(step) as (keyof StepPlan)[]))].filter((key) => key !== 'name');
+  // Only settings every step defines can be defaults: one a step leaves undefined (a LOCAL step's
+  // in-progress budget) must read back as undefined, and JSON cannot write "absent" over a default.
+  const shared = keys.filter((key) => plan.every((step) => step[key] !== undefined));
+  const stepDefaults: Partial<StepPlan> = Object.fromEntries(shared.map((key) => [key, plan[0][key]]));
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
   const steps = plan.map((step) => {
     const entry: StepPlanEntry = { name: step.name };
     for (const key of keys) {
-      if (key !== 'name' && !same(step[key], (stepDefaults as Partial<StepPlan>)[key])) Object.assign(entry, { [key]: step[key] });
+      if (step[key] !== undefined && !(shared.includes(key) && same(step[key], stepDefaults[key]))) Object.assign(entry, { [key]: step[key] });
     }
     return entry;
   });
