@@ -14,7 +14,9 @@ export function renderTable(results: BenchResults): string {
     );
     if (o.cpuMsPerExecution) {
       const c = (x: { node: number; temporal: number; postgres: number }) => `node ${x.node} · temporal ${x.temporal} · postgres ${x.postgres}`;
-      rows.push(`| 1b | CPU ms per execution, by process | ${c(o.cpuMsPerExecution.engine)} | ${c(o.cpuMsPerExecution.bare)} | | what dominates |`);
+      rows.push(
+        `| 1b | CPU ms per execution, by process | ${c(o.cpuMsPerExecution.engine)} | ${c(o.cpuMsPerExecution.bare)} | ${o.cpuRatio ? `**${s(o.cpuRatio)}** (all processes)` : ''} | ${o.cpuTarget ?? 'what dominates'} |`,
+      );
     }
   }
   if (f.historyEvents) {
@@ -25,24 +27,37 @@ export function renderTable(results: BenchResults): string {
     rows.push(`| 2b | History events per retried attempt | ${h.engine.perRetriedAttempt} | ${h.bare.perRetriedAttempt} | | ≤ 2 |`);
     rows.push(`| 2c | Fixed events per execution (start, end) | ${h.engine.fixed} | ${h.bare.fixed} | | |`);
   }
+  if (f.historyBytes) {
+    const b = f.historyBytes;
+    rows.push(
+      `| 2d | History bytes per 5-step execution (per step) | ${b.engine.fiveSteps} (${b.engine.perStep}) | ${b.bare.fiveSteps} (${b.bare.perStep}) | ${(b.engine.fiveSteps / b.bare.fiveSteps).toFixed(2)}× | ≤ bench/bounds.json |`,
+    );
+  }
   if (f.postgresRoundTrips) {
     const p = f.postgresRoundTrips;
     rows.push(`| 3a | Postgres round trips per successful step | ${s(p.perSuccessfulStep)} | 0 | | ≤ 2 |`);
     rows.push(`| 3b | Postgres round trips per Command step | ${s(p.perCommandStep)} | 0 | | ≤ 3 |`);
     rows.push(`| 3c | Postgres round trips per 5-step execution (with admission) | ${s(p.perFiveStepExecution)} | 0 | | |`);
   }
+  if (f.stepCommit) {
+    const c = (x: { writes: number; triggerCalls: number; sharedBuffers: number }) =>
+      `${x.writes} writes · ${x.triggerCalls} trigger calls · ${x.sharedBuffers} buffers`;
+    rows.push(
+      `| 3d | One step commit statement (middle step; last step) | ${c(f.stepCommit.middleStep)}; ${c(f.stepCommit.lastStep)} | | | ≤ bench/bounds.json |`,
+    );
+  }
   if (f.redriveThroughput) {
     const r = f.redriveThroughput;
     rows.push(
       r.measured
-        ? `| 4 | Re-drive admissions/s, ${r.count} at concurrency ${r.concurrency} (p50 / p99 ms: ${r.latencyMs.p50} / ${r.latencyMs.p99}) | ${s(r.redrive)} | ${s(r.bare)} | **${s(r.ratio)}** | ≥ 0.7 |`
+        ? `| 4 | Re-drive admissions/s, ${r.count} at concurrency ${r.concurrency} (p50 / p99 ms: ${r.latencyMs.p50} / ${r.latencyMs.p99}) | ${s(r.redrive)} | ${s(r.bare)} | **${s(r.ratio)}** | ${r.target} |`
         : `| 4 | Re-drive admissions/s | not measured: ${r.reason} | | | ≥ 0.7 |`,
     );
   }
   if (f.workerMemory) {
     const m = f.workerMemory;
     rows.push(
-      `| 5a | Worker RSS MB per 1,000 executions parked in retry backoff | ${m.mbPer1000Parked} | | idle ${m.idle.median} MB → ${m.parkedInRetryBackoff.median} MB | report |`,
+      `| 5a | Worker RSS MB per 1,000 executions parked in retry backoff | ${m.mbPer1000Parked} | | idle ${m.idle.median} MB → ${m.parkedInRetryBackoff.median} MB | ≤ 70 |`,
     );
     rows.push(`| 5b | Worker RSS MB per 1,000 executions running | ${m.mbPer1000Running} | | → ${m.parkedPlusRunning.median} MB | report |`);
   }
@@ -53,6 +68,9 @@ export function renderTable(results: BenchResults): string {
     `Measured ${String(meta.date).slice(0, 10)} on ${meta.cores} cores (${meta.cpuModel}), Node ${meta.node}, ${meta.temporalCli}.`,
     `Runs per figure: ${(meta.options as any).runs}; figures are median (min–max). Dev server: \`${meta.devServer}\`.`,
     `Worker: ${JSON.stringify(meta.worker)}.`,
+    ...(meta.loadAverage
+      ? [`Load average (1 / 5 / 15 min): ${(meta.loadAverage as any).start} at the start, ${(meta.loadAverage as any).end} at the end.`]
+      : []),
   ];
   return [...header, '', ...rows].join('\n');
 }

@@ -5,7 +5,8 @@
  *   npm run bench                      # the report: N=500, 5 runs
  *   npm run bench -- --n 100 --runs 3  # quicker, for a look
  *   npm run bench -- --smoke           # N=5, proves the harness runs; writes nothing
- *   npm run bench -- --only overhead   # some figures only (overhead, events, roundtrips, memory, dlq); writes nothing
+ *   npm run bench -- --only overhead   # some figures only (overhead, events, bytes, commit, roundtrips, redrive, memory, dlq); writes nothing
+ *   npm run bench -- --only overhead,redrive,memory --record   # some figures, recorded: writes latest.json and the table
  *   npm run bench -- --only growth     # the growth figure alone (10k vs 10M executions, ~15 min): writes
  *                                      # bench/results/growth.json and its table in BENCHMARKS.md
  *   npm run bench -- --only growth --growth-sizes 10000,200000   # a quicker look; writes nothing
@@ -30,6 +31,7 @@ const { values } = parseArgs({
     dlq: { type: 'string', default: '500' },
     redrive: { type: 'string', default: '1000' },
     smoke: { type: 'boolean', default: false },
+    record: { type: 'boolean', default: false },
     only: { type: 'string' },
     'growth-sizes': { type: 'string', default: '10000,10000000' },
     'growth-samples': { type: 'string', default: '31' },
@@ -122,14 +124,22 @@ if (only?.includes('jobrate')) {
   if (only.length === 1) process.exit(0);
 }
 
+const loadAverage = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
+const loadAtStart = loadAverage();
 const results = await runBenchmarks({
   ...options,
   only: only?.filter((name) => name !== 'growth' && name !== 'jobrate'),
   progress,
 });
+// Absolute figures move with the machine's load: every recorded run says what it was.
+results.meta.loadAverage = { start: loadAtStart, end: loadAverage(), note: '1 / 5 / 15 min' };
+if (only) results.meta.only = only;
 const table = renderTable(results);
 process.stdout.write(`${table}\n`);
-if (!smoke && !only) {
+if (!smoke && (!only || values.record)) {
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/latest.json', `${JSON.stringify(results, null, 2)}\n`);
   const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';

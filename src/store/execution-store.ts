@@ -419,8 +419,34 @@ export class ExecutionStore {
   }
 
   /** Step succeeded: move to the next step (or SUCCEEDED), its output becomes the segment input. */
-  commitSucceeded({ output, effect, rejects, ...key }: StepKey & { output: unknown; effect?: EffectChange; rejects?: RejectBatch }) {
-    return this.commit(
+  commitSucceeded(change: SucceededChange) {
+    return this.run(this.succeeded(change));
+  }
+
+  /**
+   * What one success commit costs Postgres, from EXPLAIN (ANALYZE, BUFFERS) of the very
+   * statement `commitSucceeded` sends, rolled back: the writes it makes (its CTEs), the
+   * trigger calls they fire and the buffers they touch. Counts, not times: the benchmark
+   * smoke holds them under a recorded bound.
+   */
+  async explainSucceeded(change: SucceededChange): Promise<CommitCost> {
+    const { sql, values } = this.succeeded(change);
+    let plan: ExplainedPlan | undefined;
+    await this.db
+      .transaction(async (tx) => {
+        const result = await tx.query<{ 'QUERY PLAN': ExplainedPlan[] | string }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, values);
+        const explained = result.rows[0]['QUERY PLAN'];
+        plan = (typeof explained === 'string' ? (JSON.parse(explained) as ExplainedPlan[]) : explained)[0];
+        throw ROLLBACK;
+      })
+      .catch((err) => {
+        if (err !== ROLLBACK) throw err;
+      });
+    return commitCost(plan!);
+  }
+
+  private succeeded({ output, effect, rejects, ...key }: SucceededChange): Statement {
+    return this.statement(
       key,
       `version = version + 1, current_step_index = current_step_index + 1, segment_input = $5::jsonb,
        attempt = CASE WHEN current_step_index + 1 >= step_count THEN attempt ELSE 1 END,
@@ -501,13 +527,23 @@ export class ExecutionStore {
    * the attempt log row (the execution's story, derived from the moved row) and any
    * extra CTE. Only a RUNNING record at this step and attempt moves.
    */
-  private async commit(
+  private commit(
     key: StepKey,
     set: string,
     params: unknown[],
     effect: EffectChange | undefined,
     extra?: (push: (value: unknown) => number) => string,
   ): Promise<CommitResult> {
+    return this.run(this.statement(key, set, params, effect, extra));
+  }
+
+  private statement(
+    key: StepKey,
+    set: string,
+    params: unknown[],
+    effect: EffectChange | undefined,
+    extra?: (push: (value: unknown) => number) => string,
+  ): Statement {
     const values = [key.tenantId, key.executionId, key.stepIndex, key.attempt, ...params];
     const push = (value: unknown) => values.push(value);
     let ctes = `WITH moved AS (
@@ -529,7 +565,55 @@ export class ExecutionStore {
         RETURNING 1)`;
     }
     if (extra) ctes += extra(push);
-    const result = await this.db.query<{ version: number; status: ExecutionStatus }>(`${ctes} SELECT version, status FROM moved`, values);
+    return { sql: `${ctes} SELECT version, status FROM moved`, values };
+  }
+
+  private async run({ sql, values }: Statement): Promise<CommitResult> {
+    const result = await this.db.query<{ version: number; status: ExecutionStatus }>(sql, values);
     return { committed: result.rowCount > 0, version: result.rows[0]?.version ?? null, status: result.rows[0]?.status ?? null };
   }
+}
+
+interface Statement {
+  sql: string;
+  values: unknown[];
+}
+
+type SucceededChange = StepKey & { output: unknown; effect?: EffectChange; rejects?: RejectBatch };
+
+/** What one commit statement did in Postgres (EXPLAIN ANALYZE of it, rolled back). */
+export interface CommitCost {
+  /** rows-writing parts of the statement (the record UPDATE, the attempt log INSERT, …) */
+  writes: number;
+  /** trigger calls those writes fired, by trigger */
+  triggers: Record<string, number>;
+  triggerCalls: number;
+  /** shared buffers the statement hit or read (its own plan nodes; trigger bodies not included) */
+  sharedBuffers: number;
+}
+
+interface ExplainedNode {
+  'Node Type': string;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Plans?: ExplainedNode[];
+}
+interface ExplainedPlan {
+  Plan: ExplainedNode;
+  Triggers?: { 'Trigger Name': string; Calls: number }[];
+}
+
+const ROLLBACK = Symbol('rollback');
+
+function commitCost(plan: ExplainedPlan): CommitCost {
+  const writes = (node: ExplainedNode): number =>
+    (node['Node Type'] === 'ModifyTable' ? 1 : 0) + (node.Plans ?? []).reduce((sum, child) => sum + writes(child), 0);
+  const triggers: Record<string, number> = {};
+  for (const trigger of plan.Triggers ?? []) triggers[trigger['Trigger Name']] = (triggers[trigger['Trigger Name']] ?? 0) + trigger.Calls;
+  return {
+    writes: writes(plan.Plan),
+    triggers,
+    triggerCalls: Object.values(triggers).reduce((sum, n) => sum + n, 0),
+    sharedBuffers: (plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0),
+  };
 }

@@ -20,6 +20,7 @@ import type { DispatchLease, ExecutionRecord } from '../store/execution-store';
 import { PipelineExecutionId, PipelineName, PipelineRedriveJob, PipelineRedriveOf, PipelineTenant } from '../workflows/search-attributes';
 // The workflow function itself (not its name): `args` is then type-checked against its parameter.
 import { pipelineWorkflow } from '../workflows/pipeline-workflow';
+import { compactPlan, planStep } from '../workflows/plan';
 import type { PipelineRunInput } from '../workflows/types';
 import { withTraceCarrier } from '../trace-context';
 
@@ -98,7 +99,7 @@ export class Dispatcher {
         pipeline: record.pipeline,
         pipelineVersion: definition.version,
         correlationId: record.correlationId,
-        steps: this.registry.plan(definition),
+        ...compactPlan(this.registry.plan(definition)),
         resumeStepIndex: record.currentStepIndex,
         resumeAttempt: record.attempt,
         input: record.segmentInput,
@@ -144,7 +145,10 @@ export class Dispatcher {
         ]),
         staticSummary: `${pipeline} v${pipelineVersion} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
         staticDetails: [
-          `**Pipeline** ${pipeline} version ${pipelineVersion}, ${run.steps.length} steps: ${run.steps.map((s, i) => `${i}:${s.name}(${s.transport}${s.command ? ',command' : ''})`).join(' → ')}`,
+          `**Pipeline** ${pipeline} version ${pipelineVersion}, ${run.steps.length} steps: ${run.steps
+            .map((_, i) => planStep(run, i))
+            .map((s, i) => `${i}:${s.name}(${s.transport}${s.command ? ',command' : ''})`)
+            .join(' → ')}`,
           `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
           run.correlationId ? `**Correlation** ${run.correlationId}` : '',
           spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',

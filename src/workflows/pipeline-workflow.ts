@@ -10,6 +10,7 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EngineActivities } from '../activities/engine-activities';
 import { PipelineStatus } from './search-attributes';
+import { planStep } from './plan';
 import { FailureTypes, type PipelineRunInput, type StepPlan, type TerminalDetails } from './types';
 
 /** Above the step's own deadline, so Temporal never times out a call the activity is still judging. */
@@ -18,12 +19,13 @@ const TEMPORAL_TIMEOUT_MARGIN_MS = 10_000;
 const REDELIVERY_ALLOWANCE = 10;
 
 /**
- * The activity's summary in the Temporal UI. Temporal's own attempt counter counts
- * redeliveries and starts at 1 in every run, so the summary names the transition identity
- * the first Temporal attempt runs as; every retried attempt's failure message names its own.
+ * The activity's summary in the Temporal UI: the step and the transition identity its first
+ * Temporal attempt runs as (Temporal's own attempt counter counts redeliveries and starts at 1
+ * in every run; each retried attempt's failure message names its own identity). Kept short:
+ * it is stored in every ActivityTaskScheduled event and sent to the worker with the history.
  */
 function activitySummary(step: StepPlan, index: number, executionId: string, attempt: number): string {
-  return `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''} · transition ${executionId}:${index}:${attempt} on Temporal attempt 1; each retry's failure names its own`;
+  return `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''} · transition ${executionId}:${index}:${attempt}`;
 }
 
 function activitiesFor(step: StepPlan, index: number, executionId: string, attempt: number) {
@@ -45,7 +47,7 @@ function activitiesFor(step: StepPlan, index: number, executionId: string, attem
 export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> {
   let segment = run.input;
   for (let index = run.resumeStepIndex; index < run.steps.length; index++) {
-    const step = run.steps[index];
+    const step = planStep(run, index);
     const firstOfRun = index === run.resumeStepIndex;
     const attempt = firstOfRun ? run.resumeAttempt : 1;
     const activities = activitiesFor(step, index, run.executionId, attempt);

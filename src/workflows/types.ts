@@ -21,6 +21,9 @@ export interface StepPlan {
   inProgressBudgetMs?: number;
 }
 
+/** A step of a run's plan as carried in the workflow's argument: its name, and its settings where they differ from the run's defaults. */
+export type StepPlanEntry = Partial<StepPlan> & { name: string };
+
 /** The workflow's argument: everything a run needs to resume from a step. */
 export interface PipelineRunInput {
   tenantId: string;
@@ -29,7 +32,14 @@ export interface PipelineRunInput {
   /** the definition version the execution is pinned to; absent in runs started before versions (= 1) */
   pipelineVersion?: number;
   correlationId: string | null;
-  steps: StepPlan[];
+  /**
+   * The run's steps. Each entry holds the step's name and only the settings in which it
+   * differs from `stepDefaults` (see `compactPlan`); runs started before `stepDefaults`
+   * carry every setting in every entry.
+   */
+  steps: StepPlanEntry[];
+  /** settings shared by the steps, written once instead of in every entry; absent in runs started before it */
+  stepDefaults?: Partial<StepPlan>;
   /** the step this run starts from (0 for a fresh execution) */
   resumeStepIndex: number;
   /** the committed attempt of the resume step for this run */

@@ -4,11 +4,17 @@
  * benchmark itself (`npm run bench`) measures. No timing is asserted; the counts it reads
  * from real histories and the query counter are design properties the benchmarks report,
  * so they are checked: one activity per step, no events per retry, one or two Postgres
- * round trips per step.
+ * round trips per step. The bytes of history per step and per execution and what a step
+ * commit does in Postgres (writes, trigger calls, buffers) are counts too: each is held
+ * under the bound recorded in bench/bounds.json, so the next change that makes an
+ * execution cost more fails here instead of in a benchmark nobody ran.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, inject, it } from 'vitest';
 import { renderTable } from '../../bench/report';
 import { runBenchmarks } from '../../bench/suite';
+
+const bounds = JSON.parse(readFileSync(new URL('../../bench/bounds.json', import.meta.url), 'utf8'));
 
 describe('benchmark harness (smoke)', () => {
   it('measures every figure at the smallest sizes', async () => {
@@ -23,7 +29,7 @@ describe('benchmark harness (smoke)', () => {
       memorySamples: 1,
       temporalAddress: inject('temporalAddress'),
     });
-    const { engineOverhead, historyEvents, postgresRoundTrips, workerMemory, dlqPublish } = results.figures;
+    const { engineOverhead, historyEvents, historyBytes, stepCommit, postgresRoundTrips, workerMemory, dlqPublish } = results.figures;
     expect(engineOverhead.engine.median).toBeGreaterThan(0);
     expect(engineOverhead.bare.median).toBeGreaterThan(0);
     expect(historyEvents.bare.perStep).toBe(6);
@@ -31,10 +37,22 @@ describe('benchmark harness (smoke)', () => {
     expect(historyEvents.engine.perRetriedAttempt).toBeLessThanOrEqual(2);
     expect(postgresRoundTrips.perSuccessfulStep.max).toBeLessThanOrEqual(2);
     expect(postgresRoundTrips.perCommandStep.max).toBeLessThanOrEqual(3);
+    expect(postgresRoundTrips.perSuccessfulStep.max).toBeLessThanOrEqual(bounds.postgresRoundTrips.perSuccessfulStep);
+    expect(postgresRoundTrips.perCommandStep.max).toBeLessThanOrEqual(bounds.postgresRoundTrips.perCommandStep);
+    expect(postgresRoundTrips.perFiveStepExecution.max).toBeLessThanOrEqual(bounds.postgresRoundTrips.perFiveStepExecution);
+    // Bytes and statement work per execution: counts under recorded bounds, never a time.
+    expect(historyBytes.engine.fiveSteps).toBeLessThanOrEqual(bounds.historyBytes.engineFiveStepExecution);
+    expect(historyBytes.engine.perStep).toBeLessThanOrEqual(bounds.historyBytes.enginePerStep);
+    expect(historyBytes.bare.perStep).toBeGreaterThan(0);
+    for (const commit of [stepCommit.middleStep, stepCommit.lastStep]) expect(commit.writes).toBeLessThanOrEqual(bounds.stepCommit.writes);
+    expect(stepCommit.middleStep.triggerCalls).toBeLessThanOrEqual(bounds.stepCommit.middleStepTriggerCalls);
+    expect(stepCommit.lastStep.triggerCalls).toBeLessThanOrEqual(bounds.stepCommit.lastStepTriggerCalls);
+    expect(stepCommit.middleStep.sharedBuffers).toBeLessThanOrEqual(bounds.stepCommit.middleStepSharedBuffers);
+    expect(stepCommit.lastStep.sharedBuffers).toBeLessThanOrEqual(bounds.stepCommit.lastStepSharedBuffers);
     expect(workerMemory.idle.median).toBeGreaterThan(0);
     expect(dlqPublish.postgres.rate.median).toBeGreaterThan(0);
     expect(results.figures.redriveThroughput).toMatchObject({ measured: true, count: 2 });
     expect(results.figures.redriveThroughput.ratio.median).toBeGreaterThan(0);
     expect(renderTable(results)).toContain('| 1 | Executions/s');
-  }, 180_000);
+  }, 600_000);
 });
