@@ -29,9 +29,15 @@ export function deferredQueryable(): { db: Queryable; open(db: Queryable): void 
   return { db: { query: async (sql, params) => (await opened).query(sql, params) }, open };
 }
 
+/** A transaction's handle: queries, and whole SQL scripts run inside the same transaction. */
+export interface Transaction extends Queryable {
+  /** Runs a multi-statement SQL script as one simple-protocol round trip (a migration file). */
+  exec(sql: string): Promise<void>;
+}
+
 export interface Db extends Queryable {
   /** Runs `fn` in one transaction; commits on return, rolls back on throw. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Runs a multi-statement SQL script (migrations). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;
@@ -201,14 +207,19 @@ export function createPgDb(connectionString: string, options: { max?: number; ac
       const result = await withRetry(() => pool.query(sql, params).catch((err: unknown) => Promise.reject(exhausted(err))));
       return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
     },
-    async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
+    async transaction<T>(fn: (tx: Transaction) => Promise<T>) {
       return withRetry(async () => {
         const client = await pool.connect().catch((err: unknown) => Promise.reject(exhausted(err)));
-        const tx: Queryable = {
+        const tx: Transaction = {
           async query<R>(sql: string, params?: unknown[]) {
             stats.queries++;
             const result = await client.query(sql, params);
             return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+          },
+          // No parameters: pg sends the simple-query protocol, which runs every statement of the text.
+          async exec(sql: string) {
+            stats.queries++;
+            await client.query(sql);
           },
         };
         try {
@@ -236,12 +247,19 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
   const lite = await PGlite.create(dataDir);
   const stats = { queries: 0 };
-  const wrap = (target: { query: (sql: string, params?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }> }): Queryable => ({
+  const wrap = (target: {
+    query: (sql: string, params?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }>;
+    exec: (sql: string) => Promise<unknown>;
+  }): Transaction => ({
     async query<T>(sql: string, params?: unknown[]) {
       stats.queries++;
       const result = await target.query(sql, params);
       // PGlite counts only DML in affectedRows (0 for a SELECT); returned rows are what callers count.
       return { rows: result.rows as T[], rowCount: result.rows.length > 0 ? result.rows.length : (result.affectedRows ?? 0) };
+    },
+    async exec(sql: string) {
+      stats.queries++;
+      await target.exec(sql);
     },
   });
   return {
@@ -250,10 +268,6 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
     stats,
     ...wrap(lite),
     transaction: (fn) => lite.transaction((tx) => fn(wrap(tx))),
-    async exec(sql: string) {
-      stats.queries++;
-      await lite.exec(sql);
-    },
     close: () => lite.close(),
   };
 }

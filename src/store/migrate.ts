@@ -1,6 +1,6 @@
 /**
  * Versioned migrations: ordered SQL files `YYYYMMDDHHMMSS_what.sql` in ./migrations,
- * each applied together with its row in `schema_migration` in one transaction, under
+ * each run whole (one multi-statement script) and applied together with its row in `schema_migration` in one transaction, under
  * an advisory lock so two processes starting at once do not race. A database that holds
  * migrations this build does not know (a newer build migrated it; this one is older) is
  * said in the log, once per start: the schema may not be what this code expects.
@@ -14,26 +14,37 @@ import type { Db } from './db';
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 const LOCK_ID = 727_274_001;
 
-export function listMigrations(): { version: string; name: string; sql: string }[] {
+export interface Migration {
+  version: string;
+  name: string;
+  sql: string;
+}
+
+export function listMigrations(): Migration[] {
   return readdirSync(MIGRATIONS_DIR)
     .filter((file) => /^\d{14}_[a-z0-9_]+\.sql$/.test(file))
     .sort()
     .map((file) => ({ version: file.slice(0, 14), name: file.slice(15, -4), sql: readFileSync(join(MIGRATIONS_DIR, file), 'utf8') }));
 }
 
-/** Applies every migration not yet applied; returns the versions it applied. */
-export async function migrate(db: Db, log?: Log): Promise<string[]> {
+/**
+ * Applies every migration not yet applied; returns the versions it applied. `migrations`
+ * defaults to this build's files (tests hand in their own).
+ */
+export async function migrate(db: Db, log?: Log, migrations: Migration[] = listMigrations()): Promise<string[]> {
   await db.exec(`CREATE TABLE IF NOT EXISTS schema_migration (
     version text CONSTRAINT schema_migration_pkey PRIMARY KEY,
     name text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now())`);
   const applied: string[] = [];
-  for (const migration of listMigrations()) {
+  for (const migration of migrations) {
     const done = await db.transaction(async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
       const seen = await tx.query('SELECT 1 FROM schema_migration WHERE version = $1', [migration.version]);
       if (seen.rowCount > 0) return false;
-      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      // The file whole, as one script (simple-query protocol on pg, exec on PGlite), so every
+      // valid SQL text, dollar-quoted function bodies included, runs as psql would run it.
+      await tx.exec(migration.sql);
       await tx.query('INSERT INTO schema_migration (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
       return true;
     });
@@ -56,13 +67,4 @@ export async function unknownMigrations(db: Db): Promise<string[]> {
   const known = new Set(listMigrations().map((migration) => migration.version));
   const recorded = await db.query<{ version: string }>('SELECT version FROM schema_migration ORDER BY version');
   return recorded.rows.map((row) => row.version).filter((version) => !known.has(version));
-}
-
-/** Migrations hold plain DDL: statements end with `;` at the end of a line. */
-function splitStatements(sql: string): string[] {
-  return sql
-    .replace(/^\s*--.*$/gm, '')
-    .split(/;\s*$/m)
-    .map((statement) => statement.trim())
-    .filter(Boolean);
 }

@@ -1,53 +1,105 @@
 /**
- * Migrations on a real database: a second run applies nothing, and a database migrated by
- * a newer build (a version this build has no file for) is said in the log.
+ * Migrations on a real database and on PGlite: each file runs whole (dollar-quoted function
+ * bodies with `;` at the end of lines, several statements), a file that fails part-way leaves
+ * nothing behind, a second run applies nothing, and a database migrated by a newer build (a
+ * version this build has no file for) is said in the log.
  */
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLog } from '../../src/log';
-import { listMigrations, migrate, unknownMigrations } from '../../src/store/migrate';
+import { createPgliteDb, type Db } from '../../src/store/db';
+import { listMigrations, migrate, unknownMigrations, type Migration } from '../../src/store/migrate';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { migrationFromNewerBuild } from '../helpers/unreachable-states';
 
 let database: TestDatabase;
+let lite: Db;
 
 beforeAll(async () => {
   database = await createTestDatabase();
+  lite = await createPgliteDb('memory://migrate');
+  await migrate(lite);
 });
 afterAll(async () => {
   await database?.drop();
+  await lite?.close();
 });
 
-describe('migrate', () => {
+/** A file as a person writes it: plpgsql in its ordinary form, a `;` ending each line. */
+const ORDINARY: Migration = {
+  version: '29990101000000',
+  name: 'ordinary_plpgsql',
+  sql: `-- a comment; with a semicolon
+CREATE TABLE migrate_probe (n int NOT NULL);
+CREATE FUNCTION migrate_probe_double() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.n := NEW.n * 2;
+  IF NEW.n > 100 THEN
+    NEW.n := 100;
+  END IF;
+  RETURN NEW;
+END;
+$$;
+CREATE TRIGGER migrate_probe_double BEFORE INSERT ON migrate_probe FOR EACH ROW EXECUTE FUNCTION migrate_probe_double();
+INSERT INTO migrate_probe (n) VALUES (21), (70);
+`,
+};
+/** Its first statements are valid; the last is not: the whole file must roll back. */
+const BROKEN: Migration = {
+  version: '29990101000001',
+  name: 'broken_part_way',
+  sql: `CREATE TABLE migrate_half (n int);
+INSERT INTO migrate_half VALUES (1);
+SELECT no_such_function();
+`,
+};
+
+function capture(): { log: ReturnType<typeof createLog>; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const log = createLog({
+    destination: new Writable({
+      write(chunk, _e, done) {
+        lines.push(JSON.parse(chunk.toString()));
+        done();
+      },
+    }),
+  });
+  return { log, lines };
+}
+
+describe.each([
+  ['postgres', () => database.db],
+  ['pglite', () => lite],
+])('migrate on %s', (_kind, db) => {
   it('applies nothing twice and says nothing when the database matches the build', async () => {
-    const lines: Record<string, unknown>[] = [];
-    const log = createLog({
-      destination: new Writable({
-        write(chunk, _e, done) {
-          lines.push(JSON.parse(chunk.toString()));
-          done();
-        },
-      }),
-    });
-    expect(await migrate(database.db, log)).toEqual([]);
-    expect(await unknownMigrations(database.db)).toEqual([]);
+    const { log, lines } = capture();
+    expect(await migrate(db(), log)).toEqual([]);
+    expect(await unknownMigrations(db())).toEqual([]);
     expect(lines.filter((line) => line.event === 'schema_migrations_unknown')).toEqual([]);
-    const recorded = await database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migration');
+    const recorded = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migration');
     expect(recorded.rows[0].n).toBe(listMigrations().length);
   });
 
+  it('runs a file whole: plpgsql in its ordinary form, then the statements after it', async () => {
+    expect(await migrate(db(), undefined, [ORDINARY])).toEqual([ORDINARY.version]);
+    const rows = await db().query<{ n: number }>('SELECT n FROM migrate_probe ORDER BY n');
+    expect(rows.rows.map((row) => row.n)).toEqual([42, 100]);
+    expect(await migrate(db(), undefined, [ORDINARY])).toEqual([]);
+    await db().exec(`DROP TABLE migrate_probe; DROP FUNCTION migrate_probe_double(); DELETE FROM schema_migration WHERE version = '${ORDINARY.version}'`);
+  });
+
+  it('leaves nothing of a file that fails part-way, and records no version for it', async () => {
+    await expect(migrate(db(), undefined, [BROKEN])).rejects.toThrow(/no_such_function/);
+    const table = await db().query("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'migrate_half'");
+    expect(table.rowCount).toBe(0);
+    const version = await db().query('SELECT 1 FROM schema_migration WHERE version = $1', [BROKEN.version]);
+    expect(version.rowCount).toBe(0);
+  });
+
   it('warns, naming the versions, when the database has migrations this build does not know', async () => {
-    await migrationFromNewerBuild(database.db, '29991231235959', 'from_a_newer_build');
-    const lines: Record<string, unknown>[] = [];
-    const log = createLog({
-      destination: new Writable({
-        write(chunk, _e, done) {
-          lines.push(JSON.parse(chunk.toString()));
-          done();
-        },
-      }),
-    });
-    expect(await migrate(database.db, log)).toEqual([]);
+    await migrationFromNewerBuild(db(), '29991231235959', 'from_a_newer_build');
+    const { log, lines } = capture();
+    expect(await migrate(db(), log)).toEqual([]);
     expect(lines.filter((line) => line.event === 'schema_migrations_unknown')).toEqual([
       expect.objectContaining({ level: 'warn', versions: ['29991231235959'] }),
     ]);

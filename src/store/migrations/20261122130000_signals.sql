@@ -8,8 +8,6 @@
 --     REMOTE_OUTCOME_UNKNOWN records), +1 on insert or status entry, -1 on delete or exit.
 -- Rows are spread over 8 shards (a hash of the executionId) so concurrent commits of one
 -- tenant rarely wait on the same counter row; readers sum the shards.
--- The migration runner splits on a `;` at the end of a line: in the function bodies
--- below, a `;` never ends a line.
 
 CREATE TABLE signal_minute (
   tenant_id text NOT NULL,
@@ -45,18 +43,18 @@ $$;
 CREATE FUNCTION signal_record_status() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP <> 'INSERT' AND OLD.status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') THEN
-    PERFORM signal_add_total(OLD.tenant_id, OLD.status, signal_shard(OLD.execution_id), -1)
-  ; END IF
-  ; IF TG_OP <> 'DELETE' AND NEW.status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') THEN
-    PERFORM signal_add_total(NEW.tenant_id, NEW.status, signal_shard(NEW.execution_id), 1)
-  ; END IF
-  ; IF TG_OP <> 'DELETE' AND NEW.status = 'SUCCEEDED' THEN
+    PERFORM signal_add_total(OLD.tenant_id, OLD.status, signal_shard(OLD.execution_id), -1);
+  END IF;
+  IF TG_OP <> 'DELETE' AND NEW.status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') THEN
+    PERFORM signal_add_total(NEW.tenant_id, NEW.status, signal_shard(NEW.execution_id), 1);
+  END IF;
+  IF TG_OP <> 'DELETE' AND NEW.status = 'SUCCEEDED' THEN
     INSERT INTO signal_minute (tenant_id, signal, minute, shard, n)
     VALUES (NEW.tenant_id, 'succeeded', date_trunc('minute', now()), signal_shard(NEW.execution_id), 1)
-    ON CONFLICT (tenant_id, signal, minute, key, detail, shard) DO UPDATE SET n = signal_minute.n + 1
-  ; END IF
-  ; RETURN NULL
-; END $$;
+    ON CONFLICT (tenant_id, signal, minute, key, detail, shard) DO UPDATE SET n = signal_minute.n + 1;
+  END IF;
+  RETURN NULL;
+END $$;
 CREATE TRIGGER execution_record_signal_update AFTER UPDATE OF status ON execution_record
   FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status
     AND (OLD.status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') OR NEW.status IN ('SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN')))
@@ -72,12 +70,12 @@ BEGIN
   INSERT INTO signal_minute (tenant_id, signal, minute, key, detail, shard, n)
   SELECT tenant_id, 'dlq', date_trunc('minute', created_at), error_code, terminal_reason, signal_shard(execution_id), count(*)
   FROM inserted GROUP BY 1, 3, 4, 5, 6 ORDER BY 1, 3, 4, 5, 6
-  ON CONFLICT (tenant_id, signal, minute, key, detail, shard) DO UPDATE SET n = signal_minute.n + EXCLUDED.n
-  ; INSERT INTO signal_total (tenant_id, signal, shard, n)
+  ON CONFLICT (tenant_id, signal, minute, key, detail, shard) DO UPDATE SET n = signal_minute.n + EXCLUDED.n;
+  INSERT INTO signal_total (tenant_id, signal, shard, n)
   SELECT tenant_id, 'dlq', signal_shard(execution_id), count(*) FROM inserted GROUP BY 1, 3 ORDER BY 1, 3
-  ON CONFLICT (tenant_id, signal, shard) DO UPDATE SET n = signal_total.n + EXCLUDED.n
-  ; RETURN NULL
-; END $$;
+  ON CONFLICT (tenant_id, signal, shard) DO UPDATE SET n = signal_total.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
 CREATE TRIGGER execution_dlq_signal_insert AFTER INSERT ON execution_dlq
   REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION signal_dlq_inserted();
 
@@ -86,12 +84,12 @@ BEGIN
   INSERT INTO signal_minute (tenant_id, signal, minute, key, shard, n)
   SELECT tenant_id, 'reject', date_trunc('minute', created_at), fingerprint, signal_shard(execution_id), count(*)
   FROM inserted GROUP BY 1, 3, 4, 5 ORDER BY 1, 3, 4, 5
-  ON CONFLICT (tenant_id, signal, minute, key, detail, shard) DO UPDATE SET n = signal_minute.n + EXCLUDED.n
-  ; INSERT INTO signal_total (tenant_id, signal, shard, n)
+  ON CONFLICT (tenant_id, signal, minute, key, detail, shard) DO UPDATE SET n = signal_minute.n + EXCLUDED.n;
+  INSERT INTO signal_total (tenant_id, signal, shard, n)
   SELECT tenant_id, 'reject', signal_shard(execution_id), count(*) FROM inserted GROUP BY 1, 3 ORDER BY 1, 3
-  ON CONFLICT (tenant_id, signal, shard) DO UPDATE SET n = signal_total.n + EXCLUDED.n
-  ; RETURN NULL
-; END $$;
+  ON CONFLICT (tenant_id, signal, shard) DO UPDATE SET n = signal_total.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
 CREATE TRIGGER item_reject_signal_insert AFTER INSERT ON item_reject
   REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION signal_reject_inserted();
 
@@ -100,9 +98,9 @@ CREATE FUNCTION signal_rows_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO signal_total (tenant_id, signal, shard, n)
   SELECT tenant_id, TG_ARGV[0], signal_shard(execution_id), -count(*) FROM deleted GROUP BY 1, 3 ORDER BY 1, 3
-  ON CONFLICT (tenant_id, signal, shard) DO UPDATE SET n = signal_total.n + EXCLUDED.n
-  ; RETURN NULL
-; END $$;
+  ON CONFLICT (tenant_id, signal, shard) DO UPDATE SET n = signal_total.n + EXCLUDED.n;
+  RETURN NULL;
+END $$;
 CREATE TRIGGER execution_dlq_signal_delete AFTER DELETE ON execution_dlq
   REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION signal_rows_deleted('dlq');
 CREATE TRIGGER item_reject_signal_delete AFTER DELETE ON item_reject
@@ -112,21 +110,21 @@ CREATE TRIGGER item_reject_signal_delete AFTER DELETE ON item_reject
 -- triggers off). Reads whole tables: never on a request path.
 CREATE FUNCTION signal_rebuild() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM signal_total
-  ; DELETE FROM signal_minute
-  ; INSERT INTO signal_total (tenant_id, signal, shard, n)
+  DELETE FROM signal_total;
+  DELETE FROM signal_minute;
+  INSERT INTO signal_total (tenant_id, signal, shard, n)
   SELECT tenant_id, 'dlq', signal_shard(execution_id), count(*) FROM execution_dlq GROUP BY 1, 3
   UNION ALL SELECT tenant_id, 'reject', signal_shard(execution_id), count(*) FROM item_reject GROUP BY 1, 3
   UNION ALL SELECT tenant_id, status, signal_shard(execution_id), count(*) FROM execution_record
-    WHERE status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') GROUP BY 1, 2, 3
-  ; INSERT INTO signal_minute (tenant_id, signal, minute, key, detail, shard, n)
+    WHERE status IN ('FAILED', 'REMOTE_OUTCOME_UNKNOWN') GROUP BY 1, 2, 3;
+  INSERT INTO signal_minute (tenant_id, signal, minute, key, detail, shard, n)
   SELECT tenant_id, 'dlq', date_trunc('minute', created_at), error_code, terminal_reason, signal_shard(execution_id), count(*)
     FROM execution_dlq WHERE created_at > now() - interval '49 hours' GROUP BY 1, 3, 4, 5, 6
   UNION ALL SELECT tenant_id, 'reject', date_trunc('minute', created_at), fingerprint, '', signal_shard(execution_id), count(*)
     FROM item_reject WHERE created_at > now() - interval '49 hours' GROUP BY 1, 3, 4, 6
   UNION ALL SELECT tenant_id, 'succeeded', date_trunc('minute', updated_at), '', '', signal_shard(execution_id), count(*)
-    FROM execution_record WHERE status = 'SUCCEEDED' AND updated_at > now() - interval '49 hours' GROUP BY 1, 3, 6
-; END $$;
+    FROM execution_record WHERE status = 'SUCCEEDED' AND updated_at > now() - interval '49 hours' GROUP BY 1, 3, 6;
+END $$;
 SELECT signal_rebuild();
 
 -- Bounded "now" reads: runs waiting on a retry (retry saturation) and checkpoints admitted

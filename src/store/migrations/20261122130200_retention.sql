@@ -12,9 +12,9 @@ CREATE INDEX execution_dlq_redriven_index ON execution_dlq (redriven_at) WHERE r
 CREATE FUNCTION dlq_mark_redriven() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE execution_dlq SET redriven_at = now()
-  WHERE tenant_id = OLD.tenant_id AND execution_id = OLD.execution_id AND redriven_at IS NULL
-  ; RETURN NULL
-; END $$;
+  WHERE tenant_id = OLD.tenant_id AND execution_id = OLD.execution_id AND redriven_at IS NULL;
+  RETURN NULL;
+END $$;
 CREATE TRIGGER execution_record_dlq_redriven AFTER UPDATE OF status ON execution_record
   FOR EACH ROW WHEN (OLD.status = 'FAILED' AND NEW.status <> 'FAILED') EXECUTE FUNCTION dlq_mark_redriven();
 
