@@ -5,10 +5,11 @@ import { scaled } from './test/helpers/time-scale.ts';
 const UNIT = ['src/**/*.test.ts', 'test/lint/**/*.test.ts', 'test/cli/settings.test.ts'];
 /** In-process engines, each on its own database and task queue, stopped in afterAll. */
 const INTEGRATION = ['test/integration/**/*.test.ts'];
+/** One Temporal dev server and workflow bundle, shared by the projects that declare it. */
+const TEMPORAL = ['test/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    globalSetup: ['test/global-setup.ts'],
     // Stretched by PIPELINE_TEST_TIME_SCALE (test/helpers/time-scale.ts), which .ci/run sets from the load.
     testTimeout: scaled(60_000),
     hookTimeout: scaled(120_000),
@@ -20,8 +21,9 @@ export default defineConfig({
     projects: [
       // These files leave no process state behind, so a fork runs one after another without a
       // fresh module graph: most of their cost was loading the SDKs again for every file.
+      // No global set-up: `vitest --project unit` needs neither Temporal nor Postgres.
       { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
-      { extends: true, test: { name: 'integration', include: INTEGRATION, isolate: false } },
+      { extends: true, test: { name: 'integration', include: INTEGRATION, isolate: false, globalSetup: TEMPORAL } },
       // Kills, child processes, time skipping, tracing's global provider, the CLI: a fresh fork per file.
       // Their deadlines live here, not per test, so the machine's time scale stretches every one of them.
       {
@@ -30,6 +32,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/**/*.test.ts'],
           exclude: [...UNIT, ...INTEGRATION],
+          globalSetup: TEMPORAL,
           testTimeout: scaled(420_000),
           hookTimeout: scaled(180_000),
         },

@@ -1,5 +1,7 @@
 /**
  * One Temporal dev server for the whole test run (the real CLI binary, never a mock),
+ * shared by the projects that need it (integration and e2e declare this file; the unit
+ * project does not, so it runs with no Temporal binary at all),
  * with the service's search attributes registered, and one bundle of the workflows, so
  * each worker the tests start (in-process or as a child process, through
  * `pipeline.orchestrator.worker.workflow-bundle`) does not bundle them again. Files read them with
@@ -19,13 +21,27 @@ declare module 'vitest' {
   }
 }
 
-let server: DevServer | undefined;
-let bundleDir: string | undefined;
+interface Shared {
+  started: Promise<{ server: DevServer; bundleDir: string; workflowBundlePath: string }>;
+  users: number;
+}
+
+// Each project loads this file through its own module runner, so module state is not shared
+// between projects: the one server lives on the process's global object, counted by its users.
+const KEY = Symbol.for('pipeline-orchestrator.test.global-setup');
+const holder = globalThis as unknown as Record<typeof KEY, Shared | undefined>;
+
+async function start(): Promise<{ server: DevServer; bundleDir: string; workflowBundlePath: string }> {
+  const bundleDir = mkdtempSync(join(tmpdir(), 'pipeline-workflows-'));
+  const workflowBundlePath = join(bundleDir, 'workflows.js');
+  const [server] = await Promise.all([startDevServer(), writeWorkflowBundle(workflowBundlePath)]);
+  return { server, bundleDir, workflowBundlePath };
+}
 
 export async function setup(project: TestProject) {
-  bundleDir = mkdtempSync(join(tmpdir(), 'pipeline-workflows-'));
-  const workflowBundlePath = join(bundleDir, 'workflows.js');
-  [server] = await Promise.all([startDevServer(), writeWorkflowBundle(workflowBundlePath)]);
+  const shared = (holder[KEY] ??= { started: start(), users: 0 });
+  shared.users++;
+  const { server, workflowBundlePath } = await shared.started;
   project.provide('temporalAddress', server.address);
   project.provide('workflowBundlePath', workflowBundlePath);
   // Test files run in forks of this process, and the processes they spawn get their environment.
@@ -33,6 +49,10 @@ export async function setup(project: TestProject) {
 }
 
 export async function teardown() {
-  await server?.stop();
-  if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+  const shared = holder[KEY];
+  if (!shared || --shared.users > 0) return;
+  holder[KEY] = undefined;
+  const { server, bundleDir } = await shared.started;
+  await server.stop();
+  rmSync(bundleDir, { recursive: true, force: true });
 }
