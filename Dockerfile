@@ -1,18 +1,29 @@
-# The service image: worker + API (tsx runs the TypeScript sources directly).
+# The service image: worker + API, compiled JavaScript on plain Node (no TypeScript loader).
+# Stage 1 builds with the dev tools; stage 2 holds the production dependencies and the build.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY scripts ./scripts
+COPY proto ./proto
+# dist/main.js (the service) and dist/cli.js (pipeline-admin), then the workflows bundled once:
+# a worker starts without bundling them.
+RUN npm run build && node --import tsx scripts/bundle-workflows.ts dist/workflows.js
+
 FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
-COPY tsconfig.json ./
-COPY src ./src
+COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY proto ./proto
-COPY scripts/bundle-workflows.ts ./scripts/
-# The workflows bundled once at build time: a worker starts without bundling them.
-RUN node --import tsx scripts/bundle-workflows.ts dist/workflows.js
+# Read at run time from the package root (src/paths.ts): the migrations run at start-up.
+COPY src/store/migrations ./src/store/migrations
 ENV PIPELINE_ORCHESTRATOR_WORKER_WORKFLOW_BUNDLE=/app/dist/workflows.js
 ENV NODE_ENV=production
 # inside a container the API must listen on every interface (the default is 127.0.0.1)
 ENV PIPELINE_SERVER_HOST=0.0.0.0
 EXPOSE 8080
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "dist/main.js"]

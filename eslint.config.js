@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => [name, `${name}/*`, `node:${name}`, `node:${name}/*`]))];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '.tools/**', 'bench/results/**'] },
+  { ignores: ['node_modules/**', '.data/**', '.tools/**', 'bench/results/**', 'dist/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

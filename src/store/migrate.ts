@@ -6,12 +6,12 @@
  * said in the log, once per start: the schema may not be what this code expects.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { Log } from '../log';
+import { packagePath } from '../paths';
 import type { Db } from './db';
 
-const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+const MIGRATIONS_DIR = packagePath('src', 'store', 'migrations');
 const LOCK_ID = 727_274_001;
 
 export interface Migration {

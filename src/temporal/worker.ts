@@ -5,14 +5,14 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type EngineDeps } from '../activities/engine-activities';
 import { createRedriveJobActivities } from '../activities/redrive-job-activities';
+import { packagePath } from '../paths';
 import type { RedriveJobTicks } from '../service/redrive-job-ticks';
 import { connectNative, type TemporalConnectOptions } from './connection';
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export const WORKFLOWS_PATH = packagePath('src', 'workflows', 'index.ts');
 
 /**
  * Writes the workflows' bundle to `path`, for `pipeline.orchestrator.worker.workflow-bundle`:

@@ -1,9 +1,9 @@
 /** The TransitionWorker gRPC service definition, loaded once from proto/transition_worker.proto. */
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import { packagePath } from '../paths';
 
-const PROTO_PATH = fileURLToPath(new URL('../../proto/transition_worker.proto', import.meta.url));
+const PROTO_PATH = packagePath('proto', 'transition_worker.proto');
 
 const definition = loadSync(PROTO_PATH, { keepCase: true, defaults: true });
 const loaded = grpc.loadPackageDefinition(definition) as any;

@@ -32,6 +32,12 @@ const pipelines = [
   }),
 ];
 
+/**
+ * The CLI's source through tsx, so the tests run the code as it is now (bin/pipeline-admin.mjs runs
+ * the build in dist/, which may be older; test/cli/build.test.ts builds it and runs the bin).
+ */
+const CLI = [process.execPath, '--import', 'tsx', 'src/cli/main.ts'];
+
 interface Run {
   code: number | null;
   stdout: string;
@@ -43,7 +49,7 @@ function cli(
   args: string[],
   options: { input?: string; env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
 ): Promise<Run> {
-  const child = spawn(process.execPath, ['bin/pipeline-admin.mjs', ...args], {
+  const child = spawn(CLI[0], [...CLI.slice(1), ...args], {
     env: { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '', ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -68,7 +74,7 @@ const TTY_IDS = Array.from({ length: 6 }, (_, i) => `tty-${i}`);
  * comes and may type into it.
  */
 function terminal(args: string[], onOutput: (text: string, type: (keys: string) => void) => void): Promise<{ code: number | null; out: string }> {
-  const quoted = [process.execPath, 'bin/pipeline-admin.mjs', ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
+  const quoted = [...CLI, ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
   const child = spawn('script', ['-qfec', `exec ${quoted}`, '/dev/null'], {
     env: { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '' },
     stdio: ['pipe', 'pipe', 'pipe'],
