@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   DISPOSITION_UNCONFIRMED: { status: 409, title: 're-drive of REMOTE_OUTCOME_UNKNOWN needs confirmedDisposition=NOT_APPLIED' },
   DISPOSITION_CONTRADICTED: { status: 409, title: "the worker's own record contradicts confirmedDisposition=NOT_APPLIED" },
   JOB_FINISHED: { status: 409, title: 'the bulk re-drive job is ABORTED or COMPLETED; start a new one' },
+  EXECUTION_NOT_SUCCEEDED: { status: 409, title: 'result: the execution has not succeeded (yet); executionStatus says its status' },
   PIPELINE_DEFINITION_CHANGED: { status: 409, title: 'the pinned pipeline version is gone or the step to resume does not exist by name' },
   BODY_TOO_LARGE: { status: 413, title: 'the body is over 64 KiB' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type is not JSON' },

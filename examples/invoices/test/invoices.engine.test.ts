@@ -34,6 +34,10 @@ describe('invoices on the engine', () => {
     expect(calls.send).toEqual(['test/inv-1:3:1']);
     expect(worker.calls.map((call) => call.idempotencyKey)).toEqual(['test/inv-1:2:1']);
 
+    // What the client that submitted the invoice reads back.
+    const result = await engine.request('GET', '/api/tenants/test/executions/inv-1/result');
+    expect((await result.json()).output).toEqual(output);
+
     const effects = await (await engine.request('GET', '/admin/tenants/test/executions/inv-1/effects')).json();
     expect(effects.items.map((effect: { stepName: string; status: string }) => [effect.stepName, effect.status])).toEqual([
       ['reserve', 'SUCCEEDED'],
