@@ -51,7 +51,15 @@ describe('re-drive under a changed definition', () => {
     const preview = await (
       await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true, intent: 'RETRY_FAILED_COMMAND' }, '?dryRun=true')
     ).json();
-    expect(preview).toMatchObject({ admitted: true, resumeStepIndex: 2, pipelineVersion: 2, fromPipelineVersion: 1, effectStatus: 'FAILED_RETRYABLE' });
+    // audit was inserted before charge: resuming at charge under version 2 skips it, and the dry run says so.
+    expect(preview).toMatchObject({
+      admitted: true,
+      resumeStepIndex: 2,
+      pipelineVersion: 2,
+      fromPipelineVersion: 1,
+      effectStatus: 'FAILED_RETRYABLE',
+      skippedSteps: ['audit'],
+    });
 
     const accepted = await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true, intent: 'RETRY_FAILED_COMMAND' });
     expect(accepted.status).toBe(202);
