@@ -2,7 +2,9 @@ import { defineConfig } from 'vitest/config';
 import { scaled } from './test/helpers/time-scale.ts';
 
 /** Pure logic and source checks: no Temporal, no Postgres. */
-const UNIT = ['src/**/*.test.ts', 'test/lint/**/*.test.ts', 'test/cli/settings.test.ts'];
+const UNIT = ['src/**/*.test.ts', 'test/lint/**/*.test.ts', 'test/cli/settings.test.ts', 'examples/**/*.test.ts'];
+/** Tests that start an engine of their own (the examples' engine tests): a fresh fork each. */
+const ENGINE_EXAMPLES = ['examples/**/*.engine.test.ts'];
 /** In-process engines, each on its own database and task queue, stopped in afterAll. */
 const INTEGRATION = ['test/integration/**/*.test.ts'];
 /** One Temporal dev server and workflow bundle, shared by the projects that declare it. */
@@ -22,7 +24,7 @@ export default defineConfig({
       // These files leave no process state behind, so a fork runs one after another without a
       // fresh module graph: most of their cost was loading the SDKs again for every file.
       // No global set-up: `vitest --project unit` needs neither Temporal nor Postgres.
-      { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
+      { extends: true, test: { name: 'unit', include: UNIT, exclude: ENGINE_EXAMPLES, isolate: false } },
       { extends: true, test: { name: 'integration', include: INTEGRATION, isolate: false, globalSetup: TEMPORAL } },
       // Kills, child processes, time skipping, tracing's global provider, the CLI: a fresh fork per file.
       // Their deadlines live here, not per test, so the machine's time scale stretches every one of them.
@@ -30,8 +32,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'e2e',
-          include: ['test/**/*.test.ts'],
-          exclude: [...UNIT, ...INTEGRATION],
+          include: ['test/**/*.test.ts', ...ENGINE_EXAMPLES],
+          exclude: [...UNIT.filter((glob) => !glob.startsWith('examples/')), ...INTEGRATION],
           globalSetup: TEMPORAL,
           testTimeout: scaled(420_000),
           hookTimeout: scaled(180_000),

@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   DISPOSITION_UNCONFIRMED: { status: 409, title: 're-drive of REMOTE_OUTCOME_UNKNOWN needs confirmedDisposition=NOT_APPLIED' },
   DISPOSITION_CONTRADICTED: { status: 409, title: "the worker's own record contradicts confirmedDisposition=NOT_APPLIED" },
   JOB_FINISHED: { status: 409, title: 'the bulk re-drive job is ABORTED, COMPLETED or FAILED; start a new one' },
+  EXECUTION_NOT_SUCCEEDED: { status: 409, title: 'result: the execution has not succeeded (yet); executionStatus says its status' },
   PIPELINE_DEFINITION_CHANGED: { status: 409, title: 'the pinned pipeline version is gone or the step to resume does not exist by name' },
   BODY_TOO_LARGE: { status: 413, title: 'the body is over 64 KiB' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Content-Type is not JSON' },
@@ -50,6 +51,32 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/**
+ * The `errorCode`s the engine itself gives a failed LOCAL or FUNCTION step (on the record,
+ * in the DLQ envelope, as a metric label), whether the step is retried, and what it means.
+ * An operator's own code (`NonRetryableException(message, code)`, an error's `code`) is
+ * passed through instead when it looks like one. docs/runbook.md explains each (a test
+ * holds it to this list).
+ */
+export const STEP_ERROR_CODES = {
+  OPERATOR_ERROR: { retryable: true, title: 'the operator threw an error without a code of its own' },
+  OPERATOR_BUG: {
+    retryable: false,
+    title: "the operator threw a programming error (TypeError, ReferenceError, SyntaxError, RangeError, or the step's nonRetryableErrorTypes)",
+  },
+  STEP_TIMEOUT: { retryable: true, title: "the step's own deadline passed" },
+  NON_RETRYABLE: { retryable: false, title: 'NonRetryableException without a valid code' },
+  USER_ACTION_REQUIRED: { retryable: false, title: 'UserActionRequiredException: a person must act on the external system' },
+  OPERATOR_OUTPUT_NOT_SERIALIZABLE: { retryable: false, title: 'the operator returned what JSON cannot carry' },
+  COMMAND_EFFECT_NOT_REDISPATCHABLE: { retryable: false, title: 'the retained Command effect is not FAILED_RETRYABLE' },
+  RETRY_INTENT_NOT_A_COMMAND: { retryable: false, title: 'intent=RETRY_FAILED_COMMAND reached a step that is not a Command' },
+  PIPELINE_STEP_GONE: { retryable: false, title: 'the pinned version or its step is no longer registered on the worker' },
+  STEP_ABANDONED: { retryable: true, title: 'the worker kept dying while running the step; Temporal gave up' },
+  EXECUTION_RECORD_MISSING: { retryable: false, title: "the execution's record was deleted under a running workflow" },
+} as const satisfies Record<string, { retryable: boolean; title: string }>;
+
+export type StepErrorCode = keyof typeof STEP_ERROR_CODES;
 
 export interface PipelineErrorOptions {
   /** the error this one explains (kept as `cause`, never sent to a client) */

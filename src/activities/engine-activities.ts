@@ -12,7 +12,6 @@ import { idempotencyKey, transitionKey as makeTransitionKey } from '../ids';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry, StepResolution } from '../pipeline/registry';
-import { retryDelayMs } from '../retry';
 import type { EffectStore } from '../store/effect-store';
 import type { EffectChange, ExecutionRecord, ExecutionStore, RemoteCall, StepKey, TerminalFailure } from '../store/execution-store';
 import type { StepDefinition } from '../pipeline/define';
@@ -20,7 +19,7 @@ import type { TerminalReason, Transport } from '../spec-words';
 import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
 import { invokeStep } from './invoke-step';
 import { RejectBuffer } from './rejects';
-import { classifyFailure, toJsonOutput, type StepFailure } from './step-failure';
+import { classifyFailure, decideFailure, nonRetryableErrorTypesOf, toJsonOutput, type StepFailure } from './step-failure';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
 import { deliverWhileInProgress, InProgressBudgetExhaustedError, type InProgressProgress } from './in-progress';
 
@@ -271,7 +270,7 @@ export function createActivities(deps: EngineDeps) {
     } catch (err) {
       if (err instanceof RemoteOutcomeUnknownError || err instanceof InProgressBudgetExhaustedError)
         return parkOutcomeUnknown(req, attempt, transitionKey, err, logFields, effect, startedAt);
-      return fail(classifyFailure(err), effect);
+      return fail(classifyFailure(err, { nonRetryableErrorTypes: nonRetryableErrorTypesOf(step, resolved.pipeline) }), effect);
     }
 
     const committed = await store.commitSucceeded({
@@ -299,19 +298,20 @@ export function createActivities(deps: EngineDeps) {
     logFields: Record<string, unknown>,
     effect: EffectChange | undefined,
   ): Promise<StepResult> {
-    if (failure.inProgress) {
+    // This run's retry budget counts from the attempt the run started the step with.
+    const observed = attempt - req.attempt;
+    const decision = decideFailure(failure, observed, req.retry);
+    if (decision.kind === 'in_progress') {
       // Not a failed attempt: the worker is still on this identity. Deliver the same one again; commit nothing.
       log.info({ event: 'remote_transition_in_progress', ...logFields, attempt });
       throw ApplicationFailure.create({
         type: FailureTypes.retryable,
         message: `${failure.errorCode}: ${failure.errorMessage}`,
-        nextRetryDelay: Math.min(req.retry.maxBackoffMs, failure.retryAfterMs ?? 1000),
+        nextRetryDelay: decision.delayMs,
       });
     }
-    // This run's retry budget counts from the attempt the run started the step with.
-    const observed = attempt - req.attempt;
-    if (failure.retryable && observed < req.retry.limit) {
-      const delayMs = failure.retryAfterMs != null ? Math.min(req.retry.maxBackoffMs, failure.retryAfterMs) : retryDelayMs(req.retry, observed + 1);
+    if (decision.kind === 'retry') {
+      const delayMs = decision.delayMs;
       const committed = await store.commitRetry({
         tenantId: req.tenantId,
         executionId: req.executionId,
@@ -333,7 +333,7 @@ export function createActivities(deps: EngineDeps) {
       });
     }
 
-    const terminalReason: TerminalReason = failure.retryable ? 'retry_exhausted' : 'non_retryable';
+    const terminalReason: TerminalReason = decision.terminalReason;
     const envelope = {
       tenantId: req.tenantId,
       executionId: req.executionId,

@@ -3,7 +3,9 @@
  * a bounded error code (safe as a metric label), a message without payload, and the
  * Command effect status it leaves.
  */
-import { NonRetryableException, UserActionRequiredException } from '../pipeline/define';
+import { NonRetryableException, UserActionRequiredException, type PipelineDefinition, type StepDefinition } from '../pipeline/define';
+import { retryDelayMs, type RetryPolicy } from '../retry';
+import type { TerminalReason } from '../spec-words';
 import type { EffectStatus } from '../store/execution-store';
 import { RemoteFailureError, TransitionInProgressError } from '../transports/remote';
 
@@ -39,7 +41,36 @@ export class OutputNotSerializableError extends NonRetryableException {
   }
 }
 
-export function classifyFailure(err: unknown): StepFailure {
+/**
+ * Programming errors: a retry runs the same code on the same input and throws again, so by
+ * default they end the step `non_retryable` with code OPERATOR_BUG (a pipeline or a step may
+ * set its own list, `nonRetryableErrorTypes`, matched against `err.name`).
+ */
+export const DEFAULT_NON_RETRYABLE_ERROR_TYPES: readonly string[] = ['TypeError', 'ReferenceError', 'SyntaxError', 'RangeError'];
+
+/** The error names a step never retries: its own list, else its pipeline's, else the default. */
+export function nonRetryableErrorTypesOf(
+  step: Pick<StepDefinition, 'nonRetryableErrorTypes'>,
+  pipeline?: Pick<PipelineDefinition, 'nonRetryableErrorTypes'>,
+): readonly string[] {
+  return step.nonRetryableErrorTypes ?? pipeline?.nonRetryableErrorTypes ?? DEFAULT_NON_RETRYABLE_ERROR_TYPES;
+}
+
+export interface ClassifyOptions {
+  /** error names that end the step non_retryable as OPERATOR_BUG; default DEFAULT_NON_RETRYABLE_ERROR_TYPES */
+  nonRetryableErrorTypes?: readonly string[];
+}
+
+function isProgrammingError(err: unknown, types: readonly string[]): boolean {
+  const name = (err as { name?: unknown } | null)?.name;
+  if (typeof name !== 'string' || !types.includes(name)) return false;
+  // fetch() reports an unreachable dependency as TypeError('fetch failed') with the system error
+  // (ECONNREFUSED, ENOTFOUND…) as its cause: that is a dependency to wait for, not a bug.
+  const cause = (err as { cause?: { code?: unknown } }).cause;
+  return (err as Error).message !== 'fetch failed' && typeof cause?.code !== 'string';
+}
+
+export function classifyFailure(err: unknown, options: ClassifyOptions = {}): StepFailure {
   const message = (err instanceof Error ? err.message : String(err)).slice(0, MAX_MESSAGE);
   if (err instanceof UserActionRequiredException) {
     return { retryable: false, errorCode: err.code, errorMessage: message, terminalEffectStatus: 'USER_ACTION_REQUIRED' };
@@ -71,6 +102,14 @@ export function classifyFailure(err: unknown): StepFailure {
   if (err instanceof StepTimeoutError) {
     return { retryable: true, errorCode: 'STEP_TIMEOUT', errorMessage: message, terminalEffectStatus: 'FAILED_RETRYABLE' };
   }
+  if (isProgrammingError(err, options.nonRetryableErrorTypes ?? DEFAULT_NON_RETRYABLE_ERROR_TYPES)) {
+    return {
+      retryable: false,
+      errorCode: 'OPERATOR_BUG',
+      errorMessage: `${(err as Error).name}: ${message}`.slice(0, MAX_MESSAGE),
+      terminalEffectStatus: 'FAILED_TERMINAL',
+    };
+  }
   const code = (err as { code?: unknown })?.code;
   return {
     retryable: true,
@@ -78,6 +117,30 @@ export function classifyFailure(err: unknown): StepFailure {
     errorMessage: message,
     terminalEffectStatus: 'FAILED_RETRYABLE',
   };
+}
+
+/** What the engine does with a classified failure of an attempt. */
+export type FailureDecision =
+  /** the worker is still on this identity: deliver the same attempt again after `delayMs`; not a failed attempt */
+  | { kind: 'in_progress'; delayMs: number }
+  /** commit the retry intent and run the next attempt after `delayMs` */
+  | { kind: 'retry'; delayMs: number }
+  /** the execution ends FAILED with this terminal reason */
+  | { kind: 'terminal'; terminalReason: TerminalReason };
+
+/**
+ * The retry rule, in one place for the engine and the testing kit: a retryable failure is
+ * retried while fewer than `retry.limit` retries were observed, after the backoff delay (or
+ * what the remote worker asked for, capped by `maxBackoffMs`); then `retry_exhausted`. A
+ * failure that is not retryable is `non_retryable` at once.
+ */
+export function decideFailure(failure: StepFailure, retriesObserved: number, retry: RetryPolicy, random?: () => number): FailureDecision {
+  if (failure.inProgress) return { kind: 'in_progress', delayMs: Math.min(retry.maxBackoffMs, failure.retryAfterMs ?? 1000) };
+  if (failure.retryable && retriesObserved < retry.limit) {
+    const delayMs = failure.retryAfterMs != null ? Math.min(retry.maxBackoffMs, failure.retryAfterMs) : retryDelayMs(retry, retriesObserved + 1, random);
+    return { kind: 'retry', delayMs };
+  }
+  return { kind: 'terminal', terminalReason: failure.retryable ? 'retry_exhausted' : 'non_retryable' };
 }
 
 /**

@@ -21,6 +21,7 @@ import type { ExecutionStore } from '../store/execution-store';
 import type { RejectStore } from '../store/reject-store';
 import { fleetRoutes, type FleetDeps } from './fleet-routes';
 import { pipelineRoutes } from './pipeline-routes';
+import { resultRoutes } from './result-routes';
 import { DefinitionStore } from '../store/definition-store';
 import type { SignalsStore } from '../store/signals-store';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
@@ -85,6 +86,9 @@ export function createApp(deps: AppDeps) {
     if (!outcome.created && c.get('principal').role !== 'admin') return c.json(existingExecutionView(outcome.record), 200);
     return c.json({ ...recordView(outcome.record), dispatch: outcome.dispatch, runId: outcome.runId ?? outcome.record.runId }, outcome.created ? 202 : 200);
   });
+
+  // The one route that answers payload data (the final output): its own file, never logged.
+  api.route('/', resultRoutes({ store: deps.store }));
 
   api.post('/tenants/:tenantId/checkpoints', async (c) => {
     const tenantId = pathId(c, 'tenantId');

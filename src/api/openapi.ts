@@ -15,6 +15,7 @@ import { RedriveRequest } from '../service/redrive';
 import { RedriveJobRequest } from '../service/redrive-jobs';
 import { GroupsQuery, JobControlRequest } from './fleet-routes';
 import { CodecRequest } from './codec-routes';
+import { ExecutionResultSchema, ResultQuery } from './result-routes';
 import {
   DlqList,
   EffectList,
@@ -196,6 +197,23 @@ export function createOpenApiDocument(prefix: string) {
             ...common,
             ...bodyErrors,
             ...problems('EXECUTION_EXISTS', 'UNKNOWN_PIPELINE'),
+          },
+        },
+      },
+      [`${p}/api/tenants/{tenantId}/executions/{executionId}/result`]: {
+        get: {
+          summary: 'Read the final output of a SUCCEEDED execution',
+          description: [
+            "The only route that answers payload data: the last step's output, as the store keeps it (in clear; the payload codec",
+            'seals only what is sent to Temporal). A submit token of the tenant or an admin token. Never logged; Cache-Control: no-store.',
+            '`wait` long-polls until the execution ends or the wait passes (at most 60s); a QUEUED, RUNNING, FAILED or',
+            'REMOTE_OUTCOME_UNKNOWN execution then answers 409 EXECUTION_NOT_SUCCEEDED with `executionStatus`.',
+          ].join(' '),
+          requestParams: { path: ExecutionPath, query: ResultQuery },
+          responses: {
+            '200': { description: 'the final output', ...json(ExecutionResultSchema) },
+            ...common,
+            ...problems('EXECUTION_NOT_FOUND', 'EXECUTION_NOT_SUCCEEDED'),
           },
         },
       },

@@ -2,7 +2,10 @@
  * `GET /admin/tenants/{t}/pipelines`: the pipeline definitions this service has, which
  * version new executions use, and how many of the tenant's executions still need each
  * version (unfinished ones must finish on it; FAILED ones are re-driven on it). An old
- * version can be retired once its counts are zero in every tenant (runbook).
+ * version can be retired once its counts are zero in every tenant (runbook). Each version
+ * shows the running code's fingerprint, every shape stored under it, whether the code
+ * matches them (`codeMatches`), and how many unfinished executions are pinned to another
+ * shape of it (`unfinishedOtherShape`: they cannot run on the code deployed now).
  */
 import { Hono } from 'hono';
 import type { PipelineRegistry } from '../pipeline/registry';
@@ -38,13 +41,17 @@ export function pipelineRoutes(deps: PipelineRoutesDeps) {
             versions.map(async (version) => {
               const definition = deps.registry.find(name, version);
               const steps = definition ? definition.steps.map((step) => step.name) : ((await deps.definitions.find(name, version, null))?.steps ?? null);
+              const storedFingerprints = await deps.definitions.fingerprints(name, version);
               return {
                 version,
                 registered: definition !== undefined,
                 newExecutions: definition ? definition.newExecutions !== false : false,
                 fingerprint: definition?.fingerprint ?? null,
+                storedFingerprints,
+                codeMatches: definition ? storedFingerprints.every((fingerprint) => fingerprint === definition.fingerprint) : null,
                 steps,
                 unfinished: unfinished(counts.filter((n) => n.pipeline === name && n.version === version)),
+                unfinishedOtherShape: definition ? await deps.definitions.pinnedToOtherShape(name, version, definition.fingerprint, tenantId) : 0,
               };
             }),
           ),

@@ -184,6 +184,10 @@ export const RedrivePreviewSchema = z
       effectStatus: z.string().nullable(),
       pipelineVersion: z.number().int().meta({ description: 'the definition version the resumed run would follow' }),
       fromPipelineVersion: z.number().int().meta({ description: 'the definition version the execution is pinned to now' }),
+      skippedSteps: z.array(z.string()).meta({
+        description:
+          'resumeUnderCurrentVersion: steps of the current version before the resume step that this execution never ran (inserted before the resume point); resuming skips them. Empty otherwise',
+      }),
     }),
     z.object({
       admitted: z.literal(false),

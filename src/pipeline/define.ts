@@ -1,17 +1,18 @@
 /**
- * The developer-facing pipeline API: declare a pipeline as an ordered list of steps.
+ * The developer-facing pipeline API: declare a pipeline as an ordered chain of steps, each
+ * step's input type the previous step's output type, checked by the compiler:
  *
  * ```ts
- * export const orders = definePipeline({
- *   name: 'orders',
- *   version: 2,
- *   steps: [
- *     localStep('validate', async (input: Order) => validate(input)),
- *     localStep('charge', charge, { command: true, retry: { limit: 3 } }),
- *     functionStep('notify', async (event, context) => send(event, context.invocationId)),
- *   ],
- * });
+ * export const orders = pipeline('orders', { version: 2 })
+ *   .step(localStep('validate', async (input: Order) => validate(input)))
+ *   .step(localStep('charge', charge, { command: true, retry: { limit: 3 } }))
+ *   .step(functionStep('notify', async (event, context) => send(event, context.invocationId)));
  * ```
+ *
+ * Outputs cross a process boundary as JSON, so a step's output type must be what JSON
+ * carries (`JsonSafe`): a `Date`, a class instance with methods, a function or a bigint is a
+ * compile error; declare a date as its ISO string. `definePipeline({ name, steps: [...] })`
+ * is the untyped form of the same thing.
  *
  * An operator gets its segment input and a StepContext carrying `idempotencyKey` (the
  * tenant-qualified transition identity: send it with anything it calls), the tenant and correlation ids
@@ -62,6 +63,32 @@ export interface StepContext {
 
 export type Operator<I = any, O = any> = (input: I, ctx: StepContext) => O | Promise<O>;
 
+/**
+ * `T` as JSON carries it, or `never` where it cannot: strings, numbers, booleans, null,
+ * arrays and plain objects of them (an absent or `undefined` property is dropped). A step's
+ * output type `O` must satisfy `O extends JsonSafe<O>`: a `Date` (it would arrive as a
+ * string), a `Map`, a function or a `bigint` anywhere in it is a compile error.
+ */
+export type JsonSafe<T> = unknown extends T
+  ? T
+  : T extends string | number | boolean | null | undefined | void
+    ? T
+    : T extends bigint | symbol | ((...args: never[]) => unknown)
+      ? never
+      : T extends Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object>
+        ? never
+        : T extends object
+          ? { [K in keyof T]: JsonSafe<T[K]> }
+          : never;
+
+/** `Target` when `O` is JSON-safe, else a type no target satisfies, so the call names the problem. */
+type IfJson<O, Target> = [O] extends [JsonSafe<O>]
+  ? Target
+  : { outputTypeIsNotJson: 'the output type holds a Date, Map, function or bigint; declare what JSON carries' };
+
+/** Where a step's input and output types are kept for the compiler; never present at run time. */
+declare const stepTypes: unique symbol;
+
 /** Lambda-style context of a FUNCTION step. */
 export interface FunctionContext {
   functionName: string;
@@ -80,6 +107,13 @@ export type FunctionHandler<E = any, R = any> = (event: E, context: FunctionCont
 
 interface StepCommon {
   name: string;
+  /**
+   * Error names (`err.name`) that end this step \`non_retryable\` with code OPERATOR_BUG instead
+   * of being retried, like Temporal's nonRetryableErrorTypes. Overrides the pipeline's list;
+   * default ['TypeError', 'ReferenceError', 'SyntaxError', 'RangeError'] (programming errors a
+   * retry cannot fix); `[]` retries them like any other error.
+   */
+  nonRetryableErrorTypes?: string[];
   /** a side-effecting step whose effect is tracked in the CommandEffectStore */
   command?: boolean;
   /** overrides the pipeline's and the service's retry defaults */
@@ -107,11 +141,19 @@ export interface GrpcTarget {
   lookup?: boolean;
 }
 
-export type StepDefinition =
+/**
+ * One step. `I` and `O` are its input and output types for the compiler (`any` when the
+ * step does not say); a pipeline chain checks them against its neighbours.
+ */
+export type StepDefinition<I = any, O = any> = (
   | (StepCommon & { transport: 'LOCAL'; run: Operator })
   | (StepCommon & { transport: 'FUNCTION'; handler: FunctionHandler })
   | (StepCommon & { transport: 'REST'; rest: RestTarget })
-  | (StepCommon & { transport: 'GRPC'; grpc: GrpcTarget });
+  | (StepCommon & { transport: 'GRPC'; grpc: GrpcTarget })
+) & { readonly [stepTypes]?: { input: (input: I) => void; output: O } };
+
+/** The options every step takes. */
+export type StepOptions = Omit<StepCommon, 'name'>;
 
 export interface PipelineDefinition {
   name: string;
@@ -126,26 +168,51 @@ export interface PipelineDefinition {
   steps: StepDefinition[];
   /** overrides the service's retry defaults for every step of the pipeline */
   retry?: RetryOverride;
+  /** error names retried never, for every step without its own list (see StepOptions); default the four programming errors */
+  nonRetryableErrorTypes?: string[];
 }
 
-export function localStep<I, O>(name: string, run: Operator<I, O>, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
+/** A step run in the worker's process. `O` must be JSON (see JsonSafe). */
+export function localStep<I = any, O = any>(name: string, run: Operator<I, O & JsonSafe<O>>, options: StepOptions = {}): StepDefinition<I, O> {
+  checkStep(name, options);
+  if (typeof run !== 'function') throw new TypeError(`step "${name}": run must be a function, got ${typeof run}`);
   return { ...options, name, transport: 'LOCAL', run };
 }
 
-export function functionStep<E, R>(name: string, handler: FunctionHandler<E, R>, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
+/** A Lambda-style step: `handler(event, context)`. `R` must be JSON (see JsonSafe). */
+export function functionStep<E = any, R = any>(name: string, handler: FunctionHandler<E, R & JsonSafe<R>>, options: StepOptions = {}): StepDefinition<E, R> {
+  checkStep(name, options);
+  if (typeof handler !== 'function') throw new TypeError(`step "${name}": handler must be a function, got ${typeof handler}`);
   return { ...options, name, transport: 'FUNCTION', handler };
 }
 
 /**
  * A step run by a remote REST transition worker. `timeoutMs` is the caller deadline
  * (default pipeline.orchestrator.worker.rest.request-timeout); past it the execution is
- * parked as REMOTE_OUTCOME_UNKNOWN, never retried on its own.
+ * parked as REMOTE_OUTCOME_UNKNOWN, never retried on its own. Name the types the worker
+ * takes and answers: `restStep<Invoice, Rendered>('render', { url })`.
  */
-export function restStep(name: string, rest: RestTarget, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
+export function restStep<I = any, O = any>(name: string, target: IfJson<O, RestTarget>, options: StepOptions = {}): StepDefinition<I, O> {
+  const rest = target as RestTarget;
+  checkStep(name, options);
+  let url: URL;
   try {
-    new URL(rest.url);
+    url = new URL(rest?.url);
   } catch {
-    throw new TypeError(`step "${name}": REST url "${rest.url}" is not a URL`);
+    throw new TypeError(`step "${name}": rest.url "${rest?.url}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`step "${name}": rest.url must be http or https, not ${url.protocol}`);
+  if (rest.dispositionUrl !== undefined) {
+    if (!/\{(idempotencyKey|transitionKey)\}/.test(rest.dispositionUrl))
+      throw new TypeError(`step "${name}": rest.dispositionUrl must contain {idempotencyKey} (or {transitionKey}) where the key goes`);
+    let lookup: URL;
+    try {
+      lookup = new URL(rest.dispositionUrl.replace(/\{(idempotencyKey|transitionKey)\}/g, 'key'));
+    } catch {
+      throw new TypeError(`step "${name}": rest.dispositionUrl "${rest.dispositionUrl}" is not a URL`);
+    }
+    if (lookup.protocol !== 'http:' && lookup.protocol !== 'https:')
+      throw new TypeError(`step "${name}": rest.dispositionUrl must be http or https, not ${lookup.protocol}`);
   }
   return { ...options, name, transport: 'REST', rest };
 }
@@ -155,9 +222,41 @@ export function restStep(name: string, rest: RestTarget, options: Omit<StepCommo
  * (default pipeline.orchestrator.worker.grpc.request-timeout); DEADLINE_EXCEEDED parks the
  * execution as REMOTE_OUTCOME_UNKNOWN.
  */
-export function grpcStep(name: string, grpc: GrpcTarget, options: Omit<StepCommon, 'name'> = {}): StepDefinition {
-  if (!/^[A-Za-z0-9.-]+:\d{1,5}$/.test(grpc.address)) throw new TypeError(`step "${name}": gRPC address "${grpc.address}" must be host:port`);
+export function grpcStep<I = any, O = any>(name: string, target: IfJson<O, GrpcTarget>, options: StepOptions = {}): StepDefinition<I, O> {
+  const grpc = target as GrpcTarget;
+  checkStep(name, options);
+  if (!/^[A-Za-z0-9.-]+:\d{1,5}$/.test(grpc?.address)) throw new TypeError(`step "${name}": grpc.address "${grpc?.address}" must be host:port`);
   return { ...options, name, transport: 'GRPC', grpc };
+}
+
+/** A value a definition cannot run with, named by step and field, when the step is declared rather than mid-run. */
+function checkStep(name: string, options: StepOptions | undefined): void {
+  if (typeof name !== 'string' || !NAME.test(name)) throw new TypeError(`step name ${JSON.stringify(name)} must match ${NAME}`);
+  if (options === null || typeof options !== 'object') throw new TypeError(`step "${name}": options must be an object`);
+  const where = `step "${name}"`;
+  checkRetry(where, options.retry);
+  if (options.timeoutMs !== undefined && !(Number.isSafeInteger(options.timeoutMs) && options.timeoutMs > 0))
+    throw new TypeError(`${where}: timeoutMs ${String(options.timeoutMs)} must be a positive integer of milliseconds`);
+  if (options.command !== undefined && typeof options.command !== 'boolean') throw new TypeError(`${where}: command must be true or false`);
+  checkErrorTypes(where, options.nonRetryableErrorTypes);
+}
+
+function checkRetry(where: string, retry: RetryOverride | undefined): void {
+  if (retry === undefined) return;
+  if (retry === null || typeof retry !== 'object') throw new TypeError(`${where}: retry must be an object`);
+  if (retry.limit !== undefined && !(Number.isSafeInteger(retry.limit) && retry.limit >= 0))
+    throw new TypeError(`${where}: retry.limit ${String(retry.limit)} must be an integer ≥ 0 (retries after the first attempt)`);
+  for (const field of ['waitMs', 'maxBackoffMs'] as const) {
+    const value = retry[field];
+    if (value !== undefined && !(Number.isFinite(value) && value >= 0))
+      throw new TypeError(`${where}: retry.${field} ${String(value)} must be a number of milliseconds ≥ 0`);
+  }
+  if (retry.jitter !== undefined && typeof retry.jitter !== 'boolean') throw new TypeError(`${where}: retry.jitter must be true or false`);
+}
+
+function checkErrorTypes(where: string, types: string[] | undefined): void {
+  if (types !== undefined && !(Array.isArray(types) && types.every((type) => typeof type === 'string' && type.length > 0)))
+    throw new TypeError(`${where}: nonRetryableErrorTypes must be a list of error names`);
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -187,14 +286,58 @@ export function definePipeline(definition: PipelineDefinition): VersionedPipelin
   const version = definition.version ?? 1;
   if (!Number.isSafeInteger(version) || version < 1)
     throw new TypeError(`pipeline "${definition.name}": version ${String(definition.version)} must be a positive integer`);
-  if (definition.steps.length === 0) throw new TypeError(`pipeline "${definition.name}" has no steps`);
+  if (!Array.isArray(definition.steps) || definition.steps.length === 0) throw new TypeError(`pipeline "${definition.name}" has no steps`);
+  checkRetry(`pipeline "${definition.name}"`, definition.retry);
+  checkErrorTypes(`pipeline "${definition.name}"`, definition.nonRetryableErrorTypes);
   const seen = new Set<string>();
   for (const step of definition.steps) {
+    if (step === null || typeof step !== 'object')
+      throw new TypeError(`pipeline "${definition.name}": a step is ${String(step)}; declare it with localStep, functionStep, restStep or grpcStep`);
     if (!NAME.test(step.name)) throw new TypeError(`pipeline "${definition.name}": step name "${step.name}" must match ${NAME}`);
     if (seen.has(step.name)) throw new TypeError(`pipeline "${definition.name}": step name "${step.name}" is used twice`);
     seen.add(step.name);
   }
   return { ...definition, version, fingerprint: definitionFingerprint(definition.steps) };
+}
+
+/** What `pipeline(name, options)` takes: every field of a definition but its name and steps. */
+export type PipelineOptions = Omit<PipelineDefinition, 'name' | 'steps'>;
+
+declare const pipelineTypes: unique symbol;
+
+/**
+ * A pipeline whose first step takes `In` and whose last step returns `Out`, registered like
+ * any other (it is a VersionedPipeline). `.step(next)` appends a step whose input type must
+ * accept `Out`, and returns the longer pipeline; the shorter one is left as it was.
+ */
+export interface TypedPipeline<In, Out> extends VersionedPipeline {
+  readonly [pipelineTypes]?: { input: (input: In) => void; output: Out };
+  step<Next>(step: StepDefinition<Out, Next>): TypedPipeline<In, Next>;
+}
+
+/** A pipeline before its first step: the first step's input type becomes the pipeline's. */
+export interface PipelineStart {
+  readonly name: string;
+  step<I, O>(step: StepDefinition<I, O>): TypedPipeline<I, O>;
+}
+
+/** The input type of a typed pipeline (what `POST …/executions` must send as `input`). */
+export type PipelineInput<P> = P extends TypedPipeline<infer I, any> ? I : never;
+/** The output type of a typed pipeline (what `GET …/result` answers). */
+export type PipelineOutput<P> = P extends TypedPipeline<any, infer O> ? O : never;
+
+/**
+ * A typed pipeline, step by step:
+ * `pipeline('invoices', { version: 1 }).step(localStep('validate', validate)).step(...)`.
+ * Each `.step` is checked when it is called (names, options), as definePipeline checks.
+ */
+export function pipeline(name: string, options: PipelineOptions = {}): PipelineStart {
+  if (typeof name !== 'string' || !NAME.test(name)) throw new TypeError(`pipeline name ${JSON.stringify(name)} must match ${NAME}`);
+  const chain = (steps: StepDefinition[]): TypedPipeline<any, any> => ({
+    ...definePipeline({ ...options, name, steps }),
+    step: (next: StepDefinition) => chain([...steps, next]),
+  });
+  return { name, step: (first: StepDefinition) => chain([first]) };
 }
 
 /** A failure no retry can fix (bad payload, broken contract). Ends in `non_retryable`. */

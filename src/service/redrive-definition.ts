@@ -18,6 +18,11 @@ export interface RedriveTarget {
   resumeStepName: string;
   /** the execution moves from its pinned version to `definition` (the opt-in) */
   switched: boolean;
+  /**
+   * Steps of `definition` before the resume step that the execution never ran under its
+   * pinned version (inserted before the resume point): resuming skips them. Empty unless switched.
+   */
+  skippedSteps: string[];
 }
 
 export class DefinitionChangedError extends ConflictError {
@@ -37,7 +42,13 @@ export async function redriveTarget(
   const current = registry.get(record.pipeline);
   const pinned = registry.pinned(record.pipeline, record.pipelineVersion, record.definitionFingerprint);
   if (pinned && !resumeUnderCurrentVersion) {
-    return { definition: pinned, resumeStepIndex: pinnedIndex, resumeStepName: pinned.steps[pinnedIndex]?.name ?? `#${pinnedIndex}`, switched: false };
+    return {
+      definition: pinned,
+      resumeStepIndex: pinnedIndex,
+      resumeStepName: pinned.steps[pinnedIndex]?.name ?? `#${pinnedIndex}`,
+      switched: false,
+      skippedSteps: [],
+    };
   }
 
   const pinnedSteps =
@@ -69,10 +80,12 @@ export async function redriveTarget(
       extra,
     );
   }
+  const ran = new Set(pinnedSteps!.slice(0, pinnedIndex));
   return {
     definition: current,
     resumeStepIndex: newIndex,
     resumeStepName: resumeStep!,
     switched: current.version !== record.pipelineVersion || current.fingerprint !== record.definitionFingerprint,
+    skippedSteps: currentSteps.slice(0, newIndex).filter((name) => !ran.has(name)),
   };
 }

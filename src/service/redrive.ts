@@ -316,6 +316,7 @@ export class RedriveService {
         effectStatus: plan.effectStatus,
         pipelineVersion: plan.target.definition.version,
         fromPipelineVersion: record.pipelineVersion,
+        skippedSteps: plan.target.skippedSteps,
       };
     } catch (err) {
       // 5xx (Temporal cannot answer) is not an admission verdict: the dry run answers it as the real one would.

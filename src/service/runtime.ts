@@ -20,6 +20,8 @@ import type { PipelineDefinition } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
 import { createPgDb, createPgliteDb, explainStoreFailure, storeConnectionString, type Db } from '../store/db';
 import { CheckpointStore } from '../store/checkpoint-store';
+import { DefinitionStore } from '../store/definition-store';
+import { checkDefinitionShapes } from './definition-check';
 import { DlqStore } from '../store/dlq-store';
 import { EffectStore } from '../store/effect-store';
 import { ExecutionStore } from '../store/execution-store';
@@ -195,6 +197,9 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   await migrate(db, log).catch((err) => {
     throw config['pipeline.store.url'] ? explainStoreFailure(err, config['pipeline.store.url'], config['pipeline.store.ca-file']) : err;
   });
+  // Before anything runs a step: a definition changed under its version with executions pinned to the old shape stops here.
+  const registry = new PipelineRegistry(effective, options.pipelines);
+  await checkDefinitionShapes(registry, new DefinitionStore(db), log);
 
   let devServer: DevServer | undefined;
   let address = config['pipeline.temporal.address'];
@@ -230,7 +235,6 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   if (tracing) stack.push(() => tracing.shutdown());
   const client = new Client({ connection, namespace, dataConverter, interceptors: tracing?.client });
 
-  const registry = new PipelineRegistry(effective, options.pipelines);
   const store = new ExecutionStore(db);
   const effects = new EffectStore(db);
   const dlq = new DlqStore(db);

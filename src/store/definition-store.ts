@@ -51,6 +51,30 @@ export class DefinitionStore {
     return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps } : null;
   }
 
+  /** Every shape stored for (pipeline, version), oldest first: more than one means it changed without a new version. */
+  async fingerprints(pipeline: string, version: number): Promise<string[]> {
+    const result = await this.db.query<Pick<PipelineDefinitionRow, 'fingerprint'>>(
+      `SELECT fingerprint FROM pipeline_definition WHERE pipeline = $1 AND version = $2 ORDER BY created_at, fingerprint`,
+      [pipeline, version],
+    );
+    return result.rows.map((row) => row.fingerprint);
+  }
+
+  /**
+   * Unfinished executions pinned to (pipeline, version) under another shape than
+   * `fingerprint`, in one tenant or (no tenant) in all: they cannot run or be re-driven on
+   * the definition registered now. Records from before fingerprints (null) are not counted.
+   */
+  async pinnedToOtherShape(pipeline: string, version: number, fingerprint: string, tenantId?: string): Promise<number> {
+    const result = await this.db.query<{ count: number }>(
+      `SELECT count(*)::integer AS count FROM execution_record
+       WHERE pipeline = $1 AND pipeline_version = $2 AND status <> 'SUCCEEDED'
+         AND definition_fingerprint IS NOT NULL AND definition_fingerprint <> $3 AND ($4::text IS NULL OR tenant_id = $4)`,
+      [pipeline, version, fingerprint, tenantId ?? null],
+    );
+    return result.rows[0]?.count ?? 0;
+  }
+
   /** Executions that still need their pinned version: to finish (QUEUED, RUNNING) or to be re-driven as they are (FAILED, REMOTE_OUTCOME_UNKNOWN). */
   async pinnedCounts(tenantId: string): Promise<PinnedCount[]> {
     const result = await this.db.query<{ pipeline: string; pipeline_version: number; status: PinnedCount['status']; count: number }>(

@@ -113,6 +113,16 @@ describe('payload codec', () => {
     const encodings = new Set(on.payloads.map((p) => Buffer.from(p.metadata!.encoding!).toString()));
     expect(encodings).toEqual(new Set(['binary/encrypted']));
     expect(new Set(on.payloads.map((p) => Buffer.from(p.metadata!['encryption-key-id']!).toString()))).toEqual(new Set(['k2']));
+
+    // The result route answers the output in clear with the codec on, as without it: the same JSON.
+    const results = await Promise.all([
+      sealed.request('GET', '/api/tenants/acme/executions/codec-1/result', { token: SUBMIT_TOKEN }),
+      clear.request('GET', '/api/tenants/acme/executions/clear-1/result', { token: SUBMIT_TOKEN }),
+    ]);
+    const [sealedResult, clearResult] = await Promise.all(results.map((res) => res.json()));
+    expect(results.map((res) => res.status)).toEqual([200, 200]);
+    expect(sealedResult.output).toEqual({ again: SENTINEL });
+    expect(clearResult.output).toEqual(sealedResult.output);
   });
 
   it('decodes a sealed history payload back for an admin token only', async () => {

@@ -77,6 +77,7 @@ const pipelines = [
   definePipeline({
     name: 'bad-output',
     steps: [
+      // @ts-expect-error a bigint output is a compile error; this pipeline proves the run-time check behind it
       localStep('bigint', (_input: unknown, ctx) => {
         note(`${ctx.executionId}/bigint`, ctx);
         return { amount: 10n };

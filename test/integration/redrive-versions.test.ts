@@ -51,7 +51,15 @@ describe('re-drive under a changed definition', () => {
     const preview = await (
       await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true, intent: 'RETRY_FAILED_COMMAND' }, '?dryRun=true')
     ).json();
-    expect(preview).toMatchObject({ admitted: true, resumeStepIndex: 2, pipelineVersion: 2, fromPipelineVersion: 1, effectStatus: 'FAILED_RETRYABLE' });
+    // audit was inserted before charge: resuming at charge under version 2 skips it, and the dry run says so.
+    expect(preview).toMatchObject({
+      admitted: true,
+      resumeStepIndex: 2,
+      pipelineVersion: 2,
+      fromPipelineVersion: 1,
+      effectStatus: 'FAILED_RETRYABLE',
+      skippedSteps: ['audit'],
+    });
 
     const accepted = await redrive('cmd-v', { expectedVersion: failed.version, resumeUnderCurrentVersion: true, intent: 'RETRY_FAILED_COMMAND' });
     expect(accepted.status).toBe(202);
@@ -113,16 +121,23 @@ describe('re-drive under a changed definition', () => {
             registered: false,
             newExecutions: false,
             fingerprint: null,
+            storedFingerprints: [expect.stringMatching(/^[0-9a-f]{16}$/)],
+            codeMatches: null,
             steps: ['prepare', 'audit', 'charge'],
             unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 },
+            unfinishedOtherShape: 0,
           },
           {
             version: 3,
             registered: true,
             newExecutions: true,
             fingerprint: expect.stringMatching(/^[0-9a-f]{16}$/),
+            // The running code reshaped version 3 without a new version: the shape 'reshaped' was admitted under is not it.
+            storedFingerprints: [expect.not.stringMatching(engine.service.registry.find('billing', 3)!.fingerprint)],
+            codeMatches: false,
             steps: ['prepare', 'check', 'audit'],
             unfinished: { QUEUED: 0, RUNNING: 0, FAILED: 1, REMOTE_OUTCOME_UNKNOWN: 0, total: 1 },
+            unfinishedOtherShape: 1,
           },
         ],
       },

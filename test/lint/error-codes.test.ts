@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, type ErrorCode } from '../../src/errors';
+import { ERROR_CODES, STEP_ERROR_CODES, type ErrorCode } from '../../src/errors';
 import { ProblemSchema } from '../../src/api/schemas';
 
 /** Codes no HTTP answer carries: the service refuses to start with them. */
@@ -21,6 +21,15 @@ describe('error codes', () => {
       .filter(([code]) => !START_UP_ONLY.includes(code as ErrorCode))
       .map(([code, { status }]) => [code, status]);
     expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(expected));
+  });
+
+  it("docs/runbook.md names every code the engine gives a failed step, under its terminal reason's section", () => {
+    const runbook = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'runbook.md'), 'utf8');
+    const section = (reason: string) => runbook.split(/^## /m).find((part) => part.startsWith(`\`terminalReason = ${reason}\``)) ?? '';
+    const missing = Object.entries(STEP_ERROR_CODES)
+      .filter(([code, { retryable }]) => !section(retryable ? 'retry_exhausted' : 'non_retryable').includes(`\`${code}\``))
+      .map(([code]) => code);
+    expect(missing).toEqual([]);
   });
 
   it('the problem+json schema offers exactly the codes of ERROR_CODES', () => {

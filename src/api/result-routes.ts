@@ -1,0 +1,92 @@
+/**
+ * `GET /api/tenants/{t}/executions/{e}/result`: the final output of a SUCCEEDED execution,
+ * for the caller that submitted its input (a submit token of the tenant) or an admin token.
+ * The one route that answers payload data: nothing here logs it, and the answer is
+ * `Cache-Control: no-store`.
+ *
+ * The output is the store's copy (the last step's committed output, which the record keeps
+ * as it keeps every segment input), not the Temporal workflow result: no Temporal call on
+ * the request path, the same answer after a re-drive's new run, and the record's retention
+ * (docs/decisions.md, "Execution results"). `?wait=30s` long-polls the store until the
+ * execution ends or the wait (at most 60 s) passes; then 409 with the status it has.
+ */
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { parseDuration } from '../config/duration';
+import { ConflictError, ExecutionNotFoundError } from '../errors';
+import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
+import type { AuthEnv } from './middleware/bearer-auth';
+import { pathId, readQuery } from './request';
+
+/** The longest a caller may wait for a result in one request. */
+export const MAX_RESULT_WAIT_MS = 60_000;
+/** Store reads while waiting start this far apart and back off to POLL_MAX_MS. */
+const POLL_START_MS = 100;
+const POLL_MAX_MS = 1_000;
+
+export const ResultQuery = z
+  .object({
+    wait: z
+      .string()
+      .default('0s')
+      .transform((value, ctx) => {
+        const ms = parseDuration(value);
+        if (ms === undefined || ms < 0 || ms > MAX_RESULT_WAIT_MS) {
+          ctx.addIssue({ code: 'custom', message: 'wait must be a duration from 0s to 60s, e.g. 30s' });
+          return z.NEVER;
+        }
+        return ms;
+      })
+      .meta({ description: 'how long to wait for the execution to end before answering 409: a duration from 0s to 60s, e.g. 30s; default 0s' }),
+  })
+  .strict();
+
+export const ExecutionResultSchema = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    pipeline: z.string(),
+    pipelineVersion: z.number().int(),
+    status: z.literal('SUCCEEDED'),
+    updatedAt: z.string(),
+    output: z.unknown().meta({ description: "the last step's output, as JSON (payload data)" }),
+  })
+  .meta({ id: 'ExecutionResult' });
+
+/** Still running: worth waiting for. FAILED and REMOTE_OUTCOME_UNKNOWN change only by a re-drive. */
+const RUNNING = new Set<ExecutionRecord['status']>(['QUEUED', 'RUNNING']);
+
+export function resultRoutes(deps: { store: ExecutionStore }) {
+  const routes = new Hono<AuthEnv>();
+  routes.get('/tenants/:tenantId/executions/:executionId/result', async (c) => {
+    const tenantId = pathId(c, 'tenantId');
+    const executionId = pathId(c, 'executionId');
+    const { wait } = readQuery(c, ResultQuery);
+    const deadline = Date.now() + wait;
+    const aborted = c.req.raw.signal;
+    let record = await deps.store.get(tenantId, executionId);
+    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
+    for (let pause = POLL_START_MS; RUNNING.has(record.status) && Date.now() < deadline && !aborted.aborted; pause = Math.min(POLL_MAX_MS, pause * 2)) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))));
+      record = (await deps.store.get(tenantId, executionId)) ?? record;
+    }
+    if (record.status !== 'SUCCEEDED') {
+      throw new ConflictError(`execution ${executionId} is ${record.status}; it has a result only once SUCCEEDED`, 'EXECUTION_NOT_SUCCEEDED', {
+        executionStatus: record.status,
+      });
+    }
+    c.header('Cache-Control', 'no-store');
+    return c.json(
+      ExecutionResultSchema.parse({
+        tenantId,
+        executionId,
+        pipeline: record.pipeline,
+        pipelineVersion: record.pipelineVersion,
+        status: record.status,
+        updatedAt: record.updatedAt,
+        output: record.segmentInput,
+      }),
+    );
+  });
+  return routes;
+}
