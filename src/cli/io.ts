@@ -64,4 +64,33 @@ export async function confirm(io: Io, question: string, signal?: AbortSignal): P
   }
 }
 
+/**
+ * Asks a question with lettered answers on stderr (`[r]esume`, `[p]aused`…) and returns the
+ * chosen letter; an empty line, end of input or `signal` aborting (a second Ctrl-C) is
+ * `fallback`. An unknown answer asks again.
+ */
+export async function choose<T extends string>(io: Io, question: string, letters: readonly T[], fallback: T, signal?: AbortSignal): Promise<T> {
+  const rl = createInterface({ input: io.input, output: io.err, terminal: false });
+  try {
+    for (;;) {
+      io.err.write(`${question} `);
+      const answer = await new Promise<string | null>((resolve) => {
+        rl.once('line', resolve);
+        rl.once('close', () => resolve(null));
+        signal?.addEventListener('abort', () => resolve(null), { once: true });
+      });
+      if (answer === null) {
+        io.err.write('\n');
+        return fallback;
+      }
+      const letter = answer.trim().toLowerCase().slice(0, 1);
+      if (letter === '') return fallback;
+      const chosen = letters.find((l) => l === letter);
+      if (chosen) return chosen;
+    }
+  } finally {
+    rl.close();
+  }
+}
+
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

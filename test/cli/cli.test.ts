@@ -1,7 +1,7 @@
 /**
  * The operator CLI, driven as a child process against the real service on a loopback port
  * (dev server, Postgres): the confirmation prompt answered yes and no, --json, a bulk job
- * followed to its end, Ctrl-C pausing a job, exit codes for bad flags, a wrong token and a
+ * followed to its end, Ctrl-C holding a job (a pause before the question), exit codes for bad flags, a wrong token and a
  * service that is not there.
  */
 import { spawn } from 'node:child_process';
@@ -198,32 +198,42 @@ describe('pipeline-admin', () => {
     for (let i = 0; i < 6; i++) expect(calls.get(`fleet-${i}`)).toBe(2);
   });
 
-  it('redrive-batch: Ctrl-C while following asks, and "y" pauses the job; jobs resume / abort control it', async () => {
+  it('redrive-batch: Ctrl-C while following holds the job at once, then asks; "a" aborts it', async () => {
     const ids = Array.from({ length: 6 }, (_, i) => `fleet-${6 + i}`).join(',');
     let interrupted = false;
     let answered = false;
+    let whileAsked: any;
+    let jobId = '';
     const run = await cli(['redrive-batch', '--ids', ids, '--reason', 'slowly', '--allow-failed', '--rate', '0.2', '--yes'], {
       onStderr: (text, child) => {
-        // Once the job is being followed, interrupt; once asked, answer.
+        // Once the job is being followed, interrupt; once asked, look at the job before answering.
         if (!interrupted && /processed: \d+ admitted/.test(text)) {
           interrupted = true;
           child.kill('SIGINT');
         }
-        if (!answered && text.includes('Pause job')) {
+        if (!answered && text.includes('Resume, stay paused, or abort? [r/P/a]')) {
           answered = true;
-          child.stdin!.end('y\n');
+          jobId = /job ([0-9a-f-]{36}) started/.exec(text)![1];
+          void cli(['jobs', 'show', jobId, '--json']).then((shown) => {
+            whileAsked = JSON.parse(shown.stdout);
+            child.stdin!.end('a\n');
+          });
         }
       },
     });
     expect(run.code, run.stderr).toBe(130);
-    const jobId = /job ([0-9a-f-]{36}) started/.exec(run.stderr)![1];
-    expect(run.stderr).toContain(`job ${jobId} PAUSED; resume with: pipeline-admin jobs resume ${jobId}`);
+    // Held before the question: the job was PAUSED while the operator read it, by the CLI's pause.
+    expect(whileAsked).toMatchObject({ status: 'PAUSED', haltReason: null });
+    expect(whileAsked.controlLog.at(-1)).toMatchObject({ action: 'pause', principal: 'test-admin', reason: 'held from pipeline-admin (Ctrl-C)' });
+    const held = new RegExp(`job ${jobId} held \\(PAUSED\\) at (\\d)/6 processed`).exec(run.stderr);
+    expect(held, run.stderr).not.toBeNull();
+    // The counts printed are those it stopped at: while the question waited, at most an admission
+    // already under way when the pause was written landed (the service stops within one item).
+    expect(whileAsked.counts.processed - Number(held![1])).toBeLessThanOrEqual(1);
+    expect(run.stderr).toContain(`job ${jobId} ABORTED at ${whileAsked.counts.processed}/6 processed`);
     const shown = JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout);
-    expect(shown).toMatchObject({ status: 'PAUSED', haltReason: null });
-    expect(shown.controlLog.at(-1)).toMatchObject({ action: 'pause', principal: 'test-admin' });
-    expect((await cli(['jobs', 'resume', jobId])).code).toBe(0);
-    const aborted = await cli(['jobs', 'abort', jobId, '--reason', 'enough', '--json']);
-    expect([aborted.code, JSON.parse(aborted.stdout).status]).toEqual([0, 'ABORTED']);
+    expect(shown).toMatchObject({ status: 'ABORTED', counts: { processed: whileAsked.counts.processed } });
+    expect(shown.controlLog.map((e: any) => e.action)).toEqual(['pause', 'abort']);
     const again = await cli(['jobs', 'pause', jobId]);
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('JOB_FINISHED');
@@ -253,7 +263,8 @@ describe('pipeline-admin', () => {
       haltReason: expect.stringContaining('canary of 2'),
       counts: { selected: 3, admitted: 2, failedAgain: 2, running: 0 },
     });
-    expect(run.stderr).toContain(`is PAUSED: halted, ${job.haltReason}; resume with pipeline-admin jobs resume ${job.jobId}`);
+    expect(run.stderr).toContain(`is PAUSED: halted, ${job.haltReason} at 2/3 processed`);
+    expect(run.stderr).toContain(`either resume with pipeline-admin jobs resume ${job.jobId} or abort with pipeline-admin jobs abort ${job.jobId}`);
     expect(calls.get('halt-2')).toBe(1);
 
     const resumed = await cli(['jobs', 'resume', job.jobId, '--json']);
@@ -265,9 +276,10 @@ describe('pipeline-admin', () => {
     expect(calls.get('halt-2')).toBe(2);
   });
 
-  it('in a terminal: a live progress bar; Ctrl-C asks whether to pause, a second Ctrl-C leaves the job running; jobs show --follow picks it up', async () => {
+  it('in a terminal: a live progress bar; Ctrl-C holds the job before asking; "r" resumes and the bar goes on to the end', async () => {
     for (const id of TTY_IDS) healthy.add(id);
     let stage: 'bar' | 'asked' | 'done' = 'bar';
+    let whileAsked: any;
     const run = await terminal(
       ['redrive-batch', '--ids', TTY_IDS.join(','), '--reason', 'from a terminal', '--allow-failed', '--rate', '0.5', '--yes'],
       (out, type) => {
@@ -275,20 +287,56 @@ describe('pipeline-admin', () => {
           stage = 'asked';
           type('\x03');
         }
-        if (stage === 'asked' && out.includes('Pause job')) {
+        if (stage === 'asked' && out.includes('Resume, stay paused, or abort? [r/P/a]')) {
           stage = 'done';
-          type('\x03');
+          const jobId = /job ([0-9a-f-]{36}) started/.exec(out)![1];
+          void cli(['jobs', 'show', jobId, '--json']).then((shown) => {
+            whileAsked = JSON.parse(shown.stdout);
+            type('r\r');
+          });
         }
       },
     );
-    expect(run.code, run.out).toBe(130);
+    expect(run.code, run.out).toBe(0);
     expect(run.out).toMatch(/processed [\u2588\u2591]{40} \d\/6 \| admitted \d+ skipped 0 failed again 0 running \d+ \| .+ \| ETA /);
     const jobId = /job ([0-9a-f-]{36}) started/.exec(run.out)![1];
-    expect(run.out).toContain(`job ${jobId} goes on; follow it again with: pipeline-admin jobs show ${jobId} --follow`);
+    expect(whileAsked).toMatchObject({ status: 'PAUSED' });
+    const held = new RegExp(`job ${jobId} held \\(PAUSED\\) at (\\d)/6 processed`).exec(run.out);
+    expect(held, run.out).not.toBeNull();
+    expect(whileAsked.counts.processed - Number(held![1])).toBeLessThanOrEqual(1);
+    expect(run.out).toContain(`job ${jobId} RUNNING again`);
+    expect(run.out).toMatch(/processed [\u2588]{40} 6\/6/);
+    const shown = JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout);
+    expect(shown).toMatchObject({ status: 'COMPLETED', counts: { selected: 6, succeeded: 6, running: 0 } });
+    expect(shown.controlLog.map((e: any) => e.action)).toEqual(['pause', 'resume']);
+  });
 
+  it('in a terminal: a second Ctrl-C at the question leaves the job paused, and says how to resume it', async () => {
+    const ids = ['tty-pause-0', 'tty-pause-1', 'tty-pause-2'];
+    for (const id of ids) {
+      await engine.start('acme', { pipeline: 'ledger', executionId: id, input: {} });
+      await engine.waitFor('acme', id, ['FAILED']);
+      healthy.add(id);
+    }
+    let stage: 'bar' | 'asked' | 'done' = 'bar';
+    const run = await terminal(['redrive-batch', '--ids', ids.join(','), '--reason', 'paused', '--allow-failed', '--rate', '0.2', '--yes'], (out, type) => {
+      if (stage === 'bar' && /\d\/3 \| admitted \d/.test(out)) {
+        stage = 'asked';
+        type('\x03');
+      }
+      if (stage === 'asked' && out.includes('[r/P/a]')) {
+        stage = 'done';
+        type('\x03');
+      }
+    });
+    expect(run.code, run.out).toBe(130);
+    const jobId = /job ([0-9a-f-]{36}) started/.exec(run.out)![1];
+    expect(run.out).toContain(`job ${jobId} stays PAUSED; resume with: pipeline-admin jobs resume ${jobId}`);
+    expect(JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout)).toMatchObject({ status: 'PAUSED' });
+    expect((await cli(['jobs', 'resume', jobId])).code).toBe(0);
     const followed = await cli(['jobs', 'show', jobId, '--follow', '--json']);
     expect(followed.code, followed.stderr).toBe(0);
-    expect(JSON.parse(followed.stdout)).toMatchObject({ status: 'COMPLETED', controlLog: [], counts: { selected: 6, succeeded: 6, running: 0 } });
+    expect(JSON.parse(followed.stdout)).toMatchObject({ status: 'COMPLETED', counts: { selected: 3, succeeded: 3 } });
   });
 
   it('triage: the tenant, or every tenant without --tenant', async () => {

@@ -6,7 +6,7 @@
 import { SingleBar } from 'cli-progress';
 import type { AdminClient } from '../client';
 import { CliError } from '../exit-codes';
-import { confirm, emit, note, sleep, table, type Io } from '../io';
+import { choose, confirm, emit, note, sleep, table, type Io } from '../io';
 import { jobLine } from './read';
 
 export interface FollowOptions {
@@ -206,7 +206,7 @@ function sampleTable(sample: any[]): string {
 function judgeJob(job: any): void {
   if (job.status === 'PAUSED')
     throw new CliError(
-      `job ${job.jobId} is PAUSED${job.haltReason ? `: halted, ${job.haltReason}` : ''}; resume with pipeline-admin jobs resume ${job.jobId}`,
+      `job ${job.jobId} is PAUSED${job.haltReason ? `: halted, ${job.haltReason}` : ''} at ${countsLine(job)}; look at what failed (pipeline-admin dlq groups), then either resume with pipeline-admin jobs resume ${job.jobId} or abort with pipeline-admin jobs abort ${job.jobId} --reason …`,
       'NOT_SUCCEEDED',
     );
   if (job.status === 'ABORTED') throw new CliError(`job ${job.jobId} was aborted`, 'NOT_SUCCEEDED');
@@ -219,10 +219,58 @@ function judgeJob(job: any): void {
   }
 }
 
+/** Where the job stands, in one line: what a held or finished job had done. */
+function countsLine(job: any): string {
+  const c = job.counts;
+  return `${c.processed}/${c.selected} processed (${c.admitted} admitted, ${c.skipped} skipped; ${c.succeeded} succeeded, ${c.failedAgain} failed again, ${c.running} still running)`;
+}
+
+/**
+ * Ctrl-C while following: hold the job first (a pause, at once: no item is admitted while the
+ * operator reads), print where it stopped, then ask what next. Resume goes on following;
+ * abort ends the job (runs already admitted finish); anything else, end of input or a second
+ * Ctrl-C leaves it paused.
+ */
+async function holdAndAsk(
+  client: AdminClient,
+  io: Io,
+  jobId: string,
+  path: string,
+  asking: (controller: AbortController) => void,
+): Promise<'resumed' | 'left paused' | 'aborted' | 'already finished'> {
+  let held;
+  try {
+    held = await client.request('POST', `${path}/pause`, { reason: 'held from pipeline-admin (Ctrl-C)' });
+  } catch (err) {
+    if (err instanceof CliError && err.apiCode === 'JOB_FINISHED') {
+      const job = await client.request('GET', path);
+      note(io, `\njob ${jobId} had already finished ${job.status}: ${countsLine(job)}`);
+      return 'already finished';
+    }
+    throw err;
+  }
+  note(io, `\njob ${jobId} held (${held.status}${held.haltReason ? `, halted: ${held.haltReason}` : ''}) at ${countsLine(held)}; no further item is admitted.`);
+  const controller = new AbortController();
+  asking(controller);
+  const answer = await choose(io, 'Resume, stay paused, or abort? [r/P/a]', ['r', 'p', 'a'] as const, 'p', controller.signal);
+  if (answer === 'r') {
+    const resumed = await client.request('POST', `${path}/resume`, { reason: 'resumed from pipeline-admin after Ctrl-C' });
+    note(io, `job ${jobId} ${resumed.status} again`);
+    return 'resumed';
+  }
+  if (answer === 'a') {
+    const aborted = await client.request('POST', `${path}/abort`, { reason: 'aborted from pipeline-admin after Ctrl-C' });
+    note(io, `job ${jobId} ${aborted.status} at ${countsLine(aborted)}; runs already admitted finish on their own`);
+    return 'aborted';
+  }
+  note(io, `job ${jobId} stays PAUSED; resume with: pipeline-admin jobs resume ${jobId}   (or abort: pipeline-admin jobs abort ${jobId} --reason …)`);
+  return 'left paused';
+}
+
 /**
  * Follows a job until it is finished (COMPLETED or ABORTED with no run in flight) or
- * paused, with a progress bar on a terminal and a line per change otherwise. Ctrl-C asks
- * whether to pause the job, and exits either way (the job goes on unless paused).
+ * paused, with a progress bar on a terminal and a line per change otherwise. Ctrl-C holds
+ * the job at once (a pause), then asks whether to resume, stay paused or abort.
  */
 export async function followJob(client: AdminClient, io: Io, jobId: string, options: FollowOptions): Promise<any> {
   const path = client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}`);
@@ -231,7 +279,7 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
     ? new SingleBar(
         {
           format:
-            'processed {bar} {value}/{total} | admitted {admitted} skipped {skipped} failed again {failedAgain} running {running} | {rate} | ETA {etaApi}',
+            'processed {bar} {value}/{total} | admitted {admitted} skipped {skipped} failed again {failedAgain} running {running} | {rate} | {etaApi}',
           hideCursor: true,
           barCompleteChar: '\u2588',
           barIncompleteChar: '\u2591',
@@ -240,7 +288,7 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
       )
     : undefined;
   let interrupted = false;
-  // A Ctrl-C while the pause question waits answers it: no pause, stop following.
+  // A Ctrl-C while the question waits answers it: the job stays paused.
   let prompting: AbortController | undefined;
   const onSigint = () => {
     if (prompting) prompting.abort();
@@ -254,25 +302,21 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
     for (;;) {
       if (interrupted) {
         bar?.stop();
-        prompting = new AbortController();
-        const pause = await confirm(io, `Pause job ${jobId}?`, prompting.signal);
+        const next = await holdAndAsk(client, io, jobId, path, (controller) => (prompting = controller));
         prompting = undefined;
-        if (pause) {
-          const paused = await client.request('POST', `${path}/pause`, { reason: 'paused from pipeline-admin (Ctrl-C)' });
-          note(io, `job ${jobId} ${paused.status}; resume with: pipeline-admin jobs resume ${jobId}`);
-        } else {
-          note(io, `job ${jobId} goes on; follow it again with: pipeline-admin jobs show ${jobId} --follow`);
-        }
-        throw new CliError(`stopped following job ${jobId} (Ctrl-C)`, 'DECLINED');
+        interrupted = false;
+        if (next !== 'resumed') throw new CliError(`stopped following job ${jobId} (Ctrl-C): ${next}`, 'DECLINED');
+        started = false; // a fresh bar below the question
       }
       const job = await client.request('GET', path);
       const c = job.counts;
       const rate = job.rate.achieved === null ? `${job.rate.asked}/s asked` : `${job.rate.achieved}/s`;
       // The service's ETA (it knows the pace and what is left), not one guessed from this terminal's polls.
-      const etaApi = job.etaSeconds === null ? (job.status === 'PAUSED' ? 'paused' : '?') : `${Math.ceil(job.etaSeconds)}s`;
+      const etaApi = job.etaSeconds === null ? (job.status === 'PAUSED' ? 'paused' : 'ETA ?') : `ETA ${Math.ceil(job.etaSeconds)}s`;
       const payload = { admitted: c.admitted, skipped: c.skipped, failedAgain: c.failedAgain, running: c.running, rate, etaApi };
       if (bar) {
         if (!started) bar.start(c.selected, c.processed, payload);
+        else bar.setTotal(c.selected);
         started = true;
         bar.update(c.processed, payload);
       } else {
