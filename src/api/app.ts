@@ -174,8 +174,7 @@ export function createApp(deps: AppDeps) {
   admin.route('/', pipelineRoutes({ registry: deps.registry, definitions: new DefinitionStore(deps.store.db) }));
 
   const document = createOpenApiDocument(config['pipeline.admin.prefix']);
-  app.get(`${prefix}/openapi.json`, bearerAuth({ tokens, role: 'submit', log }), (c) => c.json(document));
-  mountDocs(app, prefix);
+  mountDocs(app, prefix, document, config['pipeline.admin.docs-require-token'] ? bearerAuth({ tokens, role: 'submit', log }) : undefined);
 
   // Cross-tenant triage: admin tokens without a tenant allow-list only.
   app.get(`${prefix}/admin/triage`, bearerAuth({ tokens, role: 'admin', log }), async (c) => {

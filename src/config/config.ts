@@ -102,6 +102,12 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be one path segment of [A-Za-z0-9_-]')
     .default('pipeline'),
+  /**
+   * Whether `/{prefix}/openapi.json` and the reference page `/{prefix}/docs` need a bearer
+   * token (any role). Default false: they are documentation, not data; "Try it out" still
+   * needs a token, given with the page's Authorize button.
+   */
+  'pipeline.admin.docs-require-token': boolFromString.default(false),
   /** Bearer tokens as a JSON array of { sha256, role, tenants?, name? }. */
   'pipeline.auth.tokens': z
     .union([z.string(), z.array(z.unknown())])

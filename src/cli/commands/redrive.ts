@@ -278,8 +278,7 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
   const bar = tty
     ? new SingleBar(
         {
-          format:
-            'processed {bar} {value}/{total} | admitted {admitted} skipped {skipped} failed again {failedAgain} running {running} | {rate} | {etaApi}',
+          format: 'processed {bar} {value}/{total} | admitted {admitted} skipped {skipped} failed again {failedAgain} running {running} | {rate} | {etaApi}',
           hideCursor: true,
           barCompleteChar: '\u2588',
           barIncompleteChar: '\u2591',
