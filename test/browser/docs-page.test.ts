@@ -6,7 +6,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/net';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 import { chromiumMissing, launchChromium, screenshotPath } from '../helpers/browser';
@@ -17,13 +16,12 @@ let base: string;
 
 describe.skipIf(chromiumMissing)(`the API reference in a browser${chromiumMissing ? ` (skipped: ${chromiumMissing})` : ''}`, () => {
   beforeAll(async () => {
-    const port = await freePort();
     engine = await startTestEngine(
       [definePipeline({ name: 'ok', steps: [localStep('echo', (input: unknown) => input)] })],
-      { 'pipeline.server.port': port },
+      { 'pipeline.server.port': 0 },
       { http: true },
     );
-    base = `http://127.0.0.1:${port}`;
+    base = `http://127.0.0.1:${engine.service.ports.http!}`;
     await engine.start('acme', { pipeline: 'ok', executionId: 'docs-1', input: {} });
     await engine.waitFor('acme', 'docs-1', ['SUCCEEDED']);
   });
