@@ -6,6 +6,7 @@
  * Authorize button (the bearer security scheme); the token stays in this browser
  * (persistAuthorization) and is sent only to this service's routes.
  */
+import { packagePath } from '../paths';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Hono, MiddlewareHandler } from 'hono';
@@ -17,7 +18,7 @@ const ASSETS: Record<string, string> = {
 };
 
 /** The product's version, as package.json says it: the reference page's badge. */
-export const PACKAGE_VERSION: string = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
+export const PACKAGE_VERSION: string = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')).version;
 
 /** Groups of the reference page, in order, for operations the document leaves untagged. */
 const TAGS: { name: string; description: string; match: RegExp }[] = [
