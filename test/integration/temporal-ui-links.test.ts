@@ -30,9 +30,11 @@ const pipelines = [
   }),
 ];
 
+/** This engine's runs: its pipeline queue, and the bulk jobs' own queue (`pipeline.redrive-job.task-queue`'s default). */
 const list = async (query: string) => {
   const found: { workflowId: string; runId: string; type: string }[] = [];
-  for await (const run of engine.service.client.workflow.list({ query: `TaskQueue = '${engine.taskQueue}' AND ${query}` }))
+  const queues = `'${engine.taskQueue}', '${engine.taskQueue}-redrive-jobs'`;
+  for await (const run of engine.service.client.workflow.list({ query: `TaskQueue IN (${queues}) AND ${query}` }))
     found.push({ workflowId: run.workflowId, runId: run.runId, type: run.type });
   return found;
 };
