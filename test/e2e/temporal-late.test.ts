@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/net';
+import { leasePort, type PortLease } from '../../src/port-allocator';
 import { sha256Hex } from '../../src/api/middleware/bearer-auth';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
@@ -18,6 +18,7 @@ const TOKEN = 'late-temporal-admin';
 let child: ChildProcess | undefined;
 let server: DevServer | undefined;
 let database: TestDatabase | undefined;
+const leases: PortLease[] = [];
 
 afterAll(async () => {
   if (child && child.exitCode === null) {
@@ -26,12 +27,17 @@ afterAll(async () => {
   }
   await server?.stop();
   await database?.drop();
+  for (const lease of leases) lease.release();
 });
 
 describe('a Temporal that comes up after the service', () => {
   it('is waited for with /readyz 503, then the same process becomes ready and runs an execution', async () => {
     database = await createTestDatabase();
-    const [port, temporalPort, restPort, grpcPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    // Both must be known before the processes start (the service is probed while it waits; the dev
+    // server comes later on its reserved port): leased outside the ephemeral range. The demo workers bind 0.
+    const [httpLease, temporalLease] = [await leasePort(), await leasePort()];
+    leases.push(httpLease, temporalLease);
+    const [port, temporalPort] = [httpLease.port, temporalLease.port];
     const env = { ...process.env };
     for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
     let stdout = '';
@@ -43,8 +49,8 @@ describe('a Temporal that comes up after the service', () => {
         TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
         PIPELINE_AUTH_TOKENS: JSON.stringify([{ sha256: sha256Hex(TOKEN), role: 'admin', name: 'late' }]),
         PORT: String(port),
-        PIPELINE_DEMO_REST_PORT: String(restPort),
-        PIPELINE_DEMO_GRPC_PORT: String(grpcPort),
+        PIPELINE_DEMO_REST_PORT: '0',
+        PIPELINE_DEMO_GRPC_PORT: '0',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -94,5 +100,5 @@ describe('a Temporal that comes up after the service', () => {
       120_000,
       'late-1 to succeed',
     );
-  }, 600_000);
+  });
 });
