@@ -10,11 +10,15 @@ import { createLog } from './log';
 import { createDemoPipeline } from './pipeline/demo';
 import { startDemoWorkers } from './worker-kit/demo-workers';
 import { startService } from './service/runtime';
+import { assertDataDirFree } from './service/data-dir-lock';
+import { resolve } from 'node:path';
 
 const log = createLog();
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // One service per embedded data dir: checked before any port, so a second start names the first.
+  if (!config['pipeline.store.url'] || !config['pipeline.temporal.address']) assertDataDirFree(resolve(config['pipeline.data-dir']));
   // The demo's remote steps, served by the worker kit next to the processes that run steps.
   // They listen first: the pipeline names their addresses, and a configured 0 is known once bound.
   const demoWorkers =

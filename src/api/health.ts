@@ -48,3 +48,15 @@ export function createHealthApp(deps: HealthDeps & { log: Log }) {
   mountHealth(app, deps);
   return app;
 }
+
+/**
+ * What the port answers while the service starts (before the API is ready): /healthz 200,
+ * /readyz and every other route 503 NOT_READY saying what start-up waits for, e.g. a Temporal
+ * that is not up yet. An orchestrator's readiness probe sees "not ready", not "connection refused".
+ */
+export function createStartingApp(state: () => string) {
+  const app = new Hono();
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.all('*', (c) => problem(c, 503, 'NOT_READY', `starting: ${state()}`, { checks: { startup: 'down' }, errors: { startup: state() } }));
+  return app;
+}

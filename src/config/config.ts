@@ -188,6 +188,12 @@ export const ConfigSchema = z.object({
   'pipeline.temporal.task-queue': z.string().default('pipeline'),
   /** Deadline of every Temporal call made while answering a request (start, describe) and of /readyz's checks. Default 5s. */
   'pipeline.temporal.call-timeout': duration('pipeline.temporal.call-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
+  /**
+   * How long start-up keeps trying to reach a configured Temporal (capped exponential backoff)
+   * before it gives up and exits; /readyz answers 503 meanwhile. Default 10m: a first
+   * docker-compose start waits for Temporal's schema set-up. 0 = one try.
+   */
+  'pipeline.temporal.connect-wait': duration('pipeline.temporal.connect-wait').pipe(z.number().min(0)).default(600_000),
   /** Frontend port of the embedded Temporal dev server. Default 7233; 0 = a free port outside the ephemeral range, reported at start-up. */
   'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(0).max(65535)).default(7233),
   /** Web UI port of the embedded Temporal dev server. Default 8233; 0 = a free port outside the ephemeral range, reported at start-up. */

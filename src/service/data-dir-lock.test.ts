@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors';
-import { lockDataDir } from './data-dir-lock';
+import { createServer } from 'node:net';
+import { assertDataDirFree, lockDataDir } from './data-dir-lock';
 
 describe('lockDataDir', () => {
   it('refuses a data dir another running service holds, naming the key', async () => {
@@ -28,5 +29,31 @@ describe('lockDataDir', () => {
     expect(readFileSync(join(dir, 'service.pid'), 'utf8').trim()).toBe(String(process.pid));
     release();
     expect(existsSync(join(dir, 'service.pid'))).toBe(false);
+  });
+
+  it('npm start checks the data dir before any port: a second start names the running pid, not a port', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'datadir-'));
+    const other = spawn('sleep', ['60']);
+    // The demo's REST port is taken too: the data dir must be what is reported.
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      writeFileSync(join(dir, 'service.pid'), `${other.pid}\n`);
+      expect(() => assertDataDirFree(dir)).toThrow(`in use by another running service (pid ${other.pid})`);
+      const env = { ...process.env };
+      for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
+      const started = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        env: { ...env, PIPELINE_DATA_DIR: dir, PIPELINE_DEMO_REST_PORT: String(port) },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(started.status, started.stderr).toBe(2);
+      expect(started.stderr).toContain(`pipeline.data-dir: ${dir} is in use by another running service (pid ${other.pid})`);
+      expect(started.stderr).not.toContain('pipeline.demo.rest-port');
+    } finally {
+      other.kill('SIGKILL');
+      taken.close();
+    }
   });
 });

@@ -17,6 +17,34 @@ function running(pid: number): boolean {
   }
 }
 
+function holderError(dataDir: string, file: string, holder: number): ConfigError {
+  return new ConfigError(
+    `pipeline.data-dir: ${dataDir} is in use by another running service (pid ${holder}); give this one its own data dir (PIPELINE_DATA_DIR) or stop the other (kill ${holder}; if no such service runs, delete ${file})`,
+  );
+}
+
+/** The pid of a running service that holds the data dir, if any (not this process). */
+function runningHolder(file: string): number | undefined {
+  let holder = Number.NaN;
+  try {
+    holder = Number(readFileSync(file, 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+  return Number.isInteger(holder) && holder > 0 && holder !== process.pid && running(holder) ? holder : undefined;
+}
+
+/**
+ * Checks, without taking it, that no running service holds the data dir: `npm start` asks this
+ * before anything else, so a second start on the same data dir names the first one's pid
+ * (left running after its `npm` wrapper was killed, say) instead of reporting its ports as taken.
+ */
+export function assertDataDirFree(dataDir: string): void {
+  const file = join(dataDir, 'service.pid');
+  const holder = runningHolder(file);
+  if (holder !== undefined) throw holderError(dataDir, file, holder);
+}
+
 /** Takes the data dir for this process; returns the release. Throws a ConfigError naming the key when another service holds it. */
 export function lockDataDir(dataDir: string): () => void {
   const file = join(dataDir, 'service.pid');
@@ -34,17 +62,8 @@ export function lockDataDir(dataDir: string): () => void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    let holder = Number.NaN;
-    try {
-      holder = Number(readFileSync(file, 'utf8').trim());
-    } catch {
-      // removed in between: try again
-    }
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && running(holder)) {
-      throw new ConfigError(
-        `pipeline.data-dir: ${dataDir} is in use by another running service (pid ${holder}); give this one its own data dir (PIPELINE_DATA_DIR) or stop the other (if no such service runs, delete ${file})`,
-      );
-    }
+    const holder = runningHolder(file);
+    if (holder !== undefined) throw holderError(dataDir, file, holder);
     try {
       unlinkSync(file); // left by a service that is gone (or by this process)
     } catch {

@@ -10,7 +10,7 @@ import type { ServerType } from '@hono/node-server';
 import { Client, type Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
-import { createHealthApp } from '../api/health';
+import { createHealthApp, createStartingApp } from '../api/health';
 import { sha256Hex } from '../api/middleware/bearer-auth';
 import type { Config, Role } from '../config/config';
 import { lockDataDir } from './data-dir-lock';
@@ -39,6 +39,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AesGcmCodec } from '../temporal/codec';
 import { startTracing } from '../tracing';
 import { connectClient, temporalConnectOptions, type TemporalConnectOptions } from '../temporal/connection';
+import { connectWaiting } from '../temporal/connect-wait';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { Dispatcher } from '../temporal/dispatcher';
 import { installSdkLogging } from '../temporal/sdk-logging';
@@ -148,6 +149,15 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     }
   }
 
+  // The data dir first: a second service on it would otherwise report port clashes one by one
+  // before naming the real cause (the running service's pid).
+  let releaseDataDir: (() => void) | undefined;
+  if (embedded) {
+    mkdirSync(dataDir, { recursive: true });
+    const release = lockDataDir(dataDir);
+    releaseDataDir = release;
+    stack.push(async () => release());
+  }
   // Every port clash is a start-up error naming its key, found before anything starts.
   await requireFreePorts([
     ...(options.http !== false ? [{ key: 'pipeline.server.port', port: config['pipeline.server.port'], host: config['pipeline.server.host'] }] : []),
@@ -162,12 +172,20 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
           { key: 'pipeline.temporal.dev-server.ui-port', port: config['pipeline.temporal.dev-server.ui-port'] },
         ]),
   ]);
-  let releaseDataDir: (() => void) | undefined;
-  if (embedded) {
-    mkdirSync(dataDir, { recursive: true });
-    const release = lockDataDir(dataDir);
-    releaseDataDir = release;
-    stack.push(async () => release());
+  // HTTP answers from here on: /healthz 200, /readyz 503 naming what start-up waits for (a
+  // Temporal that is not up yet), everything else 503; the full app takes over once started.
+  let starting = 'opening the store';
+  let current: (request: Request, env?: unknown) => Response | Promise<Response> = createStartingApp(() => starting).fetch;
+  let server: ServerType | undefined;
+  if (options.http !== false) {
+    const listening = await serveHttp({
+      fetch: (request, env) => current(request, env),
+      port: config['pipeline.server.port'],
+      hostname: config['pipeline.server.host'],
+      key: 'pipeline.server.port',
+    });
+    server = listening;
+    stack.push(() => drainHttp(listening, 0));
   }
   if (config['pipeline.defaults.retry-wait-ms'] < 1000) {
     // Temporal never retries an activity sooner than about 1 s: a smaller base is not honoured.
@@ -205,6 +223,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   let address = config['pipeline.temporal.address'];
   const namespace = config['pipeline.temporal.namespace'];
   if (!address) {
+    starting = 'starting the embedded Temporal dev server';
     devServer = await startDevServer({
       dbFilename: join(dataDir, 'temporal.db'),
       port: config['pipeline.temporal.dev-server.port'],
@@ -225,7 +244,21 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     stack.push(() => started.stop());
   }
   const connectOptions: TemporalConnectOptions = devServer ? { address } : temporalConnectOptions(address, options.env ?? process.env);
-  const connection = await connectClient(connectOptions);
+  starting = `connecting to Temporal at ${address}`;
+  const temporalAddress = address;
+  const connection = devServer
+    ? await connectClient(connectOptions)
+    : await connectWaiting({
+        address,
+        namespace,
+        waitMs: config['pipeline.temporal.connect-wait'],
+        connect: () => connectClient(connectOptions),
+        log,
+        onWaiting: ({ attempt, error, nextInMs }) => {
+          starting = `waiting for Temporal at ${temporalAddress} (namespace ${namespace}; attempt ${attempt} failed: ${error}; next in ${Math.ceil(nextInMs / 1000)} s, up to pipeline.temporal.connect-wait)`;
+        },
+      });
+  starting = 'starting the worker';
   stack.push(() => connection.close());
   if (!devServer) await registerSearchAttributes(connection, namespace, log);
   // Opt-in payload encryption: the client and the worker seal what they send to Temporal.
@@ -361,15 +394,13 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     });
   }
 
-  let server: ServerType | undefined;
   const urls: Service['urls'] = { temporal: address, temporalUi: devServer?.uiPort ? `http://localhost:${devServer.uiPort}` : undefined };
-  const ports: Service['ports'] = { temporal: devServer?.port, temporalUi: devServer?.uiPort };
+  const ports: Service['ports'] = { temporal: devServer?.port, temporalUi: devServer?.uiPort, http: server ? boundPort(server) : undefined };
   if (options.http !== false) {
     const hostname = config['pipeline.server.host'];
     const served = role === 'worker' ? createHealthApp({ log, metrics, readiness, metricsTokenSha256: config['pipeline.metrics.token-sha256'] }) : app;
-    server = await serveHttp({ fetch: served.fetch, port: config['pipeline.server.port'], hostname, key: 'pipeline.server.port' });
-    const port = boundPort(server);
-    ports.http = port;
+    current = served.fetch;
+    const port = ports.http;
     const shown = ['127.0.0.1', '0.0.0.0', '::'].includes(hostname) ? 'localhost' : hostname.includes(':') ? `[${hostname}]` : hostname;
     if (role !== 'worker') urls.api = `http://${shown}:${port}/${config['pipeline.admin.prefix']}`;
   }
