@@ -82,6 +82,27 @@ describe('disposition lookup', () => {
     expect(await dispositionEvidence(parked('missing', 'e2'), registry())).toMatchObject({ lookup: 'ANSWERED', workerRecorded: false, workerState: null });
   });
 
+  it('keeps the worker\'s own "in progress" answers as evidence over a bare 404, which a wrong lookup URL would answer too', async () => {
+    const record = parked('missing', 'e6');
+    record.remoteCall = {
+      ...record.remoteCall!,
+      inProgress: {
+        state: 'IN_PROGRESS',
+        answers: 4,
+        firstAt: new Date(0).toISOString(),
+        lastAt: new Date(0).toISOString(),
+        budgetMs: 300_000,
+        platform: null,
+      },
+    } as NonNullable<ExecutionRecord['remoteCall']>;
+    const evidence = await dispositionEvidence(record, registry());
+    expect(evidence).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'IN_PROGRESS' });
+    expect(evidence).not.toHaveProperty('notFound');
+    const answered = parked('recorded', 'e7');
+    answered.remoteCall = record.remoteCall;
+    expect(await dispositionEvidence(answered, registry())).toMatchObject({ workerRecorded: true, workerState: 'DONE' });
+  });
+
   it('takes a 500 as unavailable: no guess either way', async () => {
     const evidence = await dispositionEvidence(parked('broken', 'e3'), registry());
     expect(evidence).toMatchObject({ lookup: 'UNAVAILABLE', workerRecorded: null });

@@ -30,9 +30,13 @@ export interface DispositionEvidence extends RemoteCall {
  * evidence: the worker took the call (`workerRecorded: true`, state IN_PROGRESS).
  */
 export async function dispositionEvidence(record: ExecutionRecord, registry: PipelineRegistry, timeoutMs = 2000): Promise<DispositionEvidence | null> {
-  const live = await liveEvidence(record, registry, timeoutMs);
+  const found = await liveEvidence(record, registry, timeoutMs);
+  if (!found) return null;
+  const { notFound, ...live } = found;
   const answered = record.remoteCall?.inProgress;
-  if (!live || live.lookup === 'ANSWERED' || !answered) return live;
+  // A lookup's explicit answer wins, but not a bare 404 / NOT_FOUND: a wrong lookup URL says that
+  // too, and the worker's own "in progress" answers say it took the call.
+  if (!answered || (live.lookup === 'ANSWERED' && !notFound)) return live;
   return {
     ...live,
     workerRecorded: true,
@@ -41,7 +45,11 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   };
 }
 
-async function liveEvidence(record: ExecutionRecord, registry: PipelineRegistry, timeoutMs: number): Promise<DispositionEvidence | null> {
+async function liveEvidence(
+  record: ExecutionRecord,
+  registry: PipelineRegistry,
+  timeoutMs: number,
+): Promise<(DispositionEvidence & { notFound?: true }) | null> {
   const call = record.remoteCall;
   if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
   // The worker dedupes on the key it was sent: the tenant-qualified one.
@@ -68,7 +76,8 @@ async function liveEvidence(record: ExecutionRecord, registry: PipelineRegistry,
     lookup: 'ANSWERED',
     workerRecorded: answer.recorded,
     workerState: answer.state,
-    detail: answer.recorded ? RECORDED : NOT_RECORDED,
+    detail: answer.recorded ? RECORDED : answer.notFound ? `${NOT_RECORDED} (its lookup answered not found)` : NOT_RECORDED,
+    ...(answer.notFound ? { notFound: true as const } : {}),
   };
 }
 
