@@ -1,20 +1,6 @@
-import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLog } from './log';
 import { PeriodicTask } from './periodic-task';
-
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const log = createLog({
-    destination: new Writable({
-      write(chunk, _e, done) {
-        lines.push(JSON.parse(chunk.toString()));
-        done();
-      },
-    }),
-  });
-  return { log, lines };
-}
+import { captureLog as capture } from '../test/helpers/log-capture';
 
 /** A task whose passes the test ends one by one: each pass waits until `finish()` (or `fail()`) is called. */
 function controlledTask() {

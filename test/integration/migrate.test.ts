@@ -4,13 +4,12 @@
  * nothing behind, a second run applies nothing, and a database migrated by a newer build (a
  * version this build has no file for) is said in the log.
  */
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLog } from '../../src/log';
 import { createPgliteDb, type Db } from '../../src/store/db';
 import { listMigrations, migrate, unknownMigrations, type Migration } from '../../src/store/migrate';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { migrationFromNewerBuild } from '../helpers/unreachable-states';
+import { captureLog as capture } from '../helpers/log-capture';
 
 let database: TestDatabase;
 let lite: Db;
@@ -53,19 +52,6 @@ INSERT INTO migrate_half VALUES (1);
 SELECT no_such_function();
 `,
 };
-
-function capture(): { log: ReturnType<typeof createLog>; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const log = createLog({
-    destination: new Writable({
-      write(chunk, _e, done) {
-        lines.push(JSON.parse(chunk.toString()));
-        done();
-      },
-    }),
-  });
-  return { log, lines };
-}
 
 describe.each([
   ['postgres', () => database.db],
