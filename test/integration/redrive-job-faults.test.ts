@@ -61,6 +61,13 @@ async function scrape(): Promise<string> {
 }
 const sample = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
+/** A job row over `executionIds` as the API writes it, without its workflow: each test starts (or withholds) that itself. */
+async function jobRow(executionIds: string[], reason: string) {
+  const selection = await engine.service.jobs.store.selectByIds('acme', executionIds);
+  const request = { selection: { executionIds }, reason, allowFailed: true, batchSize: 50, ratePerSecond: 10, haltOn: DEFAULT_HALT_ON };
+  return { tenantId: 'acme', principal: 'test-admin', reason, request, batchSize: 50, ratePerSecond: 10, canary: null, haltOn: DEFAULT_HALT_ON, selection };
+}
+
 describe('a bulk job item or tick that keeps failing', () => {
   it(`skips an item whose admission fails ${MAX_ADMISSION_ATTEMPTS} times as ADMISSION_FAILED, re-drives the rest once, and completes`, async () => {
     // Admission of f-2 fails inside the admission statement itself: not a refusal, not an outage.
@@ -111,20 +118,7 @@ describe('a bulk job item or tick that keeps failing', () => {
     await sql(`CREATE FUNCTION fault_job() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'items of this job are read-only'; END $$`);
     await sql(`CREATE TRIGGER fault_job BEFORE UPDATE ON redrive_job_item FOR EACH ROW WHEN (NEW.job_id = 'failing-job') EXECUTE FUNCTION fault_job()`);
     const jobs = engine.service.jobs;
-    const selection = await jobs.store.selectByIds('acme', ['f-4']);
-    const request = { selection: { executionIds: ['f-4'] }, reason: 'doomed', allowFailed: true, batchSize: 50, ratePerSecond: 10, haltOn: DEFAULT_HALT_ON };
-    await jobs.store.create({
-      tenantId: 'acme',
-      jobId: 'failing-job',
-      principal: 'test-admin',
-      reason: 'doomed',
-      request,
-      batchSize: 50,
-      ratePerSecond: 10,
-      canary: null,
-      haltOn: DEFAULT_HALT_ON,
-      selection,
-    });
+    await jobs.store.create({ ...(await jobRow(['f-4'], 'doomed')), jobId: 'failing-job' });
     // Started as the API does, with a lower attempt limit so the test need not wait 5 minutes of backoff.
     const handle = await engine.service.client.workflow.start(redriveJobWorkflow, {
       workflowId: 'redrive-job/acme/failing-job',
@@ -217,19 +211,7 @@ describe('a bulk job item or tick that keeps failing', () => {
     const signals = new SignalsStore(engine.service.db);
     const base = await signals.redriveJobsNeedingAttention(0);
     // A job with its items and no workflow yet: RUNNING, items left, none processed — stuck at once for a 0 ms threshold, not for 15 minutes.
-    const selection = await engine.service.jobs.store.selectByIds('acme', ['f-5']);
-    const request = { selection: { executionIds: ['f-5'] }, reason: 'still', allowFailed: true, batchSize: 50, ratePerSecond: 10, haltOn: DEFAULT_HALT_ON };
-    const common = {
-      tenantId: 'acme',
-      principal: 'test-admin',
-      reason: 'still',
-      request,
-      batchSize: 50,
-      ratePerSecond: 10,
-      canary: null,
-      haltOn: DEFAULT_HALT_ON,
-      selection,
-    };
+    const common = await jobRow(['f-5'], 'still');
     await engine.service.jobs.store.create({ ...common, jobId: 'stuck-job' });
     await engine.service.jobs.store.create({ ...common, jobId: 'paused-job' });
     await engine.service.jobs.store.create({ ...common, jobId: 'halted-job' });
