@@ -2,21 +2,29 @@
 # Stage 1 builds with the dev tools; stage 2 holds the production dependencies and the build.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# The worker kit is a workspace package (packages/worker-kit): npm ci needs its package.json.
 COPY package.json package-lock.json ./
+COPY packages/worker-kit/package.json ./packages/worker-kit/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+COPY packages/worker-kit ./packages/worker-kit
 COPY scripts ./scripts
 COPY proto ./proto
-# dist/main.js (the service) and dist/cli.js (pipeline-admin), then the workflows bundled once:
+# dist/main.js (the service) and dist/cli.js (pipeline-admin), the kit's packages/worker-kit/dist
+# (dist/main.js imports it as a package), then the workflows bundled once:
 # a worker starts without bundling them.
 RUN npm run build && node --import tsx scripts/bundle-workflows.ts dist/workflows.js
 
 FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/worker-kit/package.json ./packages/worker-kit/
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
+# The kit as a worker team installs it: its compiled code and the proto it serves.
+COPY --from=build /app/packages/worker-kit/dist ./packages/worker-kit/dist
+COPY packages/worker-kit/proto ./packages/worker-kit/proto
 COPY bin ./bin
 COPY proto ./proto
 # Read at run time from the package root (src/paths.ts): the migrations run at start-up.

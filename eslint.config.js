@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => [name, `${name}/*`, `node:${name}`, `node:${name}/*`]))];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '.tools/**', 'bench/results/**', 'dist/**'] },
+  { ignores: ['node_modules/**', '.data/**', '.tools/**', 'bench/results/**', 'dist/**', 'packages/*/dist/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -23,6 +23,11 @@ export default tseslint.config(
       // A promise nobody awaits loses its error and its ordering; `void` says it is deliberate.
       '@typescript-eslint/no-floating-promises': 'error',
     },
+  },
+  {
+    // The CLI's answers are typed from the contract's response schemas (src/cli/client.ts, Answer<typeof Schema>): no `any` comes back.
+    files: ['src/cli/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },
   {
     files: ['src/workflows/**/*.ts'],
@@ -40,6 +45,23 @@ export default tseslint.config(
               group: ['../activities/*', '../store/*', '../api/*', '../service/*'],
               allowTypeImports: true,
               message: 'Import activities and stores with `import type` only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The worker kit is a package of its own (test/lint/worker-kit-package.test.ts holds it to this too).
+    files: ['packages/worker-kit/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../*', 'pipeline-orchestrator', 'pipeline-orchestrator/*'],
+              message: 'The worker kit imports only its own modules and its declared dependencies.',
             },
           ],
         },

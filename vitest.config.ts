@@ -1,8 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { scaled } from './test/helpers/time-scale.ts';
 
 /** Pure logic and source checks: no Temporal, no Postgres. */
-const UNIT = ['src/**/*.test.ts', 'test/lint/**/*.test.ts', 'test/cli/settings.test.ts', 'examples/**/*.test.ts'];
+const UNIT = ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/lint/**/*.test.ts', 'test/cli/settings.test.ts', 'examples/**/*.test.ts'];
 /** Tests that start an engine of their own (the examples' engine tests): a fresh fork each. */
 const ENGINE_EXAMPLES = ['examples/**/*.engine.test.ts'];
 /** In-process engines, each on its own database and task queue, stopped in afterAll. */
@@ -11,6 +12,8 @@ const INTEGRATION = ['test/integration/**/*.test.ts'];
 const TEMPORAL = ['test/global-setup.ts'];
 
 export default defineConfig({
+  // The worker kit's workspace package from its sources, as tsconfig.json's paths say (no build needed to test it).
+  resolve: { alias: { '@pipeline-orchestrator/worker-kit': fileURLToPath(new URL('./packages/worker-kit/src/index.ts', import.meta.url)) } },
   test: {
     // Stretched by PIPELINE_TEST_TIME_SCALE (test/helpers/time-scale.ts), which .ci/run sets from the load.
     testTimeout: scaled(60_000),

@@ -53,6 +53,17 @@ export function renderTable(results: BenchResults): string {
         ? `| 4 | Re-drive admissions/s, ${r.count} at concurrency ${r.concurrency} (p50 / p99 ms: ${r.latencyMs.p50} / ${r.latencyMs.p99}) | ${s(r.redrive)} | ${s(r.bare)} | **${s(r.ratio)}** | ${r.target} |`
         : `| 4 | Re-drive admissions/s | not measured: ${r.reason} | | | ≥ 0.7 |`,
     );
+    const a = r.perAdmission;
+    if (r.measured && a) {
+      const calls = (c: Record<string, number>) =>
+        Object.entries(c)
+          .map(([method, n]) => `${n} ${method}`)
+          .join(' + ') || '0';
+      const cpu = (c: { node: number; temporal: number; postgres: number }) => `node ${c.node} · temporal ${c.temporal} · postgres ${c.postgres}`;
+      rows.push(
+        `| 4b | One admission: Postgres statements · Temporal calls · CPU ms by process | ${a.postgresStatements} · ${calls(a.temporalCalls)} · ${cpu(a.cpuMs.redrive)} | 0 · ${calls(a.bareTemporalCalls)} · ${cpu(a.cpuMs.bare)} | | ≤ bench/bounds.json |`,
+      );
+    }
   }
   if (f.workerMemory) {
     const m = f.workerMemory;

@@ -10,15 +10,26 @@
  *   npm run bench -- --only growth     # the growth figure alone (10k vs 10M executions, ~15 min): writes
  *                                      # bench/results/growth.json and its table in BENCHMARKS.md
  *   npm run bench -- --only growth --growth-sizes 10000,200000   # a quicker look; writes nothing
- *   npm run bench -- --only jobrate    # a bulk re-drive job's achieved rate (1,000 items at 50/s, 3 runs, ~4 min):
- *                                      # writes its table in BENCHMARKS.md (with --job-items/--job-rate: writes nothing)
+ *   npm run bench -- --only jobrate    # a bulk re-drive job's rate as a ceiling: 1,000 items at 10, 50 and 100/s, 3 runs
+ *                                      # each (~15 min): achieved ÷ asked and the busiest second; writes
+ *                                      # bench/results/job-rate.json and its table (with --job-items/--job-rates/--job-runs: writes nothing)
+ *   npm run bench -- --only fleet --fleet-roles split   # the same with the API and the worker in two processes (its own block)
+ *   npm run bench -- --only fleet      # live traffic beside a bulk job: submission p50/p99 idle and under a 50/s job of
+ *                                      # 1,000 items, a second job's first admission behind the first's runs; 3 runs (~6 min):
+ *                                      # writes bench/results/fleet.json and its table (with --fleet-*: writes nothing)
+ *   npm run bench -- --only retention  # retention draining 1.5M records past retention, submissions beside it (seed ~5 min,
+ *                                      # drain ≤ 15 min): writes bench/results/retention.json and its table
+ *                                      # (with --retention-records/--retention-live: writes nothing)
+ *   npm run bench -- --only jobrate,fleet,retention   # the three fleet figures, one after another
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadavg } from 'node:os';
 import { createLog } from '../src/log';
 import { measureGrowth, renderGrowth } from './growth';
+import { measureFleet, renderFleet } from './fleet';
 import { jobRateLoad, measureJobRate, renderJobRate } from './job-rate';
+import { measureRetentionDrain, renderRetentionDrain } from './retention-drain';
 import { renderTable, replaceBlock } from './report';
 import { runBenchmarks } from './suite';
 
@@ -36,8 +47,15 @@ const { values } = parseArgs({
     'growth-sizes': { type: 'string', default: '10000,10000000' },
     'growth-samples': { type: 'string', default: '31' },
     'job-items': { type: 'string', default: '1000' },
-    'job-rate': { type: 'string', default: '50' },
+    'job-rates': { type: 'string', default: '10,50,100' },
     'job-runs': { type: 'string', default: '3' },
+    'fleet-items': { type: 'string', default: '1000' },
+    'fleet-runs': { type: 'string', default: '3' },
+    'fleet-hold-ms': { type: 'string', default: '5000' },
+    'fleet-roles': { type: 'string', default: 'one' },
+    'retention-records': { type: 'string', default: '1500000' },
+    'retention-live': { type: 'string', default: '100000' },
+    'retention-interval-ms': { type: 'string', default: '60000' },
   },
 });
 
@@ -96,33 +114,83 @@ if (only?.includes('growth')) {
   if (only.length === 1) process.exit(0);
 }
 
+const stamp = () => new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+/** A fleet figure's table into its own block of BENCHMARKS.md and its raw result into bench/results/<file>, when run at its recorded sizes. */
+const record = (block: string, file: string, table: string, result: object, recorded: boolean) => {
+  process.stdout.write(`${table}\n`);
+  if (!recorded) return;
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync(`bench/results/${file}`, `${JSON.stringify(result, null, 2)}\n`);
+  const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';
+  writeFileSync('BENCHMARKS.md', replaceBlock(document, table, block));
+  progress(`wrote bench/results/${file} and the ${block} table in BENCHMARKS.md`);
+};
+const defaulted = (...names: (keyof typeof values)[]) =>
+  names.every((name) => !process.argv.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`)));
+
 // The bulk re-drive pacing figure: its own fresh dev server and database, only when asked for.
 if (only?.includes('jobrate')) {
   const items = number('job-items', values['job-items']!, 2);
-  const rate = Number(values['job-rate']);
-  if (!(rate >= 0.1 && rate <= 300)) {
-    process.stderr.write(`bench: --job-rate must be a number from 0.1 to 300 (got ${values['job-rate']})\n`);
+  const rates = values['job-rates']!.split(',').map((text) => {
+    const rate = Number(text.trim());
+    if (!(rate >= 0.1 && rate <= 300)) {
+      process.stderr.write(`bench: --job-rates must be numbers from 0.1 to 300 (got ${text})\n`);
+      process.exit(2);
+    }
+    return rate;
+  });
+  const load = jobRateLoad();
+  const result = await measureJobRate({ items, rates, runs: number('job-runs', values['job-runs']!, 1), log: createLog({ level: 'error' }), say: progress });
+  const loadEnd = jobRateLoad();
+  const table = renderJobRate(result, { date: stamp(), load, loadEnd });
+  record('jobrate', 'job-rate.json', table, { load, loadEnd, ...result }, defaulted('job-items', 'job-rates', 'job-runs'));
+}
+
+// Live traffic beside a bulk job, and a second job behind the first's runs: its own dev server and database.
+if (only?.includes('fleet')) {
+  const roles = values['fleet-roles'];
+  if (roles !== 'one' && roles !== 'split') {
+    process.stderr.write(`bench: --fleet-roles must be one or split (got ${roles})\n`);
     process.exit(2);
   }
   const load = jobRateLoad();
-  const result = await measureJobRate({
-    items,
-    ratePerSecond: rate,
-    runs: number('job-runs', values['job-runs']!, 1),
+  const result = await measureFleet({
+    items: number('fleet-items', values['fleet-items']!, 2),
+    secondItems: 50,
+    ratePerSecond: 50,
+    submitPerSecond: 10,
+    holdMs: number('fleet-hold-ms', values['fleet-hold-ms']!, 0),
+    runs: number('fleet-runs', values['fleet-runs']!, 1),
+    roles,
     log: createLog({ level: 'error' }),
     say: progress,
   });
-  const table = renderJobRate(result, new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', load);
-  process.stdout.write(`${table}\n`);
-  if (values['job-items'] === '1000' && values['job-rate'] === '50') {
-    mkdirSync('bench/results', { recursive: true });
-    writeFileSync('bench/results/job-rate.json', `${JSON.stringify({ load, ...result }, null, 2)}\n`);
-    const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';
-    writeFileSync('BENCHMARKS.md', replaceBlock(document, table, 'jobrate'));
-    progress('wrote bench/results/job-rate.json and the job-rate table in BENCHMARKS.md');
-  }
-  if (only.length === 1) process.exit(0);
+  const loadEnd = jobRateLoad();
+  const table = renderFleet(result, { date: stamp(), load, loadEnd });
+  const [block, file] = roles === 'split' ? ['fleet-split', 'fleet-split.json'] : ['fleet', 'fleet.json'];
+  record(block, file, table, { load, loadEnd, ...result }, defaulted('fleet-items', 'fleet-runs', 'fleet-hold-ms'));
 }
+
+// Retention draining a seeded backlog, live submissions beside it: its own database and dev server.
+if (only?.includes('retention')) {
+  const load = jobRateLoad();
+  const result = await measureRetentionDrain({
+    records: number('retention-records', values['retention-records']!, 1),
+    live: number('retention-live', values['retention-live']!, 100),
+    intervalMs: number('retention-interval-ms', values['retention-interval-ms']!, 100),
+    dutyCycle: 0.5,
+    batchSize: 1000,
+    submitPerSecond: 10,
+    idleSubmissions: 300,
+    capMs: 60 * 60_000,
+    log: createLog({ level: 'error' }),
+    say: progress,
+  });
+  const loadEnd = jobRateLoad();
+  const table = renderRetentionDrain(result, { date: stamp(), load, loadEnd });
+  record('retention', 'retention.json', table, { load, loadEnd, ...result }, defaulted('retention-records', 'retention-live', 'retention-interval-ms'));
+}
+if (only && only.every((name) => ['growth', 'jobrate', 'fleet', 'retention'].includes(name))) process.exit(0);
 
 const loadAverage = () =>
   loadavg()
@@ -131,7 +199,7 @@ const loadAverage = () =>
 const loadAtStart = loadAverage();
 const results = await runBenchmarks({
   ...options,
-  only: only?.filter((name) => name !== 'growth' && name !== 'jobrate'),
+  only: only?.filter((name) => !['growth', 'jobrate', 'fleet', 'retention'].includes(name)),
   progress,
 });
 // Absolute figures move with the machine's load: every recorded run says what it was.

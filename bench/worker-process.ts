@@ -17,12 +17,14 @@ installSdkLogging(log, 'ERROR');
 const db = createPgDb(process.env.DATABASE_URL!, { max: 20 });
 const config = loadConfig({}, { 'pipeline.auth.tokens': [] });
 const slots = Number(process.env.ACTIVITY_SLOTS ?? 1100);
+// Every parked run stays cached unless MAX_CACHED_WORKFLOWS bounds the cache (the trade BENCHMARKS.md measures).
+const cached = Number(process.env.MAX_CACHED_WORKFLOWS ?? slots);
 const { worker } = await createEngineWorker({
   address: process.env.TEMPORAL_ADDRESS!,
   namespace: 'default',
   taskQueue: process.env.TASK_QUEUE!,
   deps: { store: new ExecutionStore(db), effects: new EffectStore(db), registry: new PipelineRegistry(config, benchPipelines), log },
-  worker: { maxConcurrentActivityTaskExecutions: slots, maxCachedWorkflows: slots },
+  worker: { maxConcurrentActivityTaskExecutions: slots, maxCachedWorkflows: cached, maxConcurrentWorkflowTaskExecutions: Math.min(40, cached) },
 });
 process.stdout.write('ready\n');
 await worker.run();

@@ -8,6 +8,7 @@
  *   npm run capture:histories -- success        # only the named ones
  *   npm run capture:histories -- redrive-job    # a bulk re-drive job: canary, halt, resume, finish
  *   npm run capture:histories -- redrive-job-continue-as-new   # a job's run that continued as new, and the run after
+ *   npm run capture:histories -- pipeline-foreign-run-fails redrive-job-cancel-aborts   # the Temporal UI's Reset and Request Cancellation
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -24,9 +25,9 @@ import { loadConfig } from '../src/config/config';
 import { workflowIdFor } from '../src/ids';
 import { createLog } from '../src/log';
 import { definePipeline, localStep, NonRetryableException, restStep } from '../src/pipeline/define';
-import { startService, type Service } from '../src/service/runtime';
+import { startService, type Service } from '../src/runtime';
 import { redriveJobWorkflow } from '../src/workflows/redrive-job-workflow';
-import { DEFAULT_HALT_ON } from '../src/workflows/redrive-job-policy';
+import { DEFAULT_HALT_ON } from '../src/contract/requests';
 import { resolveTemporalCli } from '../src/temporal/cli';
 import { startDevServer } from '../src/temporal/dev-server';
 import { createTestDatabase } from '../test/helpers/postgres';
@@ -130,6 +131,8 @@ interface Capture {
   save(name: string, executionId: string, runId: string): Promise<void>;
   /** Saves the history of a workflow's latest run (a bulk re-drive job's) once it has closed. */
   saveWorkflow(name: string, workflowId: string, runId?: string): Promise<void>;
+  /** Runs the temporal CLI against the capture's dev server (as the Temporal UI's buttons would act). */
+  temporal(...args: string[]): string;
 }
 
 const scenarios: Record<string, (c: Capture) => Promise<void>> = {
@@ -142,6 +145,13 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-flaky', executionId: 'retries', input: {} });
     await c.waitFor('retries', ['SUCCEEDED']);
     await c.save('retries', 'retries', started.runId);
+  },
+  // A run that schedules each step under its own activity type (`<pipeline>:<step>`, the
+  // step-named-activity-type patch), with retries; the histories above are from before it.
+  async 'step-activity-types'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-flaky', executionId: 'named-types', input: {} });
+    await c.waitFor('named-types', ['SUCCEEDED']);
+    await c.save('step-activity-types', 'named-types', started.runId);
   },
   async 'non-retryable-then-redrive-failed'(c) {
     const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: 'validate', input: {} });
@@ -227,6 +237,60 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     }
     await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}/resume`, { reason: 'capture' });
     await c.saveWorkflow('redrive-job', job.workflowId);
+  },
+  // The Temporal UI's Reset of a FAILED run (to its first workflow task): a run the orchestrator
+  // did not start, which runs no step and fails saying so (the pipeline-foreign-run-fails patch).
+  async 'pipeline-foreign-run-fails'(c) {
+    await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-exhausted', executionId: 'foreign', input: {} });
+    const failed = await c.waitFor('foreign', ['FAILED']);
+    const workflowId = workflowIdFor(TENANT, 'foreign');
+    c.temporal(
+      'workflow',
+      'reset',
+      '--workflow-id',
+      workflowId,
+      '--run-id',
+      String(failed.runId),
+      '--reason',
+      'capture: pressed Reset',
+      '--type',
+      'FirstWorkflowTask',
+    );
+    let reset = await c.service.client.workflow.getHandle(workflowId).describe();
+    while (reset.runId === failed.runId || reset.status.name === 'RUNNING') {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      reset = await c.service.client.workflow.getHandle(workflowId).describe();
+    }
+    if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
+    await c.saveWorkflow('pipeline-foreign-run-fails', workflowId, reset.runId);
+  },
+  // "Request Cancellation" on a bulk job while it admits (the redrive-job-cancel-aborts patch):
+  // the job is aborted in the store and its workflow ends Canceled.
+  async 'redrive-job-cancel-aborts'(c) {
+    const ids = ['job-cancel-1', 'job-cancel-2', 'job-cancel-3'];
+    for (const id of ids) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: id, input: {} });
+    for (const id of ids) await c.waitFor(id, ['FAILED']);
+    const job = await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
+      selection: { executionIds: ids },
+      reason: 'capture',
+      allowFailed: true,
+      ratePerSecond: 0.2,
+      haltOn: { failedAgainShare: 1, minFinished: 1000, remoteOutcomeUnknown: true },
+    });
+    for (;;) {
+      const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
+      if (view.counts.admitted >= 1) break;
+      if (view.status !== 'RUNNING') throw new Error(`the job ended ${view.status} before its first admission`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const handle = c.service.client.workflow.getHandle(job.workflowId);
+    await handle.cancel();
+    await handle.result().catch(() => undefined);
+    const closed = await handle.describe();
+    if (closed.status.name !== 'CANCELLED') throw new Error(`the job workflow ended ${closed.status.name}, not CANCELLED`);
+    const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
+    if (view.status !== 'ABORTED') throw new Error(`the job is ${view.status} in the store, not ABORTED`);
+    await c.saveWorkflow('redrive-job-cancel-aborts', job.workflowId, closed.runId);
   },
   async 'redrive-job-continue-as-new'(c) {
     // A job of 12 items whose workflow is started with a low history limit (as the API's would
@@ -319,6 +383,9 @@ async function main() {
     async save(name, executionId, runId) {
       if (!runId) throw new Error(`${name}: no runId (the start went to the sweeper); run the capture again`);
       await capture.saveWorkflow(name, workflowIdFor(TENANT, executionId), runId);
+    },
+    temporal(...args) {
+      return execFileSync(cli.path, [...args, '--address', dev.address, '--namespace', 'default'], { encoding: 'utf8' });
     },
     async saveWorkflow(name, workflowId, runId) {
       const handle = service.client.workflow.getHandle(workflowId, runId);

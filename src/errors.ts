@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   EXECUTION_NOT_FOUND: { status: 404, title: 'no such execution in this tenant' },
   ROUTE_NOT_FOUND: { status: 404, title: 'no such route' },
   JOB_NOT_FOUND: { status: 404, title: 'no such bulk re-drive job in this tenant' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'the path exists, under other methods; Allow lists them' },
   REQUEST_TIMEOUT: { status: 408, title: 'the body did not arrive in time' },
   EXECUTION_EXISTS: { status: 409, title: 'the executionId is already used in this tenant' },
   VERSION_MISMATCH: { status: 409, title: 'expectedVersion is not the stored version (currentVersion says which is)' },
@@ -55,7 +56,7 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 /**
  * The `errorCode`s the engine itself gives a failed LOCAL or FUNCTION step (on the record,
  * in the DLQ envelope, as a metric label), whether the step is retried, and what it means.
- * An operator's own code (`NonRetryableException(message, code)`, an error's `code`) is
+ * An operator's own code (`NonRetryableError(message, code)`, an error's `code`) is
  * passed through instead when it looks like one. docs/runbook.md explains each (a test
  * holds it to this list).
  */
@@ -66,8 +67,8 @@ export const STEP_ERROR_CODES = {
     title: "the operator threw a programming error (TypeError, ReferenceError, SyntaxError, RangeError, or the step's nonRetryableErrorTypes)",
   },
   STEP_TIMEOUT: { retryable: true, title: "the step's own deadline passed" },
-  NON_RETRYABLE: { retryable: false, title: 'NonRetryableException without a valid code' },
-  USER_ACTION_REQUIRED: { retryable: false, title: 'UserActionRequiredException: a person must act on the external system' },
+  NON_RETRYABLE: { retryable: false, title: 'NonRetryableError without a valid code' },
+  USER_ACTION_REQUIRED: { retryable: false, title: 'UserActionRequiredError: a person must act on the external system' },
   OPERATOR_OUTPUT_NOT_SERIALIZABLE: { retryable: false, title: 'the operator returned what JSON cannot carry' },
   COMMAND_EFFECT_NOT_REDISPATCHABLE: { retryable: false, title: 'the retained Command effect is not FAILED_RETRYABLE' },
   RETRY_INTENT_NOT_A_COMMAND: { retryable: false, title: 'intent=RETRY_FAILED_COMMAND reached a step that is not a Command' },
@@ -83,51 +84,67 @@ export interface PipelineErrorOptions {
   cause?: unknown;
 }
 
+/** The codes whose registered HTTP status is `S` (a class that always answers 409 takes only 409 codes). */
+export type CodeWithStatus<S extends number> = { [C in ErrorCode]: (typeof ERROR_CODES)[C]['status'] extends S ? C : never }[ErrorCode];
+
+/**
+ * An error the service raises on purpose. Its HTTP `status` is always the code's own in
+ * ERROR_CODES: no caller chooses or overrides it, so the document, the docs' error table
+ * and every answer agree.
+ */
 export class PipelineError extends Error {
+  /** the HTTP status, from ERROR_CODES */
+  readonly status: number;
+
   /**
-   * @param status the HTTP status; default the code's own from ERROR_CODES
-   * @param extra fields added to the problem+json body (ids, versions, evidence; never payload data)
+   * @param extra fields added to the problem+json body (ids, versions, evidence; never payload data).
+   *   `type`, `title`, `status`, `detail` and `code` are the problem's own members and cannot be set here.
    */
   constructor(
     message: string,
     readonly code: ErrorCode,
-    readonly status: number = ERROR_CODES[code].status,
     readonly extra: Record<string, unknown> = {},
     options: PipelineErrorOptions = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
+    this.status = ERROR_CODES[code].status;
+    const reserved = Object.keys(extra).filter((key) => PROBLEM_MEMBERS.has(key));
+    if (reserved.length > 0) throw new TypeError(`PipelineError ${code}: extra may not set the problem's own ${reserved.join(', ')}`);
   }
 }
+
+/** The members RFC 9457 (and this API's Problem schema) gives a meaning of their own. */
+const PROBLEM_MEMBERS = new Set(['type', 'title', 'status', 'detail', 'code', 'instance']);
 
 /** Configuration cannot be used; the service refuses to start. */
 export class ConfigError extends PipelineError {
   constructor(message: string, options?: PipelineErrorOptions) {
-    super(message, 'CONFIG_INVALID', 500, {}, options);
+    super(message, 'CONFIG_INVALID', {}, options);
   }
 }
 
 export class ValidationError extends PipelineError {
   constructor(message: string, issues: unknown[] = []) {
-    super(message, 'VALIDATION_FAILED', 400, { issues });
+    super(message, 'VALIDATION_FAILED', { issues });
   }
 }
 
 export class UnauthorizedError extends PipelineError {
   constructor(message = 'a valid bearer token is required') {
-    super(message, 'UNAUTHORIZED', 401);
+    super(message, 'UNAUTHORIZED');
   }
 }
 
 export class ForbiddenError extends PipelineError {
   constructor(message: string) {
-    super(message, 'FORBIDDEN', 403);
+    super(message, 'FORBIDDEN');
   }
 }
 
 export class NotFoundError extends PipelineError {
-  constructor(message: string, code: ErrorCode = 'ROUTE_NOT_FOUND') {
-    super(message, code, 404);
+  constructor(message: string, code: CodeWithStatus<404> = 'ROUTE_NOT_FOUND') {
+    super(message, code);
   }
 }
 
@@ -139,8 +156,8 @@ export class ExecutionNotFoundError extends NotFoundError {
 }
 
 export class ConflictError extends PipelineError {
-  constructor(message: string, code: ErrorCode, extra: Record<string, unknown> = {}, options?: PipelineErrorOptions) {
-    super(message, code, 409, extra, options);
+  constructor(message: string, code: CodeWithStatus<409>, extra: Record<string, unknown> = {}, options?: PipelineErrorOptions) {
+    super(message, code, extra, options);
   }
 }
 
@@ -158,13 +175,35 @@ export class VersionMismatchError extends ConflictError {
   }
 }
 
+/** The codes a single re-drive's admission refuses with (the state does not allow it, or the store cannot do it). */
+export type RedriveRefusalCode =
+  | 'EXECUTION_ACTIVE'
+  | 'EXECUTION_SUCCEEDED'
+  | 'ALLOW_FAILED_REQUIRED'
+  | 'RETRY_FAILED_COMMAND_INTENT_REQUIRED'
+  | 'COMMAND_EFFECT_NOT_REDISPATCHABLE'
+  | 'DISPOSITION_UNCONFIRMED'
+  | 'EXECUTION_NOT_FAILED'
+  | 'FAILED_STEP_NOT_RETAINED'
+  | 'RETRY_INTENT_UNSUPPORTED';
+
 /**
  * Re-drive admission said no: the state does not allow this re-drive (409) or the request
  * asks for something this execution or store cannot do (422). `code` says which rule.
  */
 export class RedriveRefusedError extends PipelineError {
-  constructor(code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) {
-    super(detail, code, ERROR_CODES[code].status, extra);
+  constructor(code: RedriveRefusalCode, detail: string, extra: Record<string, unknown> = {}) {
+    super(detail, code, extra);
+  }
+}
+
+/**
+ * A bulk re-drive's selection cannot make a job: it matches nothing that can be selected
+ * (`excluded` counts what was left out, by reason) or more than a job may hold.
+ */
+export class SelectionError extends PipelineError {
+  constructor(code: 'SELECTION_EMPTY' | 'SELECTION_TOO_LARGE', detail: string, extra: { excluded?: Record<string, number> } = {}) {
+    super(detail, code, extra);
   }
 }
 
@@ -175,23 +214,30 @@ export class JobNotFoundError extends NotFoundError {
   }
 }
 
+/** The job is finished (ABORTED, COMPLETED or FAILED): `jobStatus` says which; `status` stays the HTTP status (RFC 9457). */
+export class JobFinishedError extends ConflictError {
+  constructor(jobId: string, jobStatus: string, action: string) {
+    super(`job ${jobId} is ${jobStatus}; it can no longer ${action}`, 'JOB_FINISHED', { jobStatus });
+  }
+}
+
 export class UnknownPipelineError extends PipelineError {
   constructor(pipeline: string) {
-    super(`pipeline "${pipeline}" is not registered`, 'UNKNOWN_PIPELINE', 422);
+    super(`pipeline "${pipeline}" is not registered`, 'UNKNOWN_PIPELINE');
   }
 }
 
 /** Temporal did not answer a call made while answering a request (deadline, unreachable). Retry later. */
 export class TemporalUnavailableError extends PipelineError {
   constructor(message: string, options?: PipelineErrorOptions) {
-    super(message, 'TEMPORAL_UNAVAILABLE', 503, {}, options);
+    super(message, 'TEMPORAL_UNAVAILABLE', {}, options);
   }
 }
 
 /** The store (Postgres) cannot be reached or is restarting, and retrying a few times did not help. Retry later. */
 export class StoreUnavailableError extends PipelineError {
   constructor(cause: unknown) {
-    super('the store (Postgres) is unavailable; retry later', 'STORE_UNAVAILABLE', 503, {}, { cause });
+    super('the store (Postgres) is unavailable; retry later', 'STORE_UNAVAILABLE', {}, { cause });
   }
 }
 
@@ -202,6 +248,6 @@ export class StoreUnavailableError extends PipelineError {
  */
 export class StoredValueError extends PipelineError {
   constructor(table: string, row: string, field: string, issue: string) {
-    super(`${table} ${row}: the stored ${field} no longer parses (${issue})`, 'INTERNAL', 500, { table, row, field });
+    super(`${table} ${row}: the stored ${field} no longer parses (${issue})`, 'INTERNAL', { table, row, field });
   }
 }

@@ -2,14 +2,16 @@
  * `npm start`: the service. By default the whole service in one process (`pipeline.role=all`);
  * `PIPELINE_ROLE=api` serves the HTTP API only, `PIPELINE_ROLE=worker` runs the worker and
  * the periodic tasks. With no TEMPORAL_ADDRESS and no DATABASE_URL it runs on the embedded
- * default (Temporal dev server + PGlite under .data/).
+ * default (Temporal dev server + PGlite under .data/). It registers the pipelines of the module
+ * named by `pipeline.pipelines-module`, else the built-in demo.
  */
 import { loadConfig } from './config/config';
 import { ConfigError } from './errors';
 import { createLog } from './log';
 import { createDemoPipeline } from './pipeline/demo';
-import { startDemoWorkers } from './worker-kit/demo-workers';
-import { startService } from './service/runtime';
+import { loadPipelinesModule } from './pipeline/pipelines-module';
+import { startDemoWorkers } from './pipeline/demo-workers';
+import { startService } from './runtime';
 import { assertDataDirFree } from './service/data-dir-lock';
 import { resolve } from 'node:path';
 
@@ -19,15 +21,18 @@ async function main(): Promise<void> {
   const config = loadConfig();
   // One service per embedded data dir: checked before any port, so a second start names the first.
   if (!config['pipeline.store.url'] || !config['pipeline.temporal.address']) assertDataDirFree(resolve(config['pipeline.data-dir']));
-  // The demo's remote steps, served by the worker kit next to the processes that run steps.
-  // They listen first: the pipeline names their addresses, and a configured 0 is known once bound.
+  // The deployment's own pipelines, loaded before anything starts so a bad module stops at once.
+  const modulePath = config['pipeline.pipelines-module'];
+  const ownPipelines = modulePath === undefined ? undefined : await loadPipelinesModule(modulePath);
+  // Without them, the demo: its remote steps served by the worker kit next to the processes that
+  // run steps. They listen first: the pipeline names their addresses, and a configured 0 is known once bound.
   const demoWorkers =
-    config['pipeline.role'] === 'api'
+    ownPipelines || config['pipeline.role'] === 'api'
       ? undefined
       : await startDemoWorkers({ rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] }, log);
   const ports = demoWorkers?.ports ?? { rest: config['pipeline.demo.rest-port'], grpc: config['pipeline.demo.grpc-port'] };
-  const demo = createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` });
-  const service = await startService({ config, log, pipelines: [demo] }).catch(async (err) => {
+  const pipelines = ownPipelines ?? [createDemoPipeline({ restBase: `http://127.0.0.1:${ports.rest}`, grpcAddress: `127.0.0.1:${ports.grpc}` })];
+  const service = await startService({ config, log, pipelines }).catch(async (err) => {
     await demoWorkers?.stop();
     throw err;
   });
@@ -65,11 +70,17 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    const since = Date.now();
     log.info({ event: 'service_stopping', signal });
     // The service first: its running steps may still call the demo's remote workers while it drains.
     await service.stop();
     await demoWorkers?.stop();
-    process.exit(0);
+    const ms = Date.now() - since;
+    log.info({ event: 'service_stopped', signal, ms });
+    // The last line a terminal shows, under the banner's own lines: everything it started is gone.
+    // Written once the log (asynchronous: pino's default destination) has flushed the line above, so it stays the last one.
+    const last = `\n  Stopped (${signal}) in ${(ms / 1000).toFixed(1)} s${service.urls.temporalUi ? ': the API, the worker and the Temporal dev server' : ''}.\n`;
+    log.flush(() => process.stderr.write(last, () => process.exit(0)));
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -71,6 +71,12 @@ export class Metrics {
     labelNames: ['table'],
     registers: [this.registry],
   });
+  readonly retentionBacklog = new Gauge<'table'>({
+    name: 'pipeline_retention_backlog_rows',
+    help: 'Rows past their retention that the last retention pass of this process left (its duty cycle ran out), by table; counted up to 100 batches, 0 when it caught up',
+    labelNames: ['table'],
+    registers: [this.registry],
+  });
   readonly redrives = new Counter({ name: 'pipeline_redrives_total', help: 'Re-drives admitted, by mode', labelNames: ['mode'], registers: [this.registry] });
   readonly redriveJobItems = new Counter<'outcome'>({
     name: 'pipeline_redrive_job_items_total',

@@ -60,9 +60,32 @@ export function boundPort(server: ServerType | Server): number {
   return (server.address() as AddressInfo).port;
 }
 
-/** Serves `fetch` on host:port (0 = any free port: read it with boundPort); a failure to listen is a ConfigError naming `key`. */
-export async function serveHttp(options: { fetch: Parameters<typeof serve>[0]['fetch']; port: number; hostname?: string; key: string }): Promise<ServerType> {
-  const server = serve({ fetch: options.fetch, port: options.port, hostname: options.hostname });
+/** How long a client may take to send a request's headers, and the whole request (ms); Node answers 408 past either. */
+export interface RequestTimeouts {
+  headersMs: number;
+  requestMs: number;
+}
+
+/**
+ * Serves `fetch` on host:port (0 = any free port: read it with boundPort); a failure to listen is a ConfigError naming `key`.
+ * `timeouts` bound slow clients; Node checks them every `min(1 s, headersMs / 2)` (its default, 30 s, would let a slow client hold a connection that much longer).
+ */
+export async function serveHttp(options: {
+  fetch: Parameters<typeof serve>[0]['fetch'];
+  port: number;
+  hostname?: string;
+  key: string;
+  timeouts?: RequestTimeouts;
+}): Promise<ServerType> {
+  const { timeouts } = options;
+  const serverOptions = timeouts
+    ? {
+        headersTimeout: timeouts.headersMs,
+        requestTimeout: timeouts.requestMs,
+        connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(timeouts.headersMs / 2))),
+      }
+    : undefined;
+  const server = serve({ fetch: options.fetch, port: options.port, hostname: options.hostname, ...(serverOptions ? { serverOptions } : {}) });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', (err: NodeJS.ErrnoException) =>

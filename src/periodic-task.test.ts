@@ -53,6 +53,24 @@ describe('PeriodicTask', () => {
     await loop.stop();
   });
 
+  it('runs the next pass sooner when a pass answers nextInMs (never later than the interval)', async () => {
+    const { log } = capture();
+    const answers = [{ nextInMs: 300 }, { nextInMs: 50_000 }, undefined];
+    let passes = 0;
+    const loop = new PeriodicTask('demo_failed', 1000, async () => answers[passes++], log);
+    loop.start();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(passes).toBe(1);
+    await vi.advanceTimersByTimeAsync(299);
+    expect(passes).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passes).toBe(2);
+    // Asked for later than the interval: one interval.
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(passes).toBe(3);
+    await loop.stop();
+  });
+
   it('logs a failed pass once under its event and carries on', async () => {
     const { log, lines } = capture();
     const work = controlledTask();

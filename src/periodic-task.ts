@@ -1,10 +1,18 @@
 /**
  * A background loop: run `task` every `intervalMs` (waiting for one pass to finish before
  * scheduling the next), log a failed pass without stopping, run a pass soon on `kick()`,
- * and on `stop()` wait for the pass in progress. The sweeper, the checkpoint publisher
- * and the DLQ relay are each one of these.
+ * and on `stop()` wait for the pass in progress. A pass may answer `{ nextInMs }` to have
+ * the next one sooner (retention while it is behind). The sweeper, the checkpoint publisher,
+ * the DLQ relay and retention are each one of these.
  */
 import type { Log } from './log';
+
+/** What a pass may answer: run the next pass this soon instead of one interval after this one ended. */
+export interface NextPass {
+  nextInMs: number;
+}
+
+const isNextPass = (value: unknown): value is NextPass => typeof (value as NextPass | undefined)?.nextInMs === 'number';
 
 export class PeriodicTask {
   private timer?: NodeJS.Timeout;
@@ -41,12 +49,17 @@ export class PeriodicTask {
   }
 
   private pass(): void {
-    this.running = this.task().catch((err) => {
-      this.log.warn({ event: this.failureEvent, error: err instanceof Error ? err.message : String(err) });
-    });
+    let delayMs = this.intervalMs;
+    this.running = this.task()
+      .then((result) => {
+        if (isNextPass(result)) delayMs = Math.max(0, Math.min(this.intervalMs, result.nextInMs));
+      })
+      .catch((err) => {
+        this.log.warn({ event: this.failureEvent, error: err instanceof Error ? err.message : String(err) });
+      });
     void this.running.finally(() => {
       this.running = undefined;
-      if (!this.stopped) this.schedule(this.intervalMs);
+      if (!this.stopped) this.schedule(delayMs);
     });
   }
 }

@@ -91,6 +91,41 @@ export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 export const REDRIVE_INTENTS = ['RETRY_FAILED_COMMAND'] as const;
 export type RedriveIntent = (typeof REDRIVE_INTENTS)[number];
 
+/** The only value of a re-drive request's `confirmedDisposition`: the operator checked the call made no effect. */
+export const CONFIRMED_DISPOSITIONS = ['NOT_APPLIED'] as const;
+export type ConfirmedDisposition = (typeof CONFIRMED_DISPOSITIONS)[number];
+
+/**
+ * Statuses of an execution that a run is still working on (or about to): a re-drive is
+ * refused with EXECUTION_ACTIVE while a run is live, and a follower waits while the record is in one.
+ */
+export const ACTIVE_EXECUTION_STATUSES = ['QUEUED', 'RUNNING'] as const satisfies readonly ExecutionStatus[];
+
+/**
+ * What became of a Temporal start after the commit that admitted it.
+ * - `started`: the workflow run is started
+ * - `pending`: the start did not happen yet (Temporal slow or down); the sweeper starts it
+ */
+export const DISPATCH_OUTCOMES = ['started', 'pending'] as const;
+export type DispatchOutcome = (typeof DISPATCH_OUTCOMES)[number];
+
+/**
+ * States of one item of a bulk re-drive job.
+ * - `SELECTED`: chosen at creation, not yet processed
+ * - `ADMITTED`: re-driven through the single re-drive's admission
+ * - `SKIPPED`: refused by that admission (its code kept) or given up after repeated errors
+ */
+export const JOB_ITEM_STATES = ['SELECTED', 'ADMITTED', 'SKIPPED'] as const;
+export type JobItemState = (typeof JOB_ITEM_STATES)[number];
+
+/** A bulk job's control-log actions: an operator's `pause`, `resume`, `abort`; the system's own `halt` and `fail`. */
+export const JOB_CONTROL_ACTIONS = ['pause', 'resume', 'abort', 'halt', 'fail'] as const;
+export type JobControlAction = (typeof JOB_CONTROL_ACTIONS)[number];
+
+/** Statuses of a published checkpoint in the outbox: `PENDING` until admitted as an execution, then `ADMITTED`. */
+export const CHECKPOINT_STATUSES = ['PENDING', 'ADMITTED'] as const;
+export type CheckpointStatus = (typeof CHECKPOINT_STATUSES)[number];
+
 /** Whether `value` is one of `words` (narrows a string read from a row or a request). */
 export function isOneOf<const T extends readonly string[]>(words: T, value: unknown): value is T[number] {
   return typeof value === 'string' && (words as readonly string[]).includes(value);

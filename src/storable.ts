@@ -37,9 +37,34 @@ export function findUnstorable(value: unknown, path: number[] = []): number[] | 
   return null;
 }
 
-/** A string schema whose value can be stored in a `text` column. */
-export function storableText<S extends z.ZodType<string>>(schema: S): S {
-  return schema.refine(isStorableString, { message: UNSTORABLE_MESSAGE }) as S;
+/**
+ * The same rule as a JSON Schema pattern, for the OpenAPI document: no NUL and no
+ * surrogate code point. JSON Schema reads patterns by code point (ECMA-262 with the `u`
+ * flag, as Python's `re` does), so a pair that makes one character is not a surrogate
+ * there, and only an unpaired one is refused.
+ */
+export const STORABLE_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
+/** Not only white space: what a `.trim().min(1)` field accepts, as a pattern. */
+export const NOT_BLANK_PATTERN = '\\S';
+
+/** Adds `patterns` to a rendered schema: as `pattern` when it has none, else alongside in `allOf`. */
+function withPatterns(jsonSchema: Record<string, unknown>, patterns: string[]) {
+  const all = [...(typeof jsonSchema.pattern === 'string' ? [jsonSchema.pattern] : []), ...patterns];
+  delete jsonSchema.pattern;
+  if (all.length === 1) jsonSchema.pattern = all[0];
+  else jsonSchema.allOf = [...((jsonSchema.allOf as unknown[]) ?? []), ...all.map((pattern) => ({ pattern }))];
+}
+
+/**
+ * A string schema whose value can be stored in a `text` column; the OpenAPI document says
+ * so by a pattern. `notBlank`: the schema trims before its minimum length, so a value of
+ * only white space is refused, and the document says that too.
+ */
+export function storableText<S extends z.ZodType<string>>(schema: S, options: { notBlank?: boolean } = {}): S {
+  const patterns = [STORABLE_PATTERN, ...(options.notBlank ? [NOT_BLANK_PATTERN] : [])];
+  return schema
+    .refine(isStorableString, { message: UNSTORABLE_MESSAGE })
+    .meta({ override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => withPatterns(jsonSchema, patterns) }) as unknown as S;
 }
 
 /** How deeply a stored JSON value may nest: far beyond any real payload, far below a stack overflow. */

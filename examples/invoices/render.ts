@@ -1,4 +1,4 @@
-/** What the render worker does with a reserved invoice; the in-process stand-ins of the tests call it. */
+/** What the render worker (examples/python-worker) does with a reserved invoice: the in-memory tests' stand-in for it. */
 import type { Rendered, Reserved } from './pipeline';
 
 export function render(invoice: Reserved): Rendered {

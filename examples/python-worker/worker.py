@@ -18,7 +18,10 @@ What it guarantees, per tenant-qualified Idempotency-Key ({tenantId}/{executionI
     * a handler whose caller gave up (its deadline passed) still stores its answer;
     * failures are application/problem+json with code, detail and retryable; a retryable one is
       not stored, so the next delivery of the key runs the handler again;
-    * a claim whose holder died (lease not renewed for --lease-ms) may be taken over.
+    * a claim whose holder died (lease not renewed for --lease-ms) is abandoned: its handler may
+      have made its effect, so it is never run again; deliveries answer "in progress" (the
+      orchestrator parks the execution REMOTE_OUTCOME_UNKNOWN for an operator) and the lookup
+      says ABANDONED.
 
 On start it prints one JSON line {"event": "worker_listening", "port": N, "url": ...} on stdout,
 then one JSON line per handled call (ids only, never the payload).
@@ -60,14 +63,14 @@ class Retryable(Exception):
 
 
 def render(payload, call):
-    """The business handler of the `render` step: an invoice becomes a document."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("invoiceId"), str):
-        raise Rejected(422, "INVALID_INVOICE", "invoiceId is required")
+    """The business handler of the `render` step of examples/invoices: a reserved invoice becomes a document."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("id"), str):
+        raise Rejected(422, "INVALID_INVOICE", "id is required")
     template = payload.get("template", "standard")
     if template not in ("standard", "compact"):
         raise Rejected(422, "TEMPLATE_MISSING", f'template "{template}" is not installed')
-    total = sum(float(line.get("amount", 0)) for line in payload.get("lines", []) if isinstance(line, dict))
-    return {"invoiceId": payload["invoiceId"], "document": f"{template}:{payload['invoiceId']}:{total:.2f}", "total": total}
+    invoice_id = payload["id"]
+    return {"invoiceId": invoice_id, "customer": str(payload.get("customer", "")), "pdfUrl": f"https://files.example/invoices/{invoice_id}.pdf"}
 
 
 def conformance(spec, call):
@@ -104,7 +107,7 @@ class DedupeStore:
         return db
 
     def claim(self, key, tenant, lease_s):
-        """('claimed', None) | ('done', (status, body)) | ('busy', None)"""
+        """('claimed', None) | ('done', (status, body)) | ('busy', None) | ('abandoned', None)"""
         db = self._connect()
         try:
             db.execute("BEGIN IMMEDIATE")
@@ -121,12 +124,11 @@ class DedupeStore:
             if state == "DONE":
                 db.execute("COMMIT")
                 return "done", (status, body)
-            if lease_until is not None and lease_until < now:
-                # The holder died mid-handler (its lease ran out): take the claim over.
-                db.execute("UPDATE transition_dedupe SET lease_until = ? WHERE idempotency_key = ?", (now + lease_s, key))
-                db.execute("COMMIT")
-                return "claimed", None
             db.execute("COMMIT")
+            if lease_until is not None and lease_until < now:
+                # The holder died after its handler started (its lease ran out): it may have made
+                # its effect, so it is never run again; the caller hears "in progress".
+                return "abandoned", None
             return "busy", None
         except Exception:
             db.execute("ROLLBACK") if db.in_transaction else None
@@ -151,7 +153,11 @@ class DedupeStore:
 
     def lookup(self, key):
         with self._connect() as db:
-            return db.execute("SELECT state, completed_at FROM transition_dedupe WHERE idempotency_key = ?", (key,)).fetchone()
+            return db.execute(
+                "SELECT CASE WHEN state = 'IN_PROGRESS' AND lease_until < ? THEN 'ABANDONED' ELSE state END, completed_at"
+                " FROM transition_dedupe WHERE idempotency_key = ?",
+                (time.time(), key),
+            ).fetchone()
 
 
 def problem(status, detail, retryable, code=None):
@@ -238,7 +244,9 @@ def make_handler(store, options):
                     return self.stored(stored[0], stored[1], True)
                 if outcome == "claimed":
                     break
-                if time.time() > waited_until:
+                if outcome == "abandoned" or time.time() > waited_until:
+                    if outcome == "abandoned":
+                        self.log(event="worker_claim_abandoned", tenantId=call["tenantId"], transitionKey=call["transitionKey"])
                     self.log(event="transition_in_progress", tenantId=call["tenantId"], transitionKey=call["transitionKey"])
                     status, content_type, body = problem(425, "the same transition is still being handled; deliver it again later", True)
                     return self.answer(status, content_type, body, {IN_PROGRESS_HEADER: "true", "Retry-After": "1"})

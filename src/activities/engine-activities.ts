@@ -16,7 +16,7 @@ import type { EffectStore } from '../store/effect-store';
 import type { EffectChange, ExecutionRecord, ExecutionStore, RemoteCall, StepKey, TerminalFailure } from '../store/execution-store';
 import type { StepDefinition } from '../pipeline/define';
 import type { TerminalReason, Transport } from '../spec-words';
-import { FailureTypes, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
+import { FailureTypes, stepActivityType, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
 import { invokeStep } from './invoke-step';
 import { RejectBuffer } from './rejects';
 import { classifyFailure, decideFailure, nonRetryableErrorTypesOf, toJsonOutput, type StepFailure } from './step-failure';
@@ -59,6 +59,14 @@ export function terminalFailure(details: TerminalDetails, message: string): Appl
   return ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message, details: [details] });
 }
 
+/** Whether Temporal cancelled this activity because it timed the attempt out or its run closed (not a cancel request or a shutdown). */
+function supersededByTemporal(activity: Context): boolean {
+  if (!activity.cancellationSignal.aborted) return false;
+  const details = activity.cancellationDetails;
+  const reason = (activity.cancellationSignal.reason as { message?: unknown } | undefined)?.message;
+  return details?.timedOut === true || details?.notFound === true || reason === 'TIMED_OUT' || reason === 'NOT_FOUND';
+}
+
 /** The execution's record is gone (deleted under a running workflow): nothing to commit, the run ends. */
 function recordMissing(req: { executionId: string; stepIndex: number; attempt?: number }): TerminalDetails {
   return {
@@ -83,6 +91,20 @@ function committedTerminal(record: ExecutionRecord, stepIndex: number): Terminal
     };
   }
   return undefined;
+}
+
+/** What an operator who reset a run should know: the execution's real state, and the command that runs it again when one would. */
+export function foreignRunAdvice(req: { tenantId: string; executionId: string }, record: ExecutionRecord): string {
+  const redrive = `npx pipeline-admin redrive ${req.executionId} --tenant ${req.tenantId}`;
+  switch (record.status) {
+    case 'FAILED':
+    case 'REMOTE_OUTCOME_UNKNOWN':
+      return `Execution ${req.executionId} is ${record.status} in its record; to run it again, re-drive it: ${redrive}`;
+    case 'SUCCEEDED':
+      return `Execution ${req.executionId} is SUCCEEDED in its record; nothing to run again.`;
+    default:
+      return `Execution ${req.executionId} is ${record.status} in its record; its own run ${record.runId ?? '(not started yet)'} carries it on.`;
+  }
 }
 
 export function createActivities(deps: EngineDeps) {
@@ -121,23 +143,36 @@ export function createActivities(deps: EngineDeps) {
    * or the run a duplicate of another start of the same dispatch.
    */
   async function resolveAttempt(req: StepRequest, activity: Context): Promise<{ attempt: number } | { settled: StepResult }> {
-    if (!req.firstOfRun && activity.info.attempt === 1) return { attempt: req.attempt };
+    if (!req.firstOfRun && !req.notFirstRun && activity.info.attempt === 1) return { attempt: req.attempt };
     const runId = activity.info.workflowExecution?.runId ?? 'unknown';
     const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
     if (!record) throw recordMissingFailure(req);
-    if (req.firstOfRun && record.runId !== runId) {
-      // A second start of the same dispatch (a sweeper racing a crashed starter): the first run owns the record.
-      log.warn({ event: 'execution_duplicate_run_ignored', tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId });
-      throw ApplicationFailure.create({
-        type: FailureTypes.duplicateRun,
-        nonRetryable: true,
-        message: `run ${runId} is a duplicate; ${record.runId} owns execution ${req.executionId}`,
-      });
-    }
+    if ((req.firstOfRun || req.notFirstRun) && record.runId !== runId) throw await refuseForeignRun(req, record, runId);
     if (record.currentStepIndex > req.stepIndex) return { settled: { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null } };
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
     return { attempt: record.attempt };
+  }
+
+  /**
+   * A run the orchestrator did not start (a Reset in the Temporal UI or CLI, or a second
+   * start of a dispatch another run owns) runs no step: the record's own run owns it. The
+   * refusal is noted in the execution's history and its message, which the workflow fails
+   * with, says what the execution really is and what to do instead.
+   */
+  async function refuseForeignRun(req: StepRequest, record: ExecutionRecord, runId: string): Promise<ApplicationFailure> {
+    const how = req.notFirstRun ? 'a Reset in the Temporal UI or CLI' : 'a second start of a dispatch another run owns, or a Reset';
+    const reason = `not started by the orchestrator (${how}): this run ran no step. ${foreignRunAdvice(req, record)}`;
+    await store.noteForeignRun({ tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId, recordStatus: record.status, reason });
+    log.warn({
+      event: 'execution_foreign_run_refused',
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      runId,
+      ownerRunId: record.runId,
+      status: record.status,
+    });
+    return ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: reason });
   }
 
   /**
@@ -170,7 +205,9 @@ export function createActivities(deps: EngineDeps) {
     return { settled: { output: claim.effect.result } };
   }
 
-  async function runStep(req: StepRequest): Promise<StepResult> {
+  async function runStep(request: StepRequest): Promise<StepResult> {
+    // The workflow leaves out fields at their default (null, false); older runs still send them.
+    const req = { ...request, correlationId: request.correlationId ?? null };
     const activity = Context.current();
     const resolved = resolveStep(req);
     // A worker behind a rollout (the pinned version is newer than any it has) leaves the step to one that has it, committing nothing.
@@ -268,6 +305,19 @@ export function createActivities(deps: EngineDeps) {
         : await invoke();
       output = toJsonOutput(raw);
     } catch (err) {
+      // Temporal already gave this attempt up (a heartbeat it did not get in time) or its run is
+      // gone: a redelivery runs the same committed attempt, under the same identity, so the
+      // worker answers "in progress" or replays. Settling it here would commit a retry (a new
+      // identity: the worker's handler would run again) while the old call may still be running.
+      if (supersededByTemporal(activity)) {
+        log.info({
+          event: 'step_attempt_superseded',
+          ...logFields,
+          attempt,
+          reason: String((activity.cancellationSignal.reason as { message?: unknown } | undefined)?.message ?? ''),
+        });
+        throw activity.cancellationSignal.reason;
+      }
       if (err instanceof RemoteOutcomeUnknownError || err instanceof InProgressBudgetExhaustedError)
         return parkOutcomeUnknown(req, attempt, transitionKey, err, logFields, effect, startedAt);
       return fail(classifyFailure(err, { nonRetryableErrorTypes: nonRetryableErrorTypesOf(step, resolved.pipeline) }), effect);
@@ -390,7 +440,7 @@ export function createActivities(deps: EngineDeps) {
         elapsedMs: err.elapsedMs,
       };
     } else {
-      // The worker took the call and kept answering "in progress": that is the evidence an operator needs.
+      // The worker took the call and kept answering "in progress" (or no delivery got an answer): that is the evidence an operator needs.
       const startedAt = new Date(Math.min(invokedAt.getTime(), Date.parse(err.evidence.firstAt)));
       remoteCall = {
         transitionKey,
@@ -427,7 +477,7 @@ export function createActivities(deps: EngineDeps) {
         ? {
             inProgressAnswers: remoteCall.inProgress.answers,
             inProgressBudgetMs: remoteCall.inProgress.budgetMs,
-            decision: 'PARKED_IN_PROGRESS_BUDGET_EXHAUSTED',
+            decision: remoteCall.inProgress.state === 'IN_PROGRESS' ? 'PARKED_IN_PROGRESS_BUDGET_EXHAUSTED' : 'PARKED_DELIVERY_UNCONFIRMED',
           }
         : { decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY' }),
     });
@@ -495,5 +545,17 @@ export function createActivities(deps: EngineDeps) {
     return { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode, stepIndex: req.stepIndex, transitionKey };
   }
 
-  return { runStep, abandonStep };
+  /**
+   * The worker's default activity (the SDK runs it for any activity type not registered): a
+   * step scheduled under its own type, `<pipeline>:<step>`, does runStep's work. Any other
+   * unregistered type is refused as the SDK refuses one, retryable: a worker that has it may take it.
+   */
+  async function stepByType(req: StepRequest): Promise<StepResult> {
+    const type = Context.current().info.activityType;
+    if (req === null || typeof req !== 'object' || req.stepName === undefined || type !== stepActivityType(req.pipeline, req.stepName))
+      throw ApplicationFailure.create({ type: 'NotFoundError', message: `activity type ${type} is not registered on this worker` });
+    return runStep(req);
+  }
+
+  return { runStep, abandonStep, default: stepByType };
 }

@@ -1,7 +1,9 @@
 /**
  * "In progress" is not a failure. A REST/gRPC worker that answers "in progress" for the
  * transition identity took the call and has not stored its outcome (its handler still
- * runs, or its outcome store is down). The step's activity asks the same identity again,
+ * runs, or its outcome store is down). A delivery that got no answer at all after it may
+ * have reached the worker (DeliveryUnconfirmedError: a reset, an answer broken off) is
+ * treated the same way: a new attempt would be a new key and could run the effect twice. The step's activity asks the same identity again,
  * with backoff, inside a time budget of its own (pipeline.orchestrator.worker.in-progress-budget):
  * no attempt is committed and no Temporal attempt is spent. The activity heartbeats while
  * it waits, with the budget's progress as heartbeat details, so a redelivery after an engine
@@ -11,14 +13,16 @@
  * answers as evidence (InProgressBudgetExhaustedError), never FAILED.
  */
 import type { InProgressEvidence } from '../store/execution-store';
-import { TransitionInProgressError, type Protocol } from '../transports/remote';
+import { DeliveryUnconfirmedError, TransitionInProgressError, type Protocol } from '../transports/remote';
 
 /** The budget's progress, kept in the activity's heartbeat details across Temporal attempts. */
 export interface InProgressProgress {
   transitionKey: string;
-  /** epoch ms of the first "in progress" answer for the identity */
+  /** epoch ms of the first "in progress" answer (or unanswered delivery) for the identity */
   firstAt: number;
   answers: number;
+  /** whether the worker itself said "in progress" at least once (it took the call), rather than only unanswered deliveries */
+  heard?: boolean;
 }
 
 const FIRST_DELAY_MS = 1000;
@@ -34,7 +38,9 @@ export class InProgressBudgetExhaustedError extends Error {
     readonly evidence: InProgressEvidence,
   ) {
     super(
-      `${protocol} worker at ${target} answered "in progress" ${evidence.answers} times for this transition over the ${evidence.budgetMs} ms in-progress budget; its outcome is unknown`,
+      evidence.state === 'IN_PROGRESS'
+        ? `${protocol} worker at ${target} answered "in progress" ${evidence.answers} times for this transition over the ${evidence.budgetMs} ms in-progress budget; its outcome is unknown`
+        : `${protocol} worker at ${target} gave no answer to ${evidence.answers} deliveries of this transition over the ${evidence.budgetMs} ms in-progress budget (the connection dropped after sending); its outcome is unknown`,
     );
     this.name = 'InProgressBudgetExhaustedError';
   }
@@ -65,7 +71,8 @@ export interface InProgressPacing {
 function resumedProgress(value: unknown, transitionKey: string): InProgressProgress | undefined {
   const progress = value as Partial<InProgressProgress> | null | undefined;
   if (progress?.transitionKey !== transitionKey || typeof progress.firstAt !== 'number' || typeof progress.answers !== 'number') return undefined;
-  return { transitionKey, firstAt: progress.firstAt, answers: progress.answers };
+  // Progress written before `heard` existed counted "in progress" answers only.
+  return { transitionKey, firstAt: progress.firstAt, answers: progress.answers, heard: progress.heard ?? true };
 }
 
 /** The delay before asking again after the n-th answer: doubling from 1 s, capped at 10 s, never below the worker's Retry-After. */
@@ -87,10 +94,19 @@ function sleep(ms: number, every: number, beat: () => void, signal?: AbortSignal
       done();
       reject(signal!.reason);
     };
-    const timer = setTimeout(() => {
+    // A timer may fire a millisecond before the wall clock says `ms` passed; the budget is
+    // reckoned by the wall clock, so the wait ends only once it has (else one ask too many).
+    const end = Date.now() + ms;
+    const fire = () => {
+      const left = end - Date.now();
+      if (left > 0) {
+        timer = setTimeout(fire, left);
+        return;
+      }
       done();
       resolve();
-    }, ms);
+    };
+    let timer = setTimeout(fire, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
@@ -110,13 +126,18 @@ export async function deliverWhileInProgress<T>(call: () => Promise<T>, pacing: 
     } catch (err) {
       if (!(err instanceof TransitionInProgressError)) throw err;
       const now = Date.now();
-      progress = { transitionKey: pacing.transitionKey, firstAt: progress?.firstAt ?? now, answers: (progress?.answers ?? 0) + 1 };
+      progress = {
+        transitionKey: pacing.transitionKey,
+        firstAt: progress?.firstAt ?? now,
+        answers: (progress?.answers ?? 0) + 1,
+        heard: (progress?.heard ?? false) || !(err instanceof DeliveryUnconfirmedError),
+      };
       const current = progress;
       pacing.heartbeat(current);
       const budgetEnd = current.firstAt + pacing.budgetMs;
       if (now >= budgetEnd) {
         throw new InProgressBudgetExhaustedError(err.protocol, err.target, {
-          state: 'IN_PROGRESS',
+          state: current.heard ? 'IN_PROGRESS' : 'UNCONFIRMED',
           answers: current.answers,
           firstAt: new Date(current.firstAt).toISOString(),
           lastAt: new Date(now).toISOString(),

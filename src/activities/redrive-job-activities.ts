@@ -42,6 +42,10 @@ export function createRedriveJobActivities(ticks: RedriveJobTicks) {
     async redriveJobFinish(req: { tenantId: string; jobId: string }): Promise<JobTickState> {
       return ticks.finish(req.tenantId, req.jobId);
     },
+    /** RUNNING or PAUSED → ABORTED: the workflow was cancelled in Temporal. */
+    async redriveJobCancelled(req: { tenantId: string; jobId: string }): Promise<JobTickState> {
+      return ticks.cancelled(req.tenantId, req.jobId);
+    },
     /** RUNNING or PAUSED → FAILED with the reason: the workflow could not go on. */
     async redriveJobFail(req: { tenantId: string; jobId: string; reason: string }): Promise<void> {
       return ticks.fail(req.tenantId, req.jobId, req.reason);

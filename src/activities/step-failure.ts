@@ -3,7 +3,7 @@
  * a bounded error code (safe as a metric label), a message without payload, and the
  * Command effect status it leaves.
  */
-import { NonRetryableException, UserActionRequiredException, type PipelineDefinition, type StepDefinition } from '../pipeline/define';
+import { NonRetryableError, UserActionRequiredError, type PipelineDefinition, type StepDefinition } from '../pipeline/define';
 import { retryDelayMs, type RetryPolicy } from '../retry';
 import type { TerminalReason } from '../spec-words';
 import type { EffectStatus } from '../store/execution-store';
@@ -35,7 +35,7 @@ export class StepTimeoutError extends Error {
 }
 
 /** The operator returned something JSON cannot carry to the next step. Not retryable. */
-export class OutputNotSerializableError extends NonRetryableException {
+export class OutputNotSerializableError extends NonRetryableError {
   constructor(detail: string) {
     super(`operator output is not JSON-serialisable: ${detail}`, 'OPERATOR_OUTPUT_NOT_SERIALIZABLE');
   }
@@ -72,10 +72,10 @@ function isProgrammingError(err: unknown, types: readonly string[]): boolean {
 
 export function classifyFailure(err: unknown, options: ClassifyOptions = {}): StepFailure {
   const message = (err instanceof Error ? err.message : String(err)).slice(0, MAX_MESSAGE);
-  if (err instanceof UserActionRequiredException) {
+  if (err instanceof UserActionRequiredError) {
     return { retryable: false, errorCode: err.code, errorMessage: message, terminalEffectStatus: 'USER_ACTION_REQUIRED' };
   }
-  if (err instanceof NonRetryableException) {
+  if (err instanceof NonRetryableError) {
     return { retryable: false, errorCode: CODE.test(err.code) ? err.code : 'NON_RETRYABLE', errorMessage: message, terminalEffectStatus: 'FAILED_TERMINAL' };
   }
   if (err instanceof TransitionInProgressError) {

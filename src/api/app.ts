@@ -11,18 +11,18 @@ import { triage } from '../service/triage';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import { dispositionEvidence } from '../service/disposition';
-import { PublishCheckpointRequest, type CheckpointPublisher } from '../service/checkpoints';
+import type { CheckpointPublisher } from '../service/checkpoints';
 import type { ExecutionService } from '../service/executions';
-import { RedriveRequest, type RedriveService } from '../service/redrive';
-import { StartExecutionRequest } from '../service/executions';
+import type { RedriveService } from '../service/redrive';
+import { PublishCheckpointRequest, RedriveRequest, StartExecutionRequest } from '../contract/requests';
 import type { DlqStore } from '../store/dlq-store';
 import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
 import type { RejectStore } from '../store/reject-store';
-import { fleetRoutes, type FleetDeps } from './fleet-routes';
+import { fleetRoutes, isJobCreate, MAX_JOB_BODY_BYTES, type FleetDeps } from './fleet-routes';
 import { pipelineRoutes } from './pipeline-routes';
 import { resultRoutes } from './result-routes';
-import { DefinitionStore } from '../store/definition-store';
+import type { DefinitionStore } from '../store/definition-store';
 import type { SignalsStore } from '../store/signals-store';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import type { Readiness } from '../service/readiness';
@@ -31,12 +31,13 @@ import { mountHealth } from './health';
 import type { AesGcmCodec } from '../temporal/codec';
 import { codecRoutes } from './codec-routes';
 import { httpTracing } from '../trace-context';
-import { createOpenApiDocument } from './openapi';
+import { createOpenApiDocument, declaredPath } from './openapi';
 import { problem, problemHandler } from './problem';
 import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES, pathId, readJson, readQuery } from './request';
 import { bodyLimits } from './middleware/body-limits';
 import { isValidId } from '../ids';
-import { ListDlqQuery, ListExecutionsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from './queries';
+import { allowedMethods } from './method-not-allowed';
+import { ListDlqQuery, ListExecutionsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from '../contract/parameters';
 import { effectView, existingExecutionView, recordView } from './views';
 
 export interface AppDeps {
@@ -45,6 +46,7 @@ export interface AppDeps {
   store: ExecutionStore;
   effects: EffectStore;
   dlq: DlqStore;
+  definitions: DefinitionStore;
   executions: ExecutionService;
   redrive: RedriveService;
   registry: PipelineRegistry;
@@ -70,7 +72,12 @@ export function createApp(deps: AppDeps) {
   const app = new Hono<AuthEnv>();
   if (deps.tracing) app.use('*', httpTracing());
   app.onError(problemHandler(log));
-  app.notFound((c) => problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`));
+  app.notFound((c) => {
+    const allow = allowedMethods(app, c.req.path);
+    // No route at all, or the route for this very method answered "not found" itself (an unknown asset).
+    if (allow.length === 0 || allow.includes(c.req.method)) return problem(c, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`);
+    return problem(c, 'METHOD_NOT_ALLOWED', `${c.req.path} answers ${allow.join(', ')}, not ${c.req.method}`, {}, { allow: allow.join(', ') });
+  });
 
   mountHealth(app, { ...deps, metricsTokenSha256: config['pipeline.metrics.token-sha256'], log });
 
@@ -78,7 +85,7 @@ export function createApp(deps: AppDeps) {
   // Auth first (401/403 before anything is read), then the body limits while it streams in.
   const limits = bodyLimits({ maxBytes: MAX_BODY_BYTES, readTimeoutMs: config['pipeline.server.body-read-timeout'] });
   api.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'submit', log }), limits);
-  api.post('/tenants/:tenantId/executions', async (c) => {
+  api.post(declaredPath('post', '/api/tenants/{tenantId}/executions', '/api'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const body = await readJson(c, StartExecutionRequest);
     const outcome = await deps.executions.start(tenantId, body);
@@ -90,7 +97,7 @@ export function createApp(deps: AppDeps) {
   // The one route that answers payload data (the final output): its own file, never logged.
   api.route('/', resultRoutes({ store: deps.store }));
 
-  api.post('/tenants/:tenantId/checkpoints', async (c) => {
+  api.post(declaredPath('post', '/api/tenants/{tenantId}/checkpoints', '/api'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const body = await readJson(c, PublishCheckpointRequest);
     const outcome = await deps.checkpoints.publish(tenantId, body);
@@ -98,9 +105,12 @@ export function createApp(deps: AppDeps) {
   });
 
   const admin = new Hono<AuthEnv>();
-  admin.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'admin', log }), limits);
+  const jobLimits = bodyLimits({ maxBytes: MAX_JOB_BODY_BYTES, readTimeoutMs: config['pipeline.server.body-read-timeout'] });
+  admin.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'admin', log }), (c, next) =>
+    (isJobCreate(c.req.method, c.req.path) ? jobLimits : limits)(c, next),
+  );
 
-  admin.get('/tenants/:tenantId/executions', async (c) => {
+  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListExecutionsQuery);
     const after = decodeCursor(
@@ -115,7 +125,7 @@ export function createApp(deps: AppDeps) {
     });
   });
 
-  admin.get('/tenants/:tenantId/executions/:executionId', async (c) => {
+  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     const record = await deps.store.get(tenantId, executionId);
@@ -124,7 +134,7 @@ export function createApp(deps: AppDeps) {
     return c.json(disposition ? { ...recordView(record), disposition } : recordView(record));
   });
 
-  admin.get('/tenants/:tenantId/executions/:executionId/effects', async (c) => {
+  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}/effects', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     const record = await deps.store.get(tenantId, executionId);
@@ -132,7 +142,7 @@ export function createApp(deps: AppDeps) {
     return c.json({ items: (await deps.effects.list(tenantId, executionId)).map(effectView) });
   });
 
-  admin.post('/tenants/:tenantId/executions/:executionId/redrive', async (c) => {
+  admin.post(declaredPath('post', '/admin/tenants/{tenantId}/executions/{executionId}/redrive', '/admin'), async (c) => {
     const query = readQuery(c, RedriveQuery);
     const body = await readJson(c, RedriveRequest, { integerFields: ['expectedVersion'] });
     const tenantId = pathId(c, 'tenantId');
@@ -141,7 +151,7 @@ export function createApp(deps: AppDeps) {
     return c.json(await deps.redrive.redrive(tenantId, executionId, body, c.get('principal').name), 202);
   });
 
-  admin.get('/tenants/:tenantId/rejects', async (c) => {
+  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/rejects', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListRejectsQuery);
     const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
@@ -150,13 +160,13 @@ export function createApp(deps: AppDeps) {
     return c.json({ items: page.items, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
   });
 
-  admin.get('/tenants/:tenantId/triage', async (c) => {
+  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/triage', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, TriageQuery);
     return c.json(await triage(deps.signals, query.window, tenantId));
   });
 
-  admin.get('/tenants/:tenantId/dlq', async (c) => {
+  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/dlq', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const query = readQuery(c, ListDlqQuery);
     const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
@@ -171,13 +181,13 @@ export function createApp(deps: AppDeps) {
   });
 
   if (deps.fleet) admin.route('/', fleetRoutes(deps.fleet));
-  admin.route('/', pipelineRoutes({ registry: deps.registry, definitions: new DefinitionStore(deps.store.db) }));
+  admin.route('/', pipelineRoutes({ registry: deps.registry, definitions: deps.definitions }));
 
   const document = createOpenApiDocument(config['pipeline.admin.prefix']);
   mountDocs(app, prefix, document, config['pipeline.admin.docs-require-token'] ? bearerAuth({ tokens, role: 'submit', log }) : undefined);
 
   // Cross-tenant triage: admin tokens without a tenant allow-list only.
-  app.get(`${prefix}/admin/triage`, bearerAuth({ tokens, role: 'admin', log }), async (c) => {
+  app.get(`${prefix}${declaredPath('get', '/admin/triage')}`, bearerAuth({ tokens, role: 'admin', log }), async (c) => {
     if (c.get('principal').tenants)
       throw new ForbiddenError('cross-tenant triage needs a token without a tenant allow-list; use /admin/tenants/{tenantId}/triage');
     const query = readQuery(c, TriageQuery);

@@ -17,17 +17,10 @@ import { CodecError, type AesGcmCodec } from '../temporal/codec';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import { bodyLimits } from './middleware/body-limits';
 import { readJson } from './request';
+import { CodecRequest, MAX_CODEC_BODY_BYTES } from '../contract/requests';
+import { declaredPath } from './openapi';
 
-/** A history page of payloads: larger than the API's 64 KiB bodies. */
-export const MAX_CODEC_BODY_BYTES = 4 * 1024 * 1024;
-
-const Base64 = z
-  .string()
-  .max(MAX_CODEC_BODY_BYTES)
-  .regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'must be base64');
-export const CodecRequest = z.object({
-  payloads: z.array(z.object({ metadata: z.record(z.string(), Base64).optional(), data: Base64.optional() })).max(10_000),
-});
+export { MAX_CODEC_BODY_BYTES };
 type JsonPayload = z.infer<typeof CodecRequest>['payloads'][number];
 
 function fromJson(payload: JsonPayload): Payload {
@@ -74,13 +67,13 @@ export function codecRoutes(deps: CodecRoutesDeps) {
   );
 
   for (const direction of ['encode', 'decode'] as const) {
-    routes.post(`/${direction}`, async (c) => {
+    routes.post(declaredPath('post', `/codec/${direction}`, '/codec'), async (c) => {
       const body = await readJson(c, CodecRequest, { maxBytes: MAX_CODEC_BODY_BYTES });
       let payloads: Payload[];
       try {
         payloads = await deps.codec[direction](body.payloads.map(fromJson));
       } catch (err) {
-        if (err instanceof CodecError) throw new PipelineError(err.message, 'CODEC_PAYLOAD_UNREADABLE', 422, err.keyId ? { keyId: err.keyId } : {});
+        if (err instanceof CodecError) throw new PipelineError(err.message, 'CODEC_PAYLOAD_UNREADABLE', err.keyId ? { keyId: err.keyId } : {});
         throw err;
       }
       deps.log.info({ event: 'codec_request', direction, payloads: payloads.length, principal: c.get('principal').name });

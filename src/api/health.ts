@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics';
 import type { Readiness } from '../service/readiness';
 import { bearerAuth } from './middleware/bearer-auth';
 import { problem, problemHandler } from './problem';
+import { declaredPath } from './openapi';
 
 export interface HealthDeps {
   readiness?: Readiness;
@@ -20,14 +21,14 @@ export interface HealthDeps {
 }
 
 export function mountHealth(app: Hono<any>, deps: HealthDeps): void {
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get(declaredPath('get', '/healthz'), (c) => c.json({ status: 'ok' }));
   const readiness = deps.readiness;
   if (readiness) {
-    app.get('/readyz', async (c) => {
+    app.get(declaredPath('get', '/readyz'), async (c) => {
       const report = await readiness.check();
       if (report.ready) return c.json({ status: 'ready', checks: report.checks });
       const down = [...Object.keys(report.errors)].join(', ');
-      return problem(c, 503, 'NOT_READY', `not ready: ${down}`, { checks: report.checks, errors: report.errors });
+      return problem(c, 'NOT_READY', `not ready: ${down}`, { checks: report.checks, errors: report.errors });
     });
   }
   if (deps.metrics) {
@@ -43,7 +44,7 @@ export function createHealthApp(deps: HealthDeps & { log: Log }) {
   const app = new Hono();
   app.onError(problemHandler(deps.log));
   app.notFound((c) =>
-    problem(c, 404, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path} (this process runs the worker role: /healthz, /readyz, /metrics only)`),
+    problem(c, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path} (this process runs the worker role: /healthz, /readyz, /metrics only)`),
   );
   mountHealth(app, deps);
   return app;
@@ -57,6 +58,6 @@ export function createHealthApp(deps: HealthDeps & { log: Log }) {
 export function createStartingApp(state: () => string) {
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.all('*', (c) => problem(c, 503, 'NOT_READY', `starting: ${state()}`, { checks: { startup: 'down' }, errors: { startup: state() } }));
+  app.all('*', (c) => problem(c, 'NOT_READY', `starting: ${state()}`, { checks: { startup: 'down' }, errors: { startup: state() } }));
   return app;
 }

@@ -12,6 +12,7 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore, PinnedCount } from '../store/definition-store';
 import type { AuthEnv } from './middleware/bearer-auth';
 import { pathId } from './request';
+import { declaredPath } from './openapi';
 import type { ExecutionStatus } from '../spec-words';
 
 export interface PipelineRoutesDeps {
@@ -24,7 +25,7 @@ const UNFINISHED = ['QUEUED', 'RUNNING', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as 
 export function pipelineRoutes(deps: PipelineRoutesDeps) {
   const routes = new Hono<AuthEnv>();
 
-  routes.get('/tenants/:tenantId/pipelines', async (c) => {
+  routes.get(declaredPath('get', '/admin/tenants/{tenantId}/pipelines', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const counts = await deps.definitions.pinnedCounts(tenantId);
     const registered = deps.registry.list();

@@ -4,7 +4,7 @@
  */
 import type { Context, ErrorHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { PipelineError, type ErrorCode } from '../errors';
+import { ERROR_CODES, PipelineError, type ErrorCode } from '../errors';
 import type { Log } from '../log';
 
 const TITLES: Record<number, string> = {
@@ -25,9 +25,13 @@ const TITLES: Record<number, string> = {
 /** Retry-After of a 503: long enough for a restart of Temporal or Postgres to be noticed. */
 export const RETRY_AFTER_SECONDS = 5;
 
-export function problem(c: Context, status: number, code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) {
-  const body = { type: `urn:pipeline:problem:${code.toLowerCase().replace(/_/g, '-')}`, title: TITLES[status] ?? 'Error', status, detail, code, ...extra };
-  const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
+/** The problem+json answer for `code`; its HTTP status is the code's own (ERROR_CODES), never the caller's choice. */
+export function problem(c: Context, code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, moreHeaders: Record<string, string> = {}) {
+  const status = ERROR_CODES[code].status;
+  const own = { type: `urn:pipeline:problem:${code.toLowerCase().replace(/_/g, '-')}`, title: TITLES[status] ?? 'Error', status, detail, code };
+  // The problem's own members win over any extra of the same name (RFC 9457: `status` is the HTTP status).
+  const body = { ...own, ...extra, ...own };
+  const headers: Record<string, string> = { ...moreHeaders, 'content-type': 'application/problem+json' };
   if (status === 401) headers['www-authenticate'] = 'Bearer';
   // A 503 is a dependency that is down for now (Temporal, Postgres): say when to try again.
   if (status === 503) headers['retry-after'] = String(RETRY_AFTER_SECONDS);
@@ -51,11 +55,11 @@ const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = {
 
 export function problemHandler(log?: Log): ErrorHandler {
   return (err, c) => {
-    if (err instanceof PipelineError) return problem(c, err.status, err.code, err.message, err.extra);
+    if (err instanceof PipelineError) return problem(c, err.code, err.message, err.extra);
     if (err instanceof HTTPException) {
       // Hono's own answers (none of our routes throw these): keep the status where a code says it.
       const code = HTTP_EXCEPTION_CODES[err.status];
-      if (code) return problem(c, err.status, code, err.message || TITLES[err.status] || 'error');
+      if (code) return problem(c, code, err.message || TITLES[err.status] || 'error');
     }
     // A database error says what kind it was (SQLSTATE), never its SQL text or values.
     const sqlState = sqlStateOf(err);
@@ -67,7 +71,7 @@ export function problemHandler(log?: Log): ErrorHandler {
       ...(sqlState ? { sqlState } : {}),
     });
     // Class 22 (data exception): a value Postgres cannot hold slipped past validation; the statement changed nothing.
-    if (sqlState?.startsWith('22')) return problem(c, 400, 'UNSTORABLE_VALUE', 'a value in the request cannot be stored; see the service log');
-    return problem(c, 500, 'INTERNAL', 'the request could not be completed; see the service log');
+    if (sqlState?.startsWith('22')) return problem(c, 'UNSTORABLE_VALUE', 'a value in the request cannot be stored; see the service log');
+    return problem(c, 'INTERNAL', 'the request could not be completed; see the service log');
   };
 }

@@ -8,7 +8,7 @@ import type { Context } from 'hono';
 import type { z } from 'zod';
 import { PipelineError, ValidationError } from '../errors';
 import { isValidId } from '../ids';
-import { BodyTooLargeError } from './middleware/body-limits';
+import { BodyTooLargeError, isJsonMediaType, UnsupportedMediaTypeError } from './middleware/body-limits';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -59,24 +59,26 @@ export interface ReadJsonOptions {
   maxBytes?: number;
   /** top-level integer fields whose literal must be written as an integer (`10`, never `10.0` or `1e1`) */
   integerFields?: string[];
+  /** the body may be left out: none, or an empty one (whatever its Content-Type), reads as `{}` */
+  optional?: boolean;
 }
 
 export async function readJson<S extends z.ZodType>(c: Context, schema: S, options: ReadJsonOptions = {}): Promise<z.output<S>> {
   const maxBytes = options.maxBytes ?? MAX_BODY_BYTES;
-  const type = c.req.header('content-type') ?? '';
-  if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i.test(type)) {
-    throw new PipelineError('Content-Type must be application/json', 'UNSUPPORTED_MEDIA_TYPE', 415);
-  }
+  const json = isJsonMediaType(c.req.header('content-type'));
+  if (!json && !options.optional) throw new UnsupportedMediaTypeError();
   // The bodyLimits middleware stopped reading past the limit; this only guards a route mounted without it.
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   if (bytes.byteLength > maxBytes) throw new BodyTooLargeError(maxBytes);
+  if (options.optional && bytes.byteLength === 0) return parseWith(schema, {}, 'body');
+  if (!json) throw new UnsupportedMediaTypeError();
   let value: unknown;
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
     value = JSON.parse(text);
   } catch {
-    throw new PipelineError('body is not valid UTF-8 JSON', 'INVALID_JSON', 400);
+    throw new PipelineError('body is not valid UTF-8 JSON', 'INVALID_JSON');
   }
   const written = options.integerFields?.length ? nonIntegerLiteralMembers(text).filter((name) => options.integerFields!.includes(name)) : [];
   if (written.length > 0) {
@@ -85,15 +87,19 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S, optio
       written.map((name) => ({ path: name, code: 'invalid_type', message: 'must be written as an integer (no fraction or exponent, e.g. 10 not 10.0)' })),
     );
   }
+  return parseWith(schema, value, 'body');
+}
+
+function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: 'body' | 'query string'): z.output<S> {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ValidationError('body does not match the schema', issuesOf(parsed.error));
+  if (!parsed.success) throw new ValidationError(`${what} does not match the schema`, issuesOf(parsed.error));
   return parsed.data;
 }
 
 export function pathId(c: Context, name: string): string {
   const value = c.req.param(name) ?? '';
   if (!isValidId(value)) {
-    throw new PipelineError(`${name} must be 1–128 characters of [A-Za-z0-9._-], starting with a letter or digit`, 'INVALID_ID', 400, { parameter: name });
+    throw new PipelineError(`${name} must be 1–128 characters of [A-Za-z0-9._-], starting with a letter or digit`, 'INVALID_ID', { parameter: name });
   }
   return value;
 }
@@ -109,9 +115,7 @@ export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.output<
       repeated.map((name) => ({ path: name, code: 'ambiguous', message: 'must be given at most once' })),
     );
   }
-  const parsed = schema.safeParse(c.req.query());
-  if (!parsed.success) throw new ValidationError('query string does not match the schema', issuesOf(parsed.error));
-  return parsed.data;
+  return parseWith(schema, c.req.query(), 'query string');
 }
 
 /** A timestamp as this API writes it (`toISOString()`, years 0001–9999: Postgres has no year 0), so Postgres reads it back. */
@@ -141,5 +145,5 @@ export function decodeCursor<T>(cursor: string | undefined, check: (value: any) 
   } catch {
     // fall through
   }
-  throw new PipelineError('cursor is not one this API returned', 'INVALID_CURSOR', 400);
+  throw new PipelineError('cursor is not one this API returned', 'INVALID_CURSOR');
 }

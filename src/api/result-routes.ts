@@ -11,54 +11,27 @@
  * execution ends or the wait (at most 60 s) passes; then 409 with the status it has.
  */
 import { Hono } from 'hono';
-import { z } from 'zod';
-import { parseDuration } from '../config/duration';
 import { ConflictError, ExecutionNotFoundError } from '../errors';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import type { AuthEnv } from './middleware/bearer-auth';
 import { pathId, readQuery } from './request';
+import { MAX_RESULT_WAIT_MS, ResultQuery } from '../contract/parameters';
+import { ExecutionResultSchema } from '../contract/responses';
+import { declaredPath } from './openapi';
+import { ACTIVE_EXECUTION_STATUSES } from '../spec-words';
 
-/** The longest a caller may wait for a result in one request. */
-export const MAX_RESULT_WAIT_MS = 60_000;
+export { MAX_RESULT_WAIT_MS };
+
 /** Store reads while waiting start this far apart and back off to POLL_MAX_MS. */
 const POLL_START_MS = 100;
 const POLL_MAX_MS = 1_000;
 
-export const ResultQuery = z
-  .object({
-    wait: z
-      .string()
-      .default('0s')
-      .transform((value, ctx) => {
-        const ms = parseDuration(value);
-        if (ms === undefined || ms < 0 || ms > MAX_RESULT_WAIT_MS) {
-          ctx.addIssue({ code: 'custom', message: 'wait must be a duration from 0s to 60s, e.g. 30s' });
-          return z.NEVER;
-        }
-        return ms;
-      })
-      .meta({ description: 'how long to wait for the execution to end before answering 409: a duration from 0s to 60s, e.g. 30s; default 0s' }),
-  })
-  .strict();
-
-export const ExecutionResultSchema = z
-  .object({
-    tenantId: z.string(),
-    executionId: z.string(),
-    pipeline: z.string(),
-    pipelineVersion: z.number().int(),
-    status: z.literal('SUCCEEDED'),
-    updatedAt: z.string(),
-    output: z.unknown().meta({ description: "the last step's output, as JSON (payload data)" }),
-  })
-  .meta({ id: 'ExecutionResult' });
-
 /** Still running: worth waiting for. FAILED and REMOTE_OUTCOME_UNKNOWN change only by a re-drive. */
-const RUNNING = new Set<ExecutionRecord['status']>(['QUEUED', 'RUNNING']);
+const RUNNING = new Set<ExecutionRecord['status']>(ACTIVE_EXECUTION_STATUSES);
 
 export function resultRoutes(deps: { store: ExecutionStore }) {
   const routes = new Hono<AuthEnv>();
-  routes.get('/tenants/:tenantId/executions/:executionId/result', async (c) => {
+  routes.get(declaredPath('get', '/api/tenants/{tenantId}/executions/{executionId}/result', '/api'), async (c) => {
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     const { wait } = readQuery(c, ResultQuery);

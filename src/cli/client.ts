@@ -2,8 +2,33 @@
  * The admin API over HTTP for the CLI: one request function with a deadline, which turns
  * every answer that is not 2xx into a CliError with the exit code a script can rely on.
  */
+import type { z } from 'zod';
+import type { ProblemSchema } from '../contract/responses';
 import { CliError, type ExitName } from './exit-codes';
 import type { Settings } from './settings';
+
+/**
+ * The body a route answers, typed from the contract's response schema (`Answer<typeof
+ * RedriveJobViewSchema>`): the same zod schema the OpenAPI document is generated from.
+ * Type-only, so the CLI loads no zod at run time.
+ */
+export type Answer<S extends z.ZodType> = z.output<S>;
+
+/** The parts of a problem+json body the CLI reports. */
+type ProblemFields = Partial<Pick<Answer<typeof ProblemSchema>, 'code' | 'detail' | 'issues'>>;
+
+/** A non-2xx body read as a problem, keeping only members of the expected types. */
+function problemOf(body: unknown): ProblemFields {
+  if (typeof body !== 'object' || body === null) return {};
+  const { code, detail, issues } = body as Record<string, unknown>;
+  return {
+    ...(typeof code === 'string' ? { code: code as ProblemFields['code'] } : {}),
+    ...(typeof detail === 'string' ? { detail } : {}),
+    ...(Array.isArray(issues)
+      ? { issues: issues.filter((i): i is { path: string; code: string; message: string } => typeof i === 'object' && i !== null) }
+      : {}),
+  };
+}
 
 function exitFor(status: number): ExitName {
   if (status === 401 || status === 403) return 'UNAUTHORIZED';
@@ -17,15 +42,19 @@ function exitFor(status: number): ExitName {
 export class AdminClient {
   constructor(readonly settings: Settings) {}
 
-  /** `path` under the API base, e.g. `/admin/tenants/acme/dlq`. */
-  async request<T = any>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  /**
+   * `path` under the API base, e.g. `/admin/tenants/acme/dlq`; `options.timeoutMs`: this call's own deadline instead of --timeout.
+   * `T`: the route's 2xx body, as `Answer<typeof Schema>` of the contract's response schema (unknown when not given).
+   */
+  async request<T = unknown>(method: 'GET' | 'POST', path: string, body?: unknown, options: { timeoutMs?: number } = {}): Promise<T> {
+    const timeoutMs = options.timeoutMs ?? this.settings.timeoutMs;
     let res: Response;
     try {
       res = await fetch(`${this.settings.url}${path}`, {
         method,
         headers: { authorization: `Bearer ${this.settings.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
         body: body !== undefined ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       // fetch says "fetch failed"; its cause says why (ECONNREFUSED, ENOTFOUND, "bad port", …).
@@ -33,14 +62,14 @@ export class AdminClient {
       const name = err instanceof Error ? err.name : 'error';
       const why =
         name === 'TimeoutError'
-          ? `no answer within ${this.settings.timeoutMs / 1000} s`
+          ? `no answer within ${timeoutMs / 1000} s`
           : cause?.code === 'ECONNREFUSED'
             ? 'connection refused'
             : (cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : name));
       throw new CliError(`${this.settings.url}: ${why} (is the service running? --url / PIPELINE_URL)`, 'UNAVAILABLE');
     }
     const text = await res.text();
-    let json: any;
+    let json: unknown;
     try {
       json = text ? JSON.parse(text) : null;
     } catch {
@@ -50,9 +79,10 @@ export class AdminClient {
       );
     }
     if (!res.ok) {
-      const code = typeof json?.code === 'string' ? json.code : undefined;
-      const detail = typeof json?.detail === 'string' ? json.detail : res.statusText;
-      const issues = Array.isArray(json?.issues) ? ` (${json.issues.map((i: any) => `${i.path || '(body)'}: ${i.message}`).join('; ')})` : '';
+      const problem = problemOf(json);
+      const code = problem.code;
+      const detail = problem.detail ?? res.statusText;
+      const issues = problem.issues ? ` (${problem.issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; ')})` : '';
       throw new CliError(`${res.status} ${code ?? ''}: ${detail}${issues}`.replace(/ +:/, ':'), exitFor(res.status), code);
     }
     return json as T;

@@ -8,6 +8,7 @@ import { jobControl, jobFollow, redriveBatch, redriveOne, type FollowOptions } f
 import { CliError, EXIT, exitCodesHelp } from './exit-codes';
 import { defaultIo, note } from './io';
 import { DEFAULT_CONFIG_FILE, resolveSettings, type GlobalFlags } from './settings';
+import { CONFIRMED_DISPOSITIONS, REDRIVE_INTENTS } from '../spec-words';
 
 const program = new Command('pipeline-admin')
   .description('Operate the pipeline orchestrator: read the DLQ and its failure groups, inspect executions, re-drive one or a fleet.')
@@ -75,8 +76,12 @@ program
   .description('re-drive one execution: reads its version, shows the dry run, asks, then follows the run to its end')
   .requiredOption('--reason <text>', 'why (kept in the audit row)')
   .option('--allow-failed', 'permit re-driving a FAILED or REMOTE_OUTCOME_UNKNOWN execution')
-  .addOption(new Option('--intent <intent>', 'deliberately retry the failed Command step').choices(['RETRY_FAILED_COMMAND']))
-  .addOption(new Option('--confirmed-disposition <d>', 'REMOTE_OUTCOME_UNKNOWN: you checked the call made no effect').choices(['NOT_APPLIED']))
+  .addOption(new Option('--intent <intent>', 'deliberately retry the failed Command step').choices(REDRIVE_INTENTS))
+  .addOption(new Option('--confirmed-disposition <d>', 'REMOTE_OUTCOME_UNKNOWN: you checked the call made no effect').choices(CONFIRMED_DISPOSITIONS))
+  .option(
+    '--override-evidence',
+    "with --confirmed-disposition NOT_APPLIED: re-drive although the worker's record says it took the call (only with proof it made no effect; audited with --reason)",
+  )
   .option('--dry-run', 'show what the re-drive would do (every check runs, nothing changes) and stop: exit 0 if it would be admitted, 3 if refused')
   .option('-y, --yes', 'do not ask')
   .option('--no-follow', 'do not wait for the run to end')
@@ -98,7 +103,7 @@ program
   .option('--ids <a,b,c>', 'these executions instead of a DLQ filter')
   .requiredOption('--reason <text>', 'why (kept in every audit row)')
   .option('--allow-failed', 'permit re-driving FAILED executions')
-  .addOption(new Option('--intent <intent>').choices(['RETRY_FAILED_COMMAND']))
+  .addOption(new Option('--intent <intent>').choices(REDRIVE_INTENTS))
   .option('--rate <perSecond>', 'items per second, 0.1–300 (default 10)')
   .option('--batch-size <n>', 'at most this many re-driven runs in flight, 1–1000 (default 50)')
   .option('--canary <n>', 're-drive n first and halt if they fail again')

@@ -130,6 +130,11 @@ describe('loadConfig', () => {
 
   it('reads retention keys, and refuses an audit shorter than the DLQ or dedupe rows shorter than a redelivery can arrive', () => {
     expect(loadConfig({ PIPELINE_RETENTION_REJECTS: '3d' })['pipeline.retention.rejects']).toBe(3 * 86_400_000);
+    expect(loadConfig({})['pipeline.retention.duty-cycle']).toBe(0.5);
+    expect(loadConfig({ PIPELINE_RETENTION_DUTY_CYCLE: '0.8' })['pipeline.retention.duty-cycle']).toBe(0.8);
+    expect(() => loadConfig({ PIPELINE_RETENTION_DUTY_CYCLE: '0' })).toThrow(/pipeline\.retention\.duty-cycle/);
+    expect(() => loadConfig({ PIPELINE_RETENTION_DUTY_CYCLE: '1.5' })).toThrow(/pipeline\.retention\.duty-cycle/);
+    expect(() => loadConfig({ PIPELINE_RETENTION_DUTY_CYCLE: 'half' })).toThrow(/pipeline\.retention\.duty-cycle/);
     expect(() => loadConfig({ PIPELINE_RETENTION_DLQ: '400d' })).toThrow(/pipeline\.retention\.redrive-audit must be at least pipeline\.retention\.dlq/);
     expect(() => loadConfig({ PIPELINE_RETENTION_DEDUPE: '10m' })).toThrow(/pipeline\.retention\.dedupe must be at least 10240 s/);
     expect(

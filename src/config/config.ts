@@ -164,6 +164,10 @@ export const ConfigSchema = z.object({
     .default('127.0.0.1'),
   /** How long a request body may take to arrive in full; past it the answer is 408. Default 10s. */
   'pipeline.server.body-read-timeout': duration('pipeline.server.body-read-timeout').pipe(z.number().min(1, 'must be positive')).default(10_000),
+  /** How long a client may take to send a request's headers; past it Node answers 408 and closes the connection. Default 10s. */
+  'pipeline.server.headers-timeout': duration('pipeline.server.headers-timeout').pipe(z.number().min(1, 'must be positive')).default(10_000),
+  /** How long a client may take to send a whole request (headers and body); past it Node answers 408 and closes the connection. Default 30s. */
+  'pipeline.server.request-timeout': duration('pipeline.server.request-timeout').pipe(z.number().min(1, 'must be positive')).default(30_000),
   /** hex SHA-256 of a bearer token that GET /metrics then requires; absent = /metrics is open (bind it to a private interface). */
   'pipeline.metrics.token-sha256': z
     .string()
@@ -198,6 +202,13 @@ export const ConfigSchema = z.object({
   'pipeline.temporal.dev-server.port': intFromString.pipe(z.number().min(0).max(65535)).default(7233),
   /** Web UI port of the embedded Temporal dev server. Default 8233; 0 = a free port outside the ephemeral range, reported at start-up. */
   'pipeline.temporal.dev-server.ui-port': intFromString.pipe(z.number().min(0).max(65535)).default(8233),
+  /**
+   * Path of a module exporting the pipelines this service registers (default export or
+   * `pipelines`: a pipeline, a list of them, or a function returning either), resolved
+   * against the working directory. Set, it replaces the built-in demo pipeline and its demo
+   * workers. Absent (default): the demo.
+   */
+  'pipeline.pipelines-module': z.string().min(1, 'must be a path to a module').optional(),
   /** Port of the demo pipeline's REST transition worker (the kit, in-process, on 127.0.0.1). Default 8091; 0 = any free port, reported at start-up. */
   'pipeline.demo.rest-port': intFromString.pipe(z.number().min(0).max(65535)).default(8091),
   /** Port of the demo pipeline's gRPC transition worker. Default 8092; 0 = any free port, reported at start-up. */
@@ -228,8 +239,23 @@ export const ConfigSchema = z.object({
   'pipeline.retention.dedupe': duration('pipeline.retention.dedupe').default(30 * DAY),
   /** How often the retention pass runs. Default 1m. */
   'pipeline.retention.interval': duration('pipeline.retention.interval').default(60_000),
-  /** Rows deleted per statement (and per lock held); a pass runs at most 20 batches per table. Default 1000. */
+  /** Rows deleted per statement (and per lock held). Default 1000. */
   'pipeline.retention.batch-size': intFromString.pipe(z.number().min(1).max(100_000)).default(1000),
+  /**
+   * The share of each retention interval a pass may spend while rows past retention remain: it
+   * goes on in batches until none is left or this much of the interval is used, and the next
+   * pass starts one interval after this one started. A number in (0, 1]. Default 0.5.
+   */
+  'pipeline.retention.duty-cycle': z
+    .union([
+      z.number(),
+      z
+        .string()
+        .regex(/^\d*\.?\d+$/, 'must be a number')
+        .transform(Number),
+    ])
+    .pipe(z.number().gt(0, 'must be more than 0').max(1, 'must be at most 1'))
+    .default(0.5),
 });
 export type Config = z.output<typeof ConfigSchema>;
 export type ConfigInput = Partial<z.input<typeof ConfigSchema>>;
@@ -294,7 +320,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     });
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
-  return checkRetention(checkDlq(result.data));
+  return checkServer(checkRetention(checkDlq(result.data)));
+}
+
+function checkServer(config: Config): Config {
+  if (config['pipeline.server.headers-timeout'] > config['pipeline.server.request-timeout']) {
+    throw new ConfigError('pipeline.server.headers-timeout must be at most pipeline.server.request-timeout: the headers are part of the request');
+  }
+  return config;
 }
 
 /**

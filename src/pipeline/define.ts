@@ -341,20 +341,28 @@ export function pipeline(name: string, options: PipelineOptions = {}): PipelineS
 }
 
 /** A failure no retry can fix (bad payload, broken contract). Ends in `non_retryable`. */
-export class NonRetryableException extends Error {
+export class NonRetryableError extends Error {
   constructor(
     message: string,
     readonly code = 'NON_RETRYABLE',
   ) {
     super(message);
-    this.name = 'NonRetryableException';
+    this.name = new.target.name;
   }
 }
 
 /** A Command step whose effect needs a person before anything else is tried. Ends in `non_retryable`. */
-export class UserActionRequiredException extends NonRetryableException {
+export class UserActionRequiredError extends NonRetryableError {
   constructor(message: string, code = 'USER_ACTION_REQUIRED') {
     super(message, code);
-    this.name = 'UserActionRequiredException';
   }
 }
+
+/** @deprecated the same class as {@link NonRetryableError}: use that name (JavaScript errors end in `Error`). */
+export const NonRetryableException = NonRetryableError;
+/** @deprecated an old name of NonRetryableError, kept so existing pipelines compile. */
+export type NonRetryableException = NonRetryableError;
+/** @deprecated the same class as {@link UserActionRequiredError}: use that name. */
+export const UserActionRequiredException = UserActionRequiredError;
+/** @deprecated an old name of UserActionRequiredError, kept so existing pipelines compile. */
+export type UserActionRequiredException = UserActionRequiredError;

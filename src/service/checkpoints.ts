@@ -10,37 +10,16 @@
  * do not use the Item Reject Sink.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { z } from 'zod';
-import { StorableJson, storableText } from '../storable';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import { PeriodicTask } from '../periodic-task';
 import { retryDelayMs, type Backoff } from '../retry';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { CheckpointStore, DueCheckpoint } from '../store/checkpoint-store';
-import { CHECKPOINT_STATUSES } from '../store/rows';
 import type { Dispatcher } from '../temporal/dispatcher';
 import type { ExecutionService } from './executions';
-
-export const PublishCheckpointRequest = z
-  .object({
-    handoffKey: storableText(z.string().min(1).max(256)),
-    pipeline: storableText(z.string().min(1).max(64)),
-    records: z.array(StorableJson).max(10_000),
-  })
-  .strict();
-export type PublishCheckpointRequest = z.infer<typeof PublishCheckpointRequest>;
-
-/** What a publish answers (the API's response body). */
-export const PublishOutcome = z
-  .object({
-    handoffKey: z.string(),
-    executionId: z.string().meta({ description: 'the execution the checkpoint is admitted as (derived from the handoff key)' }),
-    duplicate: z.boolean(),
-    status: z.enum(CHECKPOINT_STATUSES),
-  })
-  .meta({ id: 'PublishCheckpointResponse' });
-export type PublishOutcome = z.infer<typeof PublishOutcome>;
+import type { PublishCheckpointRequest } from '../contract/requests';
+import type { PublishOutcome } from '../contract/responses';
 
 export interface CheckpointOptions {
   /** admissions in flight at once; default 8 */

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors';
 import { createServer } from 'node:net';
+import { scaled } from '../../test/helpers/time-scale';
 import { assertDataDirFree, lockDataDir } from './data-dir-lock';
 
 describe('lockDataDir', () => {
@@ -46,7 +47,8 @@ describe('lockDataDir', () => {
       const started = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
         env: { ...env, PIPELINE_DATA_DIR: dir, PIPELINE_DEMO_REST_PORT: String(port) },
         encoding: 'utf8',
-        timeout: 60_000,
+        // Loading the service through tsx takes seconds on a loaded machine: the cap stretches with it.
+        timeout: scaled(60_000),
       });
       expect(started.status, started.stderr).toBe(2);
       expect(started.stderr).toContain(`pipeline.data-dir: ${dir} is in use by another running service (pid ${other.pid})`);

@@ -36,7 +36,8 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   const answered = record.remoteCall?.inProgress;
   // A lookup's explicit answer wins, but not a bare 404 / NOT_FOUND: a wrong lookup URL says that
   // too, and the worker's own "in progress" answers say it took the call.
-  if (!answered || (live.lookup === 'ANSWERED' && !notFound)) return live;
+  // Deliveries that got no answer prove nothing about the worker: only its own "in progress" does.
+  if (!answered || answered.state !== 'IN_PROGRESS' || (live.lookup === 'ANSWERED' && !notFound)) return live;
   return {
     ...live,
     workerRecorded: true,
@@ -102,7 +103,6 @@ export async function checkDispositionAttestation(record: ExecutionRecord, regis
     throw new PipelineError(
       `the worker's lookup could not confirm or contradict "NOT_APPLIED" (${evidence.detail}); try again, or send "overrideEvidence": true (audited) to re-drive on your attestation alone`,
       'DISPOSITION_EVIDENCE_UNAVAILABLE',
-      503,
       { evidence },
     );
   }

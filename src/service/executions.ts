@@ -4,32 +4,16 @@
  * execution instead of starting another.
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import { ExecutionExistsError } from '../errors';
-import { CorrelationId, Id, workflowIdFor } from '../ids';
-import { StorableJson, storableText } from '../storable';
+import { workflowIdFor } from '../ids';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
-import { DefinitionStore } from '../store/definition-store';
+import type { DefinitionStore } from '../store/definition-store';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import type { Dispatcher, DispatchOutcome } from '../temporal/dispatcher';
 import { traceCarrier } from '../trace-context';
-
-export const StartExecutionRequest = z
-  .object({
-    pipeline: storableText(z.string().min(1).max(64)),
-    executionId: Id.optional(),
-    executionKey: storableText(z.string().min(1).max(256)).optional(),
-    input: StorableJson.optional(),
-    correlationId: CorrelationId.optional(),
-    resource: z
-      .object({ type: storableText(z.string().min(1).max(128)), name: storableText(z.string().min(1).max(256)) })
-      .strict()
-      .optional(),
-  })
-  .strict();
-export type StartExecutionRequest = z.infer<typeof StartExecutionRequest>;
+import type { StartExecutionRequest } from '../contract/requests';
 
 export interface StartOutcome {
   created: boolean;
@@ -39,17 +23,14 @@ export interface StartOutcome {
 }
 
 export class ExecutionService {
-  private readonly definitions: DefinitionStore;
-
   constructor(
     private readonly store: ExecutionStore,
+    private readonly definitions: DefinitionStore,
     private readonly registry: PipelineRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly log: Log,
     private readonly metrics?: Metrics,
-  ) {
-    this.definitions = new DefinitionStore(store.db);
-  }
+  ) {}
 
   async start(tenantId: string, request: StartExecutionRequest): Promise<StartOutcome> {
     // The execution is pinned to the version new executions use now (the highest registered).

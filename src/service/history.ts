@@ -8,7 +8,7 @@
 import { ExecutionNotFoundError } from '../errors';
 import { transitionKey } from '../ids';
 import type { PipelineRegistry } from '../pipeline/registry';
-import { DefinitionStore } from '../store/definition-store';
+import type { DefinitionStore } from '../store/definition-store';
 import type { ExecutionStore } from '../store/execution-store';
 import type { HistoryStore } from '../store/history-store';
 import { dispositionEvidence } from './disposition';
@@ -16,15 +16,12 @@ import { dispositionEvidence } from './disposition';
 const iso = (value: string | null) => (value == null ? null : new Date(value).toISOString());
 
 export class HistoryService {
-  private readonly definitions: DefinitionStore;
-
   constructor(
     private readonly store: ExecutionStore,
     private readonly history: HistoryStore,
+    private readonly definitions: DefinitionStore,
     private readonly registry: PipelineRegistry,
-  ) {
-    this.definitions = new DefinitionStore(store.db);
-  }
+  ) {}
 
   async story(tenantId: string, executionId: string) {
     const record = await this.store.get(tenantId, executionId);
@@ -54,6 +51,14 @@ export class HistoryService {
         startedAt: iso(run.started_at),
         startAttempts: run.attempts,
         lastError: run.last_error,
+      })),
+      // Runs nobody dispatched (a Reset in the Temporal UI, a duplicate start): refused by their first step, which says why.
+      refusedRuns: rows.foreign_runs.map((run) => ({
+        runId: run.run_id,
+        ownerRunId: run.owner_run_id,
+        recordStatus: run.record_status,
+        refusedAt: iso(run.noticed_at)!,
+        note: run.reason,
       })),
       attempts: rows.attempts.map((row) => ({
         stepIndex: row.step_index,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoredValueError } from '../errors';
 import type { RedriveJob } from '../store/redrive-job-store';
-import { DEFAULT_HALT_ON } from '../workflows/redrive-job-policy';
+import { DEFAULT_HALT_ON } from '../contract/requests';
 import { parseJob } from './redrive-job-request';
 
 const stored: RedriveJob = {

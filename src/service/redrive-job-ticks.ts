@@ -15,10 +15,10 @@
 import { PipelineError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
-import { RedriveJobStore, type JobCounts } from '../store/redrive-job-store';
-import type { Db } from '../store/db';
+import type { JobCounts, RedriveJobStore } from '../store/redrive-job-store';
 import type { RedriveJobStatus } from '../store/redrive-job-store';
-import { DEFAULT_HALT_ON, dueItems, type HaltOn, type Pace } from '../workflows/redrive-job-policy';
+import { dueItems, type HaltOn, type Pace } from '../workflows/redrive-job-policy';
+import { DEFAULT_HALT_ON } from '../contract/requests';
 import { eachLimited, itemRequest, parseJob, type ParsedJob } from './redrive-job-request';
 import type { RedriveService } from './redrive';
 
@@ -48,21 +48,23 @@ export interface JobTickState {
   remoteOutcomeUnknown: number;
   /** an item could not be admitted and stays SELECTED (an outage, or an attempt below the limit): wait before the next try */
   unavailable: boolean;
+  /** why the system halted it (PAUSED by a canary or haltOn); absent in states recorded before it */
+  haltReason?: string | null;
+  /** the control log's latest entry (who paused, resumed or aborted it, and why) */
+  lastControl?: { action: string; principal: string; reason?: string } | null;
+  /** who started the job and why (the reason cut to 200 characters: it rides in every tick's result) */
+  startedBy?: { principal: string; reason: string };
 }
 
 export class RedriveJobTicks {
-  readonly store: RedriveJobStore;
-
   constructor(
-    db: Db,
+    readonly store: RedriveJobStore,
     private readonly redrive: RedriveService,
     private readonly log: Log,
     private readonly metrics?: Metrics,
     /** items admitted at once by a tick: twice the jobs' pool size (pipeline.redrive-job.pool-size): an admission holds a connection for part of its time, and waits on Temporal for the rest */
     private readonly lanes = 4,
-  ) {
-    this.store = new RedriveJobStore(db);
-  }
+  ) {}
 
   private async read(tenantId: string, jobId: string): Promise<ParsedJob | null> {
     const job = await this.store.get(tenantId, jobId);
@@ -180,6 +182,22 @@ export class RedriveJobTicks {
     return this.admitDue(tenantId, jobId, 0);
   }
 
+  /**
+   * RUNNING or PAUSED → ABORTED: its workflow was cancelled in Temporal ("Request
+   * Cancellation"), after its last tick ended. The control log says "abort", by "temporal".
+   */
+  async cancelled(tenantId: string, jobId: string): Promise<JobTickState> {
+    const entry = {
+      action: 'abort' as const,
+      principal: 'temporal',
+      at: new Date().toISOString(),
+      reason: 'its workflow was cancelled in Temporal (Request Cancellation)',
+    };
+    const moved = await this.store.transition({ tenantId, jobId, from: ['RUNNING', 'PAUSED'], to: 'ABORTED', entry, haltReason: null });
+    if (moved) this.log.warn({ event: 'redrive_job_cancelled_in_temporal', tenantId, jobId });
+    return this.admitDue(tenantId, jobId, 0);
+  }
+
   /** RUNNING or PAUSED → FAILED with the reason: the workflow could not go on (the control log says "fail", by "system"). */
   async fail(tenantId: string, jobId: string, reason: string): Promise<void> {
     const entry = { action: 'fail' as const, principal: 'system', at: new Date().toISOString(), reason };
@@ -221,5 +239,15 @@ function tickState(job: ParsedJob, counts: JobCounts, unavailable: boolean): Job
     failedAgain: counts.failedAgain,
     remoteOutcomeUnknown: counts.remoteOutcomeUnknown,
     unavailable,
+    haltReason: job.haltReason,
+    lastControl: lastControl(job),
+    startedBy: { principal: job.principal, reason: job.reason.slice(0, 200) },
   };
+}
+
+/** The latest control entry, without its time (the details show who and why). */
+function lastControl(job: ParsedJob): JobTickState['lastControl'] {
+  const entry = job.controlLog.at(-1);
+  if (!entry) return null;
+  return { action: entry.action, principal: entry.principal, ...(entry.reason ? { reason: entry.reason.slice(0, 200) } : {}) };
 }

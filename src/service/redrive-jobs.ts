@@ -10,50 +10,38 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { ConflictError, JobNotFoundError, RedriveRefusedError, ValidationError } from '../errors';
+import { JobFinishedError, JobNotFoundError, SelectionError, ValidationError } from '../errors';
 import type { Log } from '../log';
-import type { EnvelopeFilter } from '../store/failure-group-store';
-import { RedriveJobStore, type JobCounts, type RedriveJob, type RedriveJobStatus, type Selection } from '../store/redrive-job-store';
-import type { Db } from '../store/db';
+import type { JobCounts, RedriveJob, RedriveJobStatus, RedriveJobStore, Selection } from '../store/redrive-job-store';
 import { withCallDeadline } from '../temporal/call-deadline';
 import { redriveJobWake, redriveJobWorkflow } from '../workflows/redrive-job-workflow';
 import { PipelineRedriveJob, PipelineTenant } from '../workflows/search-attributes';
-import { eachLimited, itemRequest, jobWorkflowId, MAX_JOB_ITEMS, parseJob, round, type RedriveJobRequest } from './redrive-job-request';
+import { eachLimited, itemRequest, jobWorkflowId, parseJob, round } from './redrive-job-request';
+import { MAX_JOB_ITEMS, type RedriveJobRequest } from '../contract/requests';
 import type { RedriveService } from './redrive';
+import type { DispatchOutcome } from '../spec-words';
+import type { z } from 'zod';
+import type { RedriveJobDryRunSchema, RedriveJobViewSchema } from '../contract/responses';
 
-export { JOB_INTEGER_FIELDS, MAX_JOB_ITEMS, RedriveJobRequest, jobWorkflowId } from './redrive-job-request';
+export { jobWorkflowId } from './redrive-job-request';
 
 /** Items judged at once by a dry run. */
 const DRY_RUN_LANES = 8;
 const SAMPLE_SIZE = 20;
 
 /** The answer of `?dryRun=true`: what the job would do now; nothing is changed. */
-export interface DryRunView {
-  dryRun: true;
-  matched: number;
-  wouldAdmit: number;
-  refused: Record<string, number>;
-  excluded: Record<string, number>;
-  sample: Record<string, unknown>[];
-  batchSize: number;
-  ratePerSecond: number;
-  estimatedSeconds: number;
-}
+export type DryRunView = z.output<typeof RedriveJobDryRunSchema>;
 
 export class RedriveJobs {
-  readonly store: RedriveJobStore;
-
   constructor(
-    db: Db,
+    readonly store: RedriveJobStore,
     private readonly redrive: RedriveService,
     private readonly client: Client,
     private readonly taskQueue: string,
     private readonly log: Log,
     /** deadline of each Temporal call made while answering a request */
     private readonly callTimeoutMs = 5000,
-  ) {
-    this.store = new RedriveJobStore(db);
-  }
+  ) {}
 
   /** The selection's items now; a canary that is not smaller than it is refused (it would make the whole job its canary). */
   private async select(tenantId: string, body: RedriveJobRequest): Promise<Selection> {
@@ -61,9 +49,9 @@ export class RedriveJobs {
     const found =
       'executionIds' in selection
         ? await this.store.selectByIds(tenantId, selection.executionIds)
-        : await this.store.selectByFilter(tenantId, selection as EnvelopeFilter, MAX_JOB_ITEMS + 1);
+        : await this.store.selectByFilter(tenantId, selection, MAX_JOB_ITEMS + 1);
     if (found.items.length > MAX_JOB_ITEMS) {
-      throw new RedriveRefusedError(
+      throw new SelectionError(
         'SELECTION_TOO_LARGE',
         `the selection matches more than ${MAX_JOB_ITEMS} executions; narrow it (by groupId, errorCode, step or a time range)`,
       );
@@ -72,7 +60,7 @@ export class RedriveJobs {
       const excluded = Object.entries(found.excluded)
         .map(([code, n]) => `${n} ${code}`)
         .join(', ');
-      throw new RedriveRefusedError('SELECTION_EMPTY', `the selection matches no execution to re-drive${excluded ? ` (left out: ${excluded})` : ''}`, {
+      throw new SelectionError('SELECTION_EMPTY', `the selection matches no execution to re-drive${excluded ? ` (left out: ${excluded})` : ''}`, {
         excluded: found.excluded,
       });
     }
@@ -85,14 +73,24 @@ export class RedriveJobs {
     return found;
   }
 
-  /** Every item through the single re-drive's dry run, with the version just read. */
+  /**
+   * Every item through the single re-drive's dry run, with the version just read. Set-based
+   * where the checks are store reads: the records and Command effects of the whole selection
+   * are read in two statements and judged in memory; only checks that must ask someone else
+   * (an active run asks Temporal, a REMOTE_OUTCOME_UNKNOWN attestation asks the worker) do
+   * I/O per item, on DRY_RUN_LANES lanes.
+   */
   async dryRun(tenantId: string, body: RedriveJobRequest): Promise<DryRunView> {
     const selection = await this.select(tenantId, body);
     const refused: Record<string, number> = {};
-    const sample: Record<string, unknown>[] = [];
+    const sample: DryRunView['sample'] = [];
     let wouldAdmit = 0;
+    const loaded = await this.redrive.load(
+      tenantId,
+      selection.items.map((item) => item.executionId),
+    );
     await eachLimited(selection.items, DRY_RUN_LANES, async (item, index) => {
-      const verdict = await this.redrive.preview(tenantId, item.executionId, itemRequest(body, item));
+      const verdict = await this.redrive.preview(tenantId, item.executionId, itemRequest(body, item), loaded);
       if (verdict.admitted) wouldAdmit++;
       else refused[verdict.code] = (refused[verdict.code] ?? 0) + 1;
       if (index < SAMPLE_SIZE) {
@@ -122,7 +120,7 @@ export class RedriveJobs {
   }
 
   /** Writes the job and its items, then starts its workflow (a failed start is left to the sweeper). */
-  async create(tenantId: string, body: RedriveJobRequest, principal: string): Promise<RedriveJob & { dispatch: 'started' | 'pending' }> {
+  async create(tenantId: string, body: RedriveJobRequest, principal: string): Promise<RedriveJob & { dispatch: DispatchOutcome }> {
     const selection = await this.select(tenantId, body);
     const job = await this.store.create({
       tenantId,
@@ -147,12 +145,13 @@ export class RedriveJobs {
       ratePerSecond: job.ratePerSecond,
       canary: job.canary,
     });
-    const started = await this.start(tenantId, job.jobId, selection.items.length);
+    const started = await this.start(job);
     return { ...job, started, dispatch: started ? 'started' : 'pending' };
   }
 
   /** Starts the job's workflow (an already started one counts as started); false when Temporal did not answer. */
-  private async start(tenantId: string, jobId: string, selected: number): Promise<boolean> {
+  private async start(job: RedriveJob): Promise<boolean> {
+    const { tenantId, jobId, selected } = job;
     try {
       await withCallDeadline(this.client, this.callTimeoutMs, () =>
         this.client.workflow.start(redriveJobWorkflow, {
@@ -164,8 +163,8 @@ export class RedriveJobs {
             { key: PipelineTenant, value: tenantId },
             { key: PipelineRedriveJob, value: jobId },
           ]),
-          staticSummary: `bulk re-drive job ${jobId} · tenant ${tenantId} · ${selected} items`,
-          staticDetails: `**Its re-driven runs** \`PipelineRedriveJob = "${jobId}"\`\n\n**Progress** GET /admin/tenants/${tenantId}/redrive-jobs/${jobId}`,
+          staticSummary: `bulk re-drive job ${jobId} · tenant ${tenantId} · ${selected} items · by ${job.principal}`,
+          staticDetails: jobStaticDetails(job),
         }),
       );
     } catch (err) {
@@ -183,7 +182,7 @@ export class RedriveJobs {
     return true;
   }
 
-  async get(tenantId: string, jobId: string): Promise<ReturnType<typeof jobView>> {
+  async get(tenantId: string, jobId: string): Promise<JobView> {
     const job = await this.store.get(tenantId, jobId);
     if (!job) throw new JobNotFoundError(jobId);
     return jobView(job, await this.store.counts(tenantId, jobId));
@@ -191,9 +190,11 @@ export class RedriveJobs {
 
   async list(tenantId: string, options: { limit: number; after?: { createdAt: string; jobId: string } }) {
     const page = await this.store.list(tenantId, options);
-    const items = [];
-    for (const job of page.jobs) items.push(jobView(job, await this.store.counts(tenantId, job.jobId)));
-    return { items, more: page.more };
+    const counts = await this.store.countsOf(
+      tenantId,
+      page.jobs.map((job) => job.jobId),
+    );
+    return { items: page.jobs.map((job) => jobView(job, counts.get(job.jobId)!)), more: page.more };
   }
 
   /**
@@ -201,13 +202,7 @@ export class RedriveJobs {
    * then a wake-up signal to its workflow. A repeated pause or resume answers the job as it
    * is; a finished job answers 409 JOB_FINISHED.
    */
-  async control(
-    tenantId: string,
-    jobId: string,
-    action: 'pause' | 'resume' | 'abort',
-    principal: string,
-    reason?: string,
-  ): Promise<ReturnType<typeof jobView>> {
+  async control(tenantId: string, jobId: string, action: 'pause' | 'resume' | 'abort', principal: string, reason?: string): Promise<JobView> {
     const job = await this.store.get(tenantId, jobId);
     if (!job) throw new JobNotFoundError(jobId);
     const rule: Record<typeof action, { from: RedriveJobStatus[]; to: RedriveJobStatus }> = {
@@ -217,7 +212,7 @@ export class RedriveJobs {
     };
     const { from, to } = rule[action];
     if (job.status === 'ABORTED' || job.status === 'COMPLETED' || job.status === 'FAILED') {
-      throw new ConflictError(`job ${jobId} is ${job.status}; it can no longer ${action}`, 'JOB_FINISHED', { status: job.status });
+      throw new JobFinishedError(jobId, job.status, action);
     }
     if (job.status === to) return this.get(tenantId, jobId);
     const entry = { action, principal, at: new Date().toISOString(), ...(reason ? { reason } : {}) };
@@ -245,7 +240,7 @@ export class RedriveJobs {
     for (const { tenantId, jobId } of await this.store.unstarted({ limit: 20, olderThanMs })) {
       const job = await this.store.get(tenantId, jobId);
       if (!job) continue;
-      if (!(await this.start(tenantId, jobId, job.selected))) break; // Temporal is down: the next sweep tries again
+      if (!(await this.start(job))) break; // Temporal is down: the next sweep tries again
       started++;
       this.log.info({ event: 'redrive_job_swept', tenantId, jobId });
     }
@@ -253,8 +248,29 @@ export class RedriveJobs {
   }
 }
 
-/** The API's view of a job: the row, where its items stand, the achieved rate and an ETA. */
-export function jobView(stored: RedriveJob & { dispatch?: 'started' | 'pending' }, counts: JobCounts) {
+/** The job's fixed facts for the Temporal UI (its current details, set by the workflow, say where it stands). */
+function jobStaticDetails(job: RedriveJob): string {
+  const { tenantId, jobId } = job;
+  return [
+    `**Started by** ${job.principal}: ${job.reason}`,
+    `**Selection** ${describeSelection(parseJob(job).request.selection)}: ${job.selected} items`,
+    `**Its re-driven runs** \`PipelineRedriveJob = "${jobId}"\``,
+    `**Inspect** \`npx pipeline-admin jobs show ${jobId} --tenant ${tenantId}\` (GET /admin/tenants/${tenantId}/redrive-jobs/${jobId})`,
+  ].join('\n\n');
+}
+
+function describeSelection(selection: RedriveJobRequest['selection']): string {
+  if ('executionIds' in selection) return `${selection.executionIds.length} listed executions`;
+  return Object.entries(selection)
+    .map(([key, value]) => `${key} ${String(value)}`)
+    .join(', ');
+}
+
+/** What the API answers for a job: the contract's schema (src/contract/responses.ts) is its one definition. */
+export type JobView = z.output<typeof RedriveJobViewSchema>;
+
+/** The API's view of a job: the row, where its items stand, the achieved rate and an ETA (typed by its schema, so the two cannot drift). */
+export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, counts: JobCounts): JobView {
   const job = { ...parseJob(stored), dispatch: stored.dispatch };
   const processed = counts.admitted + counts.skipped;
   const spanSeconds = counts.firstProcessedAt && counts.lastProcessedAt ? (Date.parse(counts.lastProcessedAt) - Date.parse(counts.firstProcessedAt)) / 1000 : 0;

@@ -10,47 +10,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { z } from 'zod';
-import { storableText } from '../storable';
 import { ExecutionNotFoundError, PipelineError, RedriveRefusedError, TemporalUnavailableError, VersionMismatchError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
-import { DefinitionStore } from '../store/definition-store';
-import type { CommandEffect, EffectStore } from '../store/effect-store';
+import type { DefinitionStore } from '../store/definition-store';
+import { effectKey, type CommandEffect, type EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
-import type { RedriveMode } from '../spec-words';
+import { ACTIVE_EXECUTION_STATUSES, isOneOf, type RedriveMode } from '../spec-words';
 import { checkDispositionAttestation } from './disposition';
 import { redriveTarget, type RedriveTarget } from './redrive-definition';
 import { traceCarrier } from '../trace-context';
-
-export const RedriveRequest = z
-  .object({
-    /** the ExecutionRecord version the caller read */
-    expectedVersion: z.number().int().min(0),
-    /** why; kept in the audit row */
-    reason: storableText(z.string().trim().min(1).max(1000)),
-    /** false = ordinary replay; true permits re-drive of a FAILED (or REMOTE_OUTCOME_UNKNOWN) execution */
-    allowFailed: z.boolean(),
-    /** deliberately retry the retained failed Command step */
-    intent: z.literal('RETRY_FAILED_COMMAND').optional(),
-    /** the operator attests the ambiguous remote call made no effect */
-    confirmedDisposition: z.literal('NOT_APPLIED').optional(),
-    /** re-drive although the worker's lookup contradicts (or cannot check) confirmedDisposition; kept in the audit row */
-    overrideEvidence: z.literal(true).optional(),
-    /** resume under the pipeline's current version, at the same-named step, when the pinned version is gone (audited) */
-    resumeUnderCurrentVersion: z.boolean().optional(),
-  })
-  .strict()
-  .superRefine((body, ctx) => {
-    if (body.intent && body.allowFailed !== true)
-      ctx.addIssue({ code: 'custom', path: ['intent'], message: 'intent RETRY_FAILED_COMMAND requires allowFailed=true' });
-    if (body.overrideEvidence && body.confirmedDisposition !== 'NOT_APPLIED')
-      ctx.addIssue({ code: 'custom', path: ['overrideEvidence'], message: 'overrideEvidence applies only with confirmedDisposition NOT_APPLIED' });
-  });
-export type RedriveRequest = z.infer<typeof RedriveRequest>;
+import type { RedriveRequest } from '../contract/requests';
+import type { RedriveAccepted } from '../contract/responses';
 
 export type { RedriveMode };
 
@@ -66,41 +40,32 @@ export interface RedrivePlan {
   target: RedriveTarget;
 }
 
-/** What an admitted re-drive answers (the API's 202 body). */
-export const RedriveAccepted = z
-  .object({
-    tenantId: z.string(),
-    executionId: z.string(),
-    version: z.number().int(),
-    status: z.literal('QUEUED'),
-    pipelineVersion: z.number().int().meta({ description: 'the definition version the resumed run follows' }),
-    resumeStepIndex: z.number().int(),
-    attempt: z.number().int(),
-    redriveId: z.string(),
-    runId: z.string().nullable(),
-    dispatch: z.enum(['started', 'pending']),
-  })
-  .meta({ id: 'RedriveAccepted' });
-export type RedriveAccepted = z.infer<typeof RedriveAccepted>;
+/** Records and Command effects read ahead for many checks (RedriveService.load). */
+export interface Loaded {
+  records: Map<string, ExecutionRecord>;
+  /** by effectKey(executionId, step name) */
+  effects: Map<string, CommandEffect>;
+}
 
 export class RedriveService {
-  private readonly definitions: DefinitionStore;
-
   constructor(
     private readonly store: ExecutionStore,
     private readonly effects: EffectStore,
+    private readonly definitions: DefinitionStore,
     private readonly registry: PipelineRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly client: Client,
     private readonly log: Log,
     private readonly metrics?: Metrics,
-  ) {
-    this.definitions = new DefinitionStore(store.db);
-  }
+  ) {}
 
-  /** Checks 3–5. Throws a PipelineError with the check's status and code. */
-  async evaluate(tenantId: string, executionId: string, body: RedriveRequest): Promise<{ record: ExecutionRecord; plan: RedrivePlan }> {
-    const record = await this.store.get(tenantId, executionId);
+  /**
+   * Checks 3–5. Throws a PipelineError with the check's status and code. `loaded`: the record
+   * and Command effects already read (a bulk dry run reads them for all its items in two
+   * statements); only checks that ask Temporal or a worker then do I/O.
+   */
+  async evaluate(tenantId: string, executionId: string, body: RedriveRequest, loaded?: Loaded): Promise<{ record: ExecutionRecord; plan: RedrivePlan }> {
+    const record = loaded ? (loaded.records.get(executionId) ?? null) : await this.store.get(tenantId, executionId);
     if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
     if (record.version !== body.expectedVersion) {
       throw new VersionMismatchError(executionId, record.version, `execution ${executionId} is at version ${record.version}, not ${body.expectedVersion}`);
@@ -109,7 +74,11 @@ export class RedriveService {
     // The step to resume, in the definition the run will follow; a changed definition answers after state admission.
     const target = await redriveTarget(record, body.resumeUnderCurrentVersion === true, this.registry, this.definitions);
     const step = target instanceof PipelineError ? undefined : target.definition.steps[target.resumeStepIndex];
-    const effect = step?.command ? await this.effects.get(tenantId, executionId, step.name) : null;
+    const effect = !step?.command
+      ? null
+      : loaded
+        ? (loaded.effects.get(effectKey(executionId, step.name)) ?? null)
+        : await this.effects.get(tenantId, executionId, step.name);
     const mode = await this.admit(record, body, effect);
     if (target instanceof PipelineError) throw target;
     return {
@@ -128,7 +97,7 @@ export class RedriveService {
   /** Check 5, state admission: no active run, not SUCCEEDED, allowFailed, then the Command-effect and disposition rules. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
   private async admit(record: ExecutionRecord, body: RedriveRequest, effect: CommandEffect | null): Promise<RedriveMode> {
     const { executionId } = record;
-    if ((record.status === 'QUEUED' || record.status === 'RUNNING') && (await this.runIsActive(record))) {
+    if (isOneOf(ACTIVE_EXECUTION_STATUSES, record.status) && (await this.runIsActive(record))) {
       throw new RedriveRefusedError('EXECUTION_ACTIVE', `execution ${executionId} has an active run (${record.status}); wait for it to end`);
     }
     if (record.status === 'SUCCEEDED') {
@@ -236,6 +205,7 @@ export class RedriveService {
     const spec = {
       redrive: { redriveId, intent: plan.mode, ...(options.jobId ? { jobId: options.jobId } : {}), ...(record.runId ? { redriveOf: record.runId } : {}) },
       trace: traceCarrier(),
+      by: { principal, reason: body.reason.slice(0, 500) },
     };
     await options.beforeAdmit?.();
     const moved = await this.store.admitRedrive({
@@ -299,10 +269,16 @@ export class RedriveService {
     };
   }
 
-  /** `?dryRun=true`: every check, nothing changes; checks 3–5 answer as data. */
-  async preview(tenantId: string, executionId: string, body: RedriveRequest) {
+  /** What `preview` and `evaluate` take as already read, for the listed executions: two statements whatever their number. */
+  async load(tenantId: string, executionIds: string[]): Promise<Loaded> {
+    const [records, effects] = await Promise.all([this.store.getMany(tenantId, executionIds), this.effects.getMany(tenantId, executionIds)]);
+    return { records, effects };
+  }
+
+  /** `?dryRun=true`: every check, nothing changes; checks 3–5 answer as data. `loaded`: see `evaluate`. */
+  async preview(tenantId: string, executionId: string, body: RedriveRequest, loaded?: Loaded) {
     try {
-      const { record, plan } = await this.evaluate(tenantId, executionId, body);
+      const { record, plan } = await this.evaluate(tenantId, executionId, body, loaded);
       return {
         admitted: true as const,
         tenantId,

@@ -7,7 +7,8 @@
  */
 import type { Db } from './db';
 import { json } from './execution-store';
-import type { CheckpointOutboxRow, CheckpointStatus } from './rows';
+import type { CheckpointOutboxRow } from './rows';
+import type { CheckpointStatus } from '../spec-words';
 
 export type { CheckpointStatus };
 

@@ -66,17 +66,37 @@ export class DefinitionStore {
    * the definition registered now. Records from before fingerprints (null) are not counted.
    */
   async pinnedToOtherShape(pipeline: string, version: number, fingerprint: string, tenantId?: string): Promise<number> {
+    // FAILED and REMOTE_OUTCOME_UNKNOWN from their counters (they grow with history), QUEUED and RUNNING live (in flight).
     const result = await this.db.query<{ count: number }>(
-      `SELECT count(*)::integer AS count FROM execution_record
-       WHERE pipeline = $1 AND pipeline_version = $2 AND status <> 'SUCCEEDED'
-         AND definition_fingerprint IS NOT NULL AND definition_fingerprint <> $3 AND ($4::text IS NULL OR tenant_id = $4)`,
+      `SELECT ((SELECT coalesce(sum(n), 0) FROM pinned_count
+                WHERE pipeline = $1 AND pipeline_version = $2 AND fingerprint <> '' AND fingerprint <> $3 AND ($4::text IS NULL OR tenant_id = $4))
+             + (SELECT count(*) FROM execution_record
+                WHERE pipeline = $1 AND pipeline_version = $2 AND status IN ('QUEUED', 'RUNNING')
+                  AND definition_fingerprint IS NOT NULL AND definition_fingerprint <> $3 AND ($4::text IS NULL OR tenant_id = $4)))::integer AS count`,
       [pipeline, version, fingerprint, tenantId ?? null],
     );
     return result.rows[0]?.count ?? 0;
   }
 
-  /** Executions that still need their pinned version: to finish (QUEUED, RUNNING) or to be re-driven as they are (FAILED, REMOTE_OUTCOME_UNKNOWN). */
+  /**
+   * Executions that still need their pinned version: to finish (QUEUED, RUNNING: counted live,
+   * they are in flight) or to be re-driven as they are (FAILED, REMOTE_OUTCOME_UNKNOWN: read
+   * from the counters their status trigger keeps, so the read does not grow with history).
+   */
   async pinnedCounts(tenantId: string): Promise<PinnedCount[]> {
+    const result = await this.db.query<{ pipeline: string; pipeline_version: number; status: PinnedCount['status']; count: number }>(
+      `SELECT pipeline, pipeline_version, status, sum(n)::integer AS count FROM pinned_count
+       WHERE tenant_id = $1 GROUP BY pipeline, pipeline_version, status HAVING sum(n) <> 0
+       UNION ALL
+       SELECT pipeline, pipeline_version, status, count(*)::integer FROM execution_record
+       WHERE tenant_id = $1 AND status IN ('QUEUED', 'RUNNING') GROUP BY pipeline, pipeline_version, status`,
+      [tenantId],
+    );
+    return result.rows.map((row) => ({ pipeline: row.pipeline, version: row.pipeline_version, status: row.status, count: row.count }));
+  }
+
+  /** The same counts read from the records themselves (a recount: what the counters must equal). Scans every unfinished record: not for a request path. */
+  async recountPinned(tenantId: string): Promise<PinnedCount[]> {
     const result = await this.db.query<{ pipeline: string; pipeline_version: number; status: PinnedCount['status']; count: number }>(
       `SELECT pipeline, pipeline_version, status, count(*)::integer AS count FROM execution_record
        WHERE tenant_id = $1 AND status <> 'SUCCEEDED' GROUP BY pipeline, pipeline_version, status`,

@@ -4,7 +4,8 @@
  * the terminal-failure commit in ExecutionStore.
  */
 import type { TerminalReason } from '../spec-words';
-import type { DlqEnvelope } from '../dlq/envelope';
+import { DlqEnvelope } from '../contract/dlq-envelope';
+import { parseStored } from './stored-json';
 import type { Db } from './db';
 import type { ExecutionDlqRow } from './rows';
 
@@ -56,7 +57,7 @@ export class DlqStore {
       id: Number(row.id),
       recordVersion: row.record_version,
       redriven: row.current_version != null && row.current_version > row.record_version,
-      envelope: row.envelope as DlqEnvelope,
+      envelope: parseStored(DlqEnvelope, row.envelope, { table: 'execution_dlq', row: String(row.id), field: 'envelope' }),
     }));
     return { entries: entries.slice(0, options.limit), more: entries.length > options.limit };
   }
@@ -75,7 +76,12 @@ export class DlqStore {
       [options.batch, options.leaseMs],
     );
     return due.rows
-      .map((row) => ({ id: Number(row.id), tenantId: row.tenant_id, transitionKey: row.transition_key, envelope: row.envelope as DlqEnvelope }))
+      .map((row) => ({
+        id: Number(row.id),
+        tenantId: row.tenant_id,
+        transitionKey: row.transition_key,
+        envelope: parseStored(DlqEnvelope, row.envelope, { table: 'execution_dlq', row: String(row.id), field: 'envelope' }),
+      }))
       .sort((a, b) => a.id - b.id);
   }
 

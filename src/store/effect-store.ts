@@ -101,6 +101,16 @@ export class EffectStore {
    * The retained effect of a step: by name (what the engine and re-drive use), or by the
    * index of its last claim (the newest, should two versions have used the index).
    */
+  /** The latest effect of every Command step of the listed executions, in one statement: (executionId, step name) → effect. */
+  async getMany(tenantId: string, executionIds: string[]): Promise<Map<string, CommandEffect>> {
+    const result = await this.db.query<CommandEffectRow>(
+      `SELECT DISTINCT ON (execution_id, step_name) * FROM command_effect WHERE tenant_id = $1 AND execution_id = ANY($2::text[])
+       ORDER BY execution_id, step_name, updated_at DESC`,
+      [tenantId, executionIds],
+    );
+    return new Map(result.rows.map((row) => [effectKey(row.execution_id, row.step_name), toEffect(row)]));
+  }
+
   async get(tenantId: string, executionId: string, step: string | number): Promise<CommandEffect | null> {
     const result = await this.db.query<CommandEffectRow>(
       `SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 AND ${typeof step === 'string' ? 'step_name' : 'step_index'} = $3
@@ -110,3 +120,6 @@ export class EffectStore {
     return result.rowCount ? toEffect(result.rows[0]) : null;
   }
 }
+
+/** The key of `getMany`'s answer. */
+export const effectKey = (executionId: string, stepName: string) => `${executionId}\u0000${stepName}`;

@@ -6,10 +6,14 @@
  * the DLQ do so in the same statement (one round trip, one transaction).
  */
 import type { EffectStatus, ExecutionStatus, RedriveMode, TerminalReason } from '../spec-words';
-import { failureGroup } from '../dlq/failure-group';
+import { failureGroup } from '../contract/failure-group';
 import { randomUUID } from 'node:crypto';
-import type { DlqEnvelope } from '../dlq/envelope';
+import type { DlqEnvelope } from '../contract/dlq-envelope';
+import type { z } from 'zod';
+import { RemoteCallSchema } from '../contract/responses';
+import { parseStored } from './stored-json';
 import type { Db, Queryable } from './db';
+import { countItems, ITEM_COUNTED } from './redrive-job-store';
 import { iso, isoOrNull, type ExecutionRecordRow } from './rows';
 
 export type { EffectStatus, ExecutionStatus } from '../spec-words';
@@ -46,33 +50,15 @@ export interface ExecutionRecord {
   updatedAt: string;
 }
 
-export interface RemoteCall {
-  transitionKey: string;
-  protocol: string;
-  target: string;
-  startedAt: string;
-  deadlineMs: number;
-  elapsedMs: number;
-  /**
-   * Set when the execution parked because the worker kept answering "in progress" for this
-   * identity past the in-progress budget: the worker took the call; its outcome was not stored.
-   */
-  inProgress?: InProgressEvidence;
-}
+/** The call whose outcome is unknown (execution_record.remote_call): the contract's schema is its one definition. */
+export type RemoteCall = z.output<typeof RemoteCallSchema>;
 
-/** What a worker's "in progress" answers for one transition identity showed. */
-export interface InProgressEvidence {
-  /** the worker's last answer */
-  state: 'IN_PROGRESS';
-  /** "in progress" answers the service heard for this identity */
-  answers: number;
-  firstAt: string;
-  lastAt: string;
-  /** pipeline.orchestrator.worker.in-progress-budget the step ran with */
-  budgetMs: number;
-  /** the worker's platform, when it said */
-  platform: string | null;
-}
+/**
+ * What a worker's "in progress" answers (and deliveries that got no answer) for one transition
+ * identity showed: set when the execution parked because the worker kept answering "in progress"
+ * past the in-progress budget.
+ */
+export type InProgressEvidence = NonNullable<RemoteCall['inProgress']>;
 
 export interface NewExecution {
   tenantId: string;
@@ -116,7 +102,10 @@ export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
     terminalReason: row.terminal_reason,
     lastErrorCode: row.last_error_code,
     lastErrorMessage: row.last_error_message,
-    remoteCall: (row.remote_call as RemoteCall | null) ?? null,
+    remoteCall:
+      row.remote_call == null
+        ? null
+        : parseStored(RemoteCallSchema, row.remote_call, { table: 'execution_record', row: `${row.tenant_id}/${row.execution_id}`, field: 'remote_call' }),
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
@@ -285,7 +274,7 @@ export class ExecutionStore {
     dispatchSpec: unknown;
     releaseAmbiguousEffect: boolean;
     lease: DispatchLease;
-    /** the bulk job admitting it: the audit row names it and the job's item turns ADMITTED in this statement */
+    /** the bulk job admitting it: the audit row and the record name it, and the job's item turns ADMITTED and is counted in this statement */
     jobId?: string | null;
     /** the definition version the execution was pinned to when the checks read it */
     fromPipelineVersion: number;
@@ -299,7 +288,7 @@ export class ExecutionStore {
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
            redrive_count = redrive_count + 1, updated_at = now(),
            pipeline_version = COALESCE($17, pipeline_version), definition_fingerprint = COALESCE($18, definition_fingerprint),
-           step_count = COALESCE($19, step_count)
+           step_count = COALESCE($19, step_count), redrive_job_id = $16
          WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
          RETURNING *),
        audit AS (
@@ -308,7 +297,9 @@ export class ExecutionStore {
          SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version FROM moved),
        job_item AS (
          UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = now()
-         WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)),
+         WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)
+         RETURNING ${ITEM_COUNTED}),
+       job_count AS (${countItems('job_item')}),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
          SELECT tenant_id, execution_id, $6, $12::jsonb, 1, $14, now() + ($15::integer * interval '1 millisecond') FROM moved),
@@ -367,6 +358,15 @@ export class ExecutionStore {
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
+  /** The listed executions' records, in one statement (missing ones are absent). */
+  async getMany(tenantId: string, executionIds: string[]): Promise<Map<string, ExecutionRecord>> {
+    const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2::text[])', [
+      tenantId,
+      executionIds,
+    ]);
+    return new Map(result.rows.map((row) => [row.execution_id, toRecord(row)]));
+  }
+
   async getByKey(tenantId: string, executionKey: string): Promise<ExecutionRecord | null> {
     const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [
       tenantId,
@@ -399,23 +399,45 @@ export class ExecutionStore {
    * Called by the first step of a run and by every Temporal retry of a step: moves a
    * QUEUED record to RUNNING (a committed transition) and returns the committed state,
    * whose `attempt` is the one a redelivered step must reuse. The first step also marks
-   * its dispatch row STARTED, in the same statement.
+   * its dispatch row STARTED, in the same statement. Only a run of the record's own dispatch
+   * row (still PENDING, or STARTED by this very run) takes a QUEUED record: a run the
+   * orchestrator did not start (a Reset in the Temporal UI, a duplicate start) never does,
+   * and finds the record as it is, owned by another run.
    */
   async begin({ tenantId, executionId, runId, dispatchId }: RunStart): Promise<ExecutionRecord | null> {
     const result = await this.db.query<ExecutionRecordRow>(
       `WITH moved AS (
          UPDATE execution_record SET status = 'RUNNING', version = version + 1, run_id = $3, updated_at = now()
          WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED'
+           AND EXISTS (SELECT 1 FROM execution_dispatch d WHERE d.tenant_id = $1 AND d.execution_id = $2 AND d.dispatch_id = $4
+                       AND (d.status = 'PENDING' OR d.run_id = $3))
          RETURNING *),
        started AS (
          UPDATE execution_dispatch SET status = 'STARTED', run_id = $3, started_at = now(), lease_owner = NULL, lease_until = NULL
-         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $4 AND status = 'PENDING')
+         WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $4 AND status = 'PENDING' AND EXISTS (SELECT 1 FROM moved))
        SELECT * FROM moved
        UNION ALL
        SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND NOT EXISTS (SELECT 1 FROM moved)`,
       [tenantId, executionId, runId, dispatchId],
     );
     return result.rowCount ? toRecord(result.rows[0]) : null;
+  }
+
+  /** Notes a run the orchestrator did not start, refused by its first step (once per run); the history shows it. */
+  async noteForeignRun(note: {
+    tenantId: string;
+    executionId: string;
+    runId: string;
+    ownerRunId: string | null;
+    recordStatus: string;
+    reason: string;
+  }): Promise<void> {
+    await this.db.query(
+      `INSERT INTO execution_foreign_run (tenant_id, execution_id, run_id, owner_run_id, record_status, reason)
+       SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM execution_record WHERE tenant_id = $1 AND execution_id = $2)
+       ON CONFLICT DO NOTHING`,
+      [note.tenantId, note.executionId, note.runId, note.ownerRunId, note.recordStatus, note.reason],
+    );
   }
 
   /** Step succeeded: move to the next step (or SUCCEEDED), its output becomes the segment input. */

@@ -3,7 +3,7 @@
  * stands at the version the envelope was written at) grouped by the group id stored with
  * each envelope, and the same selection for a bulk re-drive. Read-only.
  */
-import type { FailureSignature } from '../dlq/failure-group';
+import type { FailureSignature } from '../contract/failure-group';
 import type { Db } from './db';
 
 /** Which unredriven envelopes: every given field must match. */
@@ -55,8 +55,9 @@ export class FailureGroupStore {
   /**
    * Groups, largest first, with count, first/last seen and the last hour in 10-minute
    * buckets. Filtered by terminalReason and errorCode (what the route offers), it reads the
-   * per-day counts the triggers keep (migration 20261122130300): its cost follows the
-   * groups and their last hour, not the DLQ's size. Other filters scan the envelopes.
+   * per-day counts and first/last times the triggers keep (migrations 20261122130300 and
+   * 20261126070000) and each group's last hour of envelopes: its cost follows the groups and
+   * their last hour, not the DLQ's size or its envelopes per day. Other filters scan the envelopes.
    */
   async groups(tenantId: string, filter: EnvelopeFilter, limit: number): Promise<FailureGroupRow[]> {
     if (filter.groupId === undefined && filter.step === undefined && filter.from === undefined && filter.to === undefined) {
@@ -92,12 +93,11 @@ export class FailureGroupStore {
     });
     const result = await this.db.query<FailureGroupRow>(
       `WITH g AS (
-         SELECT group_id, sum(n)::int AS count, min(day) AS first_day, max(day) AS last_day, (array_agg(signature) FILTER (WHERE signature IS NOT NULL))[1] AS signature
+         SELECT group_id, sum(n)::int AS count, min(first_at) AS first_seen, max(last_at) AS last_seen,
+           (array_agg(signature) FILTER (WHERE signature IS NOT NULL))[1] AS signature
          FROM dlq_group_day WHERE ${where}
          GROUP BY group_id ORDER BY sum(n) DESC, group_id LIMIT $${params.push(limit)})
-       SELECT g.group_id, g.signature, g.count,
-         (SELECT d.created_at ${unredriven} AND d.created_at >= g.first_day AND d.created_at < g.first_day + interval '1 day' ORDER BY d.created_at LIMIT 1) AS first_seen,
-         (SELECT d.created_at ${unredriven} AND d.created_at >= g.last_day AND d.created_at < g.last_day + interval '1 day' ORDER BY d.created_at DESC LIMIT 1) AS last_seen,
+       SELECT g.group_id, g.signature, g.count, g.first_seen, g.last_seen,
          (SELECT ARRAY[${buckets.join(', ')}] ${unredriven} AND d.created_at > now() - interval '${BUCKETS * BUCKET_MINUTES} minutes') AS buckets
        FROM g ORDER BY g.count DESC, g.group_id`,
       params,

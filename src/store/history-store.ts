@@ -1,6 +1,6 @@
 /**
  * An execution's story from the store, in one round trip: the runs its dispatch rows
- * started, every committed step outcome from the attempt log, every re-drive from the
+ * started (and the runs it did not start, which it refused), every committed step outcome from the attempt log, every re-drive from the
  * audit, and its DLQ envelopes. Read-only.
  */
 import type { AttemptOutcome } from '../spec-words';
@@ -57,8 +57,18 @@ export interface EnvelopeRow {
   created_at: string;
 }
 
+/** A run the orchestrator did not start, refused by its first step (execution_foreign_run). */
+export interface ForeignRunRow {
+  run_id: string;
+  owner_run_id: string | null;
+  record_status: string;
+  reason: string;
+  noticed_at: string;
+}
+
 export interface HistoryRows {
   runs: RunRow[];
+  foreign_runs: ForeignRunRow[];
   attempts: AttemptRow[];
   redrives: RedriveRow[];
   envelopes: EnvelopeRow[];
@@ -74,6 +84,7 @@ export class HistoryStore {
     const result = await this.db.query<HistoryRows>(
       `SELECT
          ${list(`SELECT dispatch_id, status, run_id, attempts, last_error, created_at, started_at FROM execution_dispatch ${where}`, 'x.created_at, x.dispatch_id')} AS runs,
+         ${list(`SELECT run_id, owner_run_id, record_status, reason, noticed_at FROM execution_foreign_run ${where}`, 'x.noticed_at, x.run_id')} AS foreign_runs,
          ${list(`SELECT step_index, attempt, outcome, error_code, run_id, version, evidence, committed_at, pipeline_version FROM execution_attempt ${where}`, 'x.version')} AS attempts,
          ${list(`SELECT redrive_id, principal, reason, mode, from_status, from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, created_at, from_pipeline_version, to_pipeline_version FROM redrive_audit ${where}`, 'x.created_at, x.from_version')} AS redrives,
          ${list(`SELECT id, transition_key, terminal_reason, error_code, group_id, record_version, created_at FROM execution_dlq ${where}`, 'x.id')} AS envelopes`,

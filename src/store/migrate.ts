@@ -21,10 +21,17 @@ export interface Migration {
 }
 
 export function listMigrations(): Migration[] {
-  return readdirSync(MIGRATIONS_DIR)
+  const migrations = readdirSync(MIGRATIONS_DIR)
     .filter((file) => /^\d{14}_[a-z0-9_]+\.sql$/.test(file))
     .sort()
     .map((file) => ({ version: file.slice(0, 14), name: file.slice(15, -4), sql: readFileSync(join(MIGRATIONS_DIR, file), 'utf8') }));
+  // A version is applied once: a second file with the same timestamp would be skipped without a word.
+  for (let i = 1; i < migrations.length; i++)
+    if (migrations[i].version === migrations[i - 1].version)
+      throw new Error(
+        `migrations ${migrations[i - 1].version}_${migrations[i - 1].name}.sql and ${migrations[i].version}_${migrations[i].name}.sql share a version: give one a later timestamp`,
+      );
+  return migrations;
 }
 
 /**

@@ -6,14 +6,14 @@
  * here, each only from SELECTED: the primary key and that condition make "at most once
  * per job". Status changes are conditional on the status they leave.
  */
-import type { RedriveJobStatus } from '../spec-words';
+import type { JobControlAction, JobItemState, RedriveJobStatus } from '../spec-words';
 import type { Db, Queryable } from './db';
 import { UNREDRIVEN_FROM, unredrivenWhere, type EnvelopeFilter } from './failure-group-store';
 import { iso, isoOrNull } from './rows';
 
 export type { RedriveJobStatus } from '../spec-words';
 /** `halt` and `fail` are the system's own (principal `system`). */
-export type RedriveJobAction = 'pause' | 'resume' | 'abort' | 'halt' | 'fail';
+export type RedriveJobAction = JobControlAction;
 
 export interface ControlEntry {
   action: RedriveJobAction;
@@ -135,6 +135,16 @@ const json = (value: unknown) => JSON.stringify(value);
 export class RedriveJobStore {
   constructor(private readonly db: Db) {}
 
+  /** Unfinished jobs whose workflow was started, oldest change first: what the job watch asks Temporal about. */
+  async unfinishedStarted(limit: number): Promise<{ tenantId: string; jobId: string; status: string }[]> {
+    const { rows } = await this.db.query<{ tenant_id: string; job_id: string; status: string }>(
+      `SELECT tenant_id, job_id, status FROM redrive_job WHERE status IN ('RUNNING', 'PAUSED') AND workflow_started_at IS NOT NULL
+       ORDER BY updated_at LIMIT $1`,
+      [limit],
+    );
+    return rows.map((row) => ({ tenantId: row.tenant_id, jobId: row.job_id, status: row.status }));
+  }
+
   /**
    * The executions with unredriven envelopes matching `filter`, oldest envelope first, at
    * most `limit`; REMOTE_OUTCOME_UNKNOWN ones are counted in `excluded`, never selected.
@@ -207,36 +217,79 @@ export class RedriveJobStore {
     return { jobs: result.rows.slice(0, options.limit).map(toJob), more: result.rows.length > options.limit };
   }
 
+  /** Where the job's items stand, from its counter rows (a few rows, whatever the job's size). */
   async counts(tenantId: string, jobId: string): Promise<JobCounts> {
+    return (await this.countsOf(tenantId, [jobId])).get(jobId) ?? emptyCounts();
+  }
+
+  /** The counts of several jobs in one read (a page of the job list). */
+  async countsOf(tenantId: string, jobIds: string[]): Promise<Map<string, JobCounts>> {
     const result = await this.db.query<{
-      state: string;
+      job_id: string;
+      selected: number;
+      admitted: number;
+      skipped: number;
+      codes: (Record<string, number> | null)[];
+      succeeded: number;
+      failed_again: number;
+      remote_outcome_unknown: number;
+      first_at: Date | null;
+      last_at: Date | null;
+      last_admitted_at: Date | null;
+    }>(
+      `SELECT j.job_id, j.selected, coalesce(sum(c.admitted), 0)::int AS admitted, coalesce(sum(c.skipped), 0)::int AS skipped,
+         array_agg(c.skipped_by_code) AS codes, coalesce(sum(c.succeeded), 0)::int AS succeeded, coalesce(sum(c.failed_again), 0)::int AS failed_again,
+         coalesce(sum(c.remote_outcome_unknown), 0)::int AS remote_outcome_unknown,
+         min(c.first_processed_at) AS first_at, max(c.last_processed_at) AS last_at, max(c.last_admitted_at) AS last_admitted_at
+       FROM redrive_job j LEFT JOIN redrive_job_count c ON c.tenant_id = j.tenant_id AND c.job_id = j.job_id
+       WHERE j.tenant_id = $1 AND j.job_id = ANY($2::text[]) GROUP BY j.job_id, j.selected`,
+      [tenantId, jobIds],
+    );
+    const counts = new Map<string, JobCounts>();
+    for (const row of result.rows) {
+      const skippedByCode: Record<string, number> = {};
+      for (const codes of row.codes) for (const [code, n] of Object.entries(codes ?? {})) skippedByCode[code] = (skippedByCode[code] ?? 0) + n;
+      const ended = row.succeeded + row.failed_again + row.remote_outcome_unknown;
+      counts.set(row.job_id, {
+        selected: row.selected,
+        remaining: row.selected - row.admitted - row.skipped,
+        admitted: row.admitted,
+        skipped: row.skipped,
+        skippedByCode,
+        succeeded: row.succeeded,
+        failedAgain: row.failed_again,
+        remoteOutcomeUnknown: row.remote_outcome_unknown,
+        running: row.admitted - ended,
+        firstProcessedAt: isoOrNull(row.first_at),
+        lastProcessedAt: isoOrNull(row.last_at),
+        lastAdmittedAt: isoOrNull(row.last_admitted_at),
+      });
+    }
+    return counts;
+  }
+
+  /**
+   * The same counts recounted from the items and their executions (what the counters must
+   * equal while no later re-drive moved an admitted execution on; a record retention deleted
+   * was SUCCEEDED). Reads every item of the job: for checks, never a request path.
+   */
+  async recount(tenantId: string, jobId: string): Promise<JobCounts> {
+    const result = await this.db.query<{
+      state: JobItemState;
       skip_code: string | null;
       status: string | null;
       n: number;
       first_at: Date | null;
       last_at: Date | null;
     }>(
-      `SELECT i.state, i.skip_code, CASE WHEN i.state = 'ADMITTED' THEN r.status END AS status, count(*)::int AS n,
+      `SELECT i.state, i.skip_code, CASE WHEN i.state = 'ADMITTED' THEN coalesce(r.status, 'SUCCEEDED') END AS status, count(*)::int AS n,
          min(i.processed_at) AS first_at, max(i.processed_at) AS last_at
        FROM redrive_job_item i LEFT JOIN execution_record r ON i.state = 'ADMITTED' AND r.tenant_id = i.tenant_id AND r.execution_id = i.execution_id
        WHERE i.tenant_id = $1 AND i.job_id = $2
        GROUP BY 1, 2, 3`,
       [tenantId, jobId],
     );
-    const counts: JobCounts = {
-      selected: 0,
-      remaining: 0,
-      admitted: 0,
-      skipped: 0,
-      skippedByCode: {},
-      succeeded: 0,
-      failedAgain: 0,
-      remoteOutcomeUnknown: 0,
-      running: 0,
-      firstProcessedAt: null,
-      lastProcessedAt: null,
-      lastAdmittedAt: null,
-    };
+    const counts = emptyCounts();
     let first: number | null = null;
     let last: number | null = null;
     let lastAdmitted: number | null = null;
@@ -276,7 +329,11 @@ export class RedriveJobStore {
   /** The item was refused at admission: SKIPPED with the refusal's code (only from SELECTED: an admitted item stays admitted). */
   async skip(tenantId: string, jobId: string, executionId: string, code: string): Promise<boolean> {
     const result = await this.db.query(
-      `UPDATE redrive_job_item SET state = 'SKIPPED', skip_code = $4, processed_at = now() WHERE tenant_id = $1 AND job_id = $2 AND execution_id = $3 AND state = 'SELECTED'`,
+      `WITH item AS (
+         UPDATE redrive_job_item SET state = 'SKIPPED', skip_code = $4, processed_at = now()
+         WHERE tenant_id = $1 AND job_id = $2 AND execution_id = $3 AND state = 'SELECTED' RETURNING ${ITEM_COUNTED}),
+       counted AS (${countItems('item')})
+       SELECT 1 FROM item`,
       [tenantId, jobId, executionId, code],
     );
     return result.rowCount > 0;
@@ -288,12 +345,15 @@ export class RedriveJobStore {
    * where the item stands now, or null when it was no longer SELECTED.
    */
   async recordAdmissionFailure(tenantId: string, jobId: string, executionId: string, limit: number): Promise<{ attempts: number; skipped: boolean } | null> {
-    const result = await this.db.query<{ admission_attempts: number; state: string }>(
-      `UPDATE redrive_job_item SET admission_attempts = admission_attempts + 1,
-         state = CASE WHEN admission_attempts + 1 >= $4 THEN 'SKIPPED' ELSE state END,
-         skip_code = CASE WHEN admission_attempts + 1 >= $4 THEN 'ADMISSION_FAILED' ELSE skip_code END,
-         processed_at = CASE WHEN admission_attempts + 1 >= $4 THEN now() ELSE processed_at END
-       WHERE tenant_id = $1 AND job_id = $2 AND execution_id = $3 AND state = 'SELECTED' RETURNING admission_attempts, state`,
+    const result = await this.db.query<{ admission_attempts: number; state: JobItemState }>(
+      `WITH item AS (
+         UPDATE redrive_job_item SET admission_attempts = admission_attempts + 1,
+           state = CASE WHEN admission_attempts + 1 >= $4 THEN 'SKIPPED' ELSE state END,
+           skip_code = CASE WHEN admission_attempts + 1 >= $4 THEN 'ADMISSION_FAILED' ELSE skip_code END,
+           processed_at = CASE WHEN admission_attempts + 1 >= $4 THEN now() ELSE processed_at END
+         WHERE tenant_id = $1 AND job_id = $2 AND execution_id = $3 AND state = 'SELECTED' RETURNING admission_attempts, ${ITEM_COUNTED}),
+       counted AS (${countItems('item')})
+       SELECT admission_attempts, state FROM item`,
       [tenantId, jobId, executionId, limit],
     );
     return result.rowCount ? { attempts: result.rows[0].admission_attempts, skipped: result.rows[0].state === 'SKIPPED' } : null;
@@ -340,6 +400,46 @@ export class RedriveJobStore {
     );
     return result.rows.map((row) => ({ tenantId: row.tenant_id, jobId: row.job_id }));
   }
+}
+
+function emptyCounts(): JobCounts {
+  return {
+    selected: 0,
+    remaining: 0,
+    admitted: 0,
+    skipped: 0,
+    skippedByCode: {},
+    succeeded: 0,
+    failedAgain: 0,
+    remoteOutcomeUnknown: 0,
+    running: 0,
+    firstProcessedAt: null,
+    lastProcessedAt: null,
+    lastAdmittedAt: null,
+  };
+}
+
+/** What an item statement returns (RETURNING) for `countItems` to count. */
+export const ITEM_COUNTED = 'tenant_id, job_id, execution_id, state, skip_code, processed_at';
+
+/**
+ * A data-modifying CTE body that counts the items the CTE `source` returned (ITEM_COUNTED)
+ * as ADMITTED or SKIPPED in their job's counter row (migration 20261126070000): used by the
+ * admission statement and the skip statements, so the counts change with the items, in the
+ * same statement. Items left SELECTED are not counted.
+ */
+export function countItems(source: string): string {
+  return `INSERT INTO redrive_job_count AS c (tenant_id, job_id, shard, admitted, skipped, skipped_by_code, first_processed_at, last_processed_at, last_admitted_at)
+    SELECT tenant_id, job_id, signal_shard(execution_id), (state = 'ADMITTED')::int, (state = 'SKIPPED')::int,
+      CASE WHEN state = 'SKIPPED' THEN jsonb_build_object(coalesce(skip_code, 'UNKNOWN'), 1) ELSE '{}'::jsonb END,
+      processed_at, processed_at, CASE WHEN state = 'ADMITTED' THEN processed_at END
+    FROM ${source} WHERE state IN ('ADMITTED', 'SKIPPED')
+    ON CONFLICT (tenant_id, job_id, shard) DO UPDATE SET admitted = c.admitted + EXCLUDED.admitted, skipped = c.skipped + EXCLUDED.skipped,
+      skipped_by_code = c.skipped_by_code || (SELECT coalesce(jsonb_object_agg(e.code, coalesce((c.skipped_by_code->>e.code)::int, 0) + e.n::int), '{}'::jsonb)
+                                              FROM jsonb_each_text(EXCLUDED.skipped_by_code) AS e(code, n)),
+      first_processed_at = least(c.first_processed_at, EXCLUDED.first_processed_at),
+      last_processed_at = greatest(c.last_processed_at, EXCLUDED.last_processed_at),
+      last_admitted_at = greatest(c.last_admitted_at, EXCLUDED.last_admitted_at)`;
 }
 
 function splitSelection(rows: { execution_id: string; version: number; status: string }[]): Selection {

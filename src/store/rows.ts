@@ -7,6 +7,7 @@
  * Timestamps arrive as `Date` from both drivers; int8 columns (bigserial ids) arrive as
  * numbers (db.ts installs the parser); jsonb arrives parsed.
  */
+import type { CheckpointStatus } from '../spec-words';
 import type { EffectStatus, ExecutionStatus, TerminalReason } from '../spec-words';
 
 export interface ExecutionRecordRow {
@@ -85,10 +86,6 @@ export interface ItemRejectRow {
   fingerprint: string;
   created_at: Date;
 }
-
-/** Status of a checkpoint in the outbox: accepted, or admitted as an execution whose run started. */
-export const CHECKPOINT_STATUSES = ['PENDING', 'ADMITTED'] as const;
-export type CheckpointStatus = (typeof CHECKPOINT_STATUSES)[number];
 
 export interface CheckpointOutboxRow {
   tenant_id: string;

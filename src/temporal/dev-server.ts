@@ -48,6 +48,12 @@ export interface DevServer {
   pid?: number;
   /** the watchdog that kills the server when this process goes away, when we spawned it */
   watchdogPid?: number;
+  /**
+   * Says a stop is coming (the service's own shutdown has begun): from now on the server's own
+   * log lines are its shutdown chatter (tasks and polls failing as the worker and the
+   * connection go), forwarded at debug. `stop()` implies it.
+   */
+  expectStop?(): void;
   stop(): Promise<void>;
 }
 
@@ -189,6 +195,11 @@ async function spawnOnLeasedPorts(path: string, namespace: string, options: DevS
   let head = '';
   let tail = '';
   child.once('exit', (code, signal) => (exitReason = `code ${code ?? signal}; ${head.slice(0, 600)}${tail.length > 600 ? ` … ${tail.slice(-300)}` : ''}`));
+  // Once our stop has begun, the server's own chatter is expected: "Fail to process task" and
+  // "service failures" as the worker's polls and the connection go, "Failed to poll for task."
+  // and "network dial error" as its services lose each other. Debug, so a clean stop ends
+  // quietly; only a fatal or panic line stays at warn.
+  let stopping = false;
   const forward = (chunk: Buffer) => {
     const text = chunk.toString('utf8');
     if (head.length < 2000) head += text;
@@ -197,7 +208,9 @@ async function spawnOnLeasedPorts(path: string, namespace: string, options: DevS
       if (!line.startsWith('{')) continue;
       try {
         const entry = JSON.parse(line);
-        options.log?.warn({ event: 'temporal_dev_server', serverLevel: entry.level, serverMessage: entry.msg });
+        const fields = { event: 'temporal_dev_server', serverLevel: entry.level, serverMessage: entry.msg };
+        if (stopping && !/^(fatal|panic|dpanic)$/i.test(String(entry.level))) options.log?.debug(fields);
+        else options.log?.warn(fields);
       } catch {
         // not a log line
       }
@@ -232,7 +245,11 @@ async function spawnOnLeasedPorts(path: string, namespace: string, options: DevS
       return serverPid;
     },
     watchdogPid: child.pid,
+    expectStop() {
+      stopping = true;
+    },
     async stop() {
+      stopping = true;
       process.removeListener('exit', killOnExit);
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -23,15 +23,18 @@ import { pipelineWorkflow } from '../workflows/pipeline-workflow';
 import { compactPlan, planStep } from '../workflows/plan';
 import type { PipelineRunInput } from '../workflows/types';
 import { withTraceCarrier } from '../trace-context';
+import type { DispatchOutcome as DispatchOutcomeWord } from '../spec-words';
 
 export interface DispatchSpec {
   redrive?: PipelineRunInput['redrive'];
+  /** a re-drive's principal and reason, for the run's details in the Temporal UI (not in the workflow's input) */
+  by?: { principal: string; reason: string };
   /** the admitting request's trace context (traceparent), so a run the sweeper starts joins its trace */
   trace?: Record<string, string>;
 }
 
 export interface DispatchOutcome {
-  dispatch: 'started' | 'pending';
+  dispatch: DispatchOutcomeWord;
   runId: string | null;
   /** pending because Temporal did not answer in time (or was unreachable), not because of this row */
   temporalUnavailable?: boolean;
@@ -105,6 +108,7 @@ export class Dispatcher {
         input: record.segmentInput,
         dispatchId,
         redrive: spec.redrive,
+        stepActivityTypes: true,
       };
       await this.beforeStart?.(tenantId, executionId, dispatchId);
       // A start that cannot finish within the deadline stays pending: the sweeper starts it later.
@@ -152,8 +156,9 @@ export class Dispatcher {
           `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
           run.correlationId ? `**Correlation** ${run.correlationId}` : '',
           spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',
+          spec.by ? `**Re-driven by** ${spec.by.principal}: ${spec.by.reason}` : '',
           spec.redrive?.redriveOf
-            ? `**Re-drives run** ${spec.redrive.redriveOf} (search \`PipelineRedriveOf = "${spec.redrive.redriveOf}"\` from that run to here)`
+            ? `**Re-drives run** [${spec.redrive.redriveOf}](${this.runLink(workflowId, spec.redrive.redriveOf)}) (search \`PipelineRedriveOf = "${spec.redrive.redriveOf}"\` from that run to here)`
             : '',
           spec.redrive?.jobId
             ? `**Bulk job** ${spec.redrive.jobId} (its runs: \`PipelineRedriveJob = "${spec.redrive.jobId}"\`; the job: workflow redrive-job/${tenantId}/${spec.redrive.jobId})`
@@ -177,6 +182,11 @@ export class Dispatcher {
       }
       throw new Error(`workflow ${workflowId} is still running for dispatch ${String(owner)}; the sweeper retries`);
     }
+  }
+
+  /** The Temporal UI's page of a run, relative to the UI's root (the details render it as a link). */
+  private runLink(workflowId: string, runId: string): string {
+    return `/namespaces/${encodeURIComponent(this.client.options.namespace)}/workflows/${encodeURIComponent(workflowId)}/${encodeURIComponent(runId)}/history`;
   }
 
   private async releaseLease(tenantId: string, executionId: string, dispatchId: string, error: string): Promise<void> {

@@ -20,7 +20,7 @@ import { workflowIdFor } from '../ids';
 import { createLog } from '../log';
 import { installSdkLogging } from '../temporal/sdk-logging';
 import type { PipelineDefinition } from '../pipeline/define';
-import { startService, type Service } from '../service/runtime';
+import { startService, type Service } from '../runtime';
 import type { ExecutionRecord } from '../store/execution-store';
 import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { testServerExecutable } from './test-server';

@@ -13,6 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import { PLATFORM_HEADER } from './rest';
 import { TransitionWorkerClient } from './grpc-proto';
 import {
+  DeliveryUnconfirmedError,
   IN_PROGRESS_HEADER,
   RemoteFailureError,
   RemoteOutcomeUnknownError,
@@ -36,6 +37,18 @@ export function grpcClient(address: string): grpc.Client & Record<string, any> {
 }
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED]);
+
+/**
+ * What grpc-js reports, with no status or metadata from the server, when the connection went
+ * away after the call was sent: the worker process died (UNAVAILABLE "Connection dropped") or
+ * its server shut down mid-call (CANCELLED "Call cancelled", a cancel we did not make). The
+ * worker may have taken the call. "No connection established" (nothing was sent) is not one.
+ */
+function droppedAfterSending(err: grpc.ServiceError): boolean {
+  if (err.metadata && Object.keys(err.metadata.getMap()).length > 0) return false;
+  if (err.code === grpc.status.UNAVAILABLE) return /^Connection dropped|ECONNRESET|EPIPE/.test(err.details ?? '');
+  return err.code === grpc.status.CANCELLED && err.details === 'Call cancelled';
+}
 
 export async function callGrpc(address: string, input: unknown, deadlineMs: number, ctx: RemoteCallContext): Promise<unknown> {
   const metadata = new grpc.Metadata();
@@ -69,6 +82,11 @@ export async function callGrpc(address: string, input: unknown, deadlineMs: numb
               platform ??= (err.metadata?.get(PLATFORM_HEADER)[0] as string | undefined) ?? null;
               if (err.code === grpc.status.DEADLINE_EXCEEDED) {
                 reject(new RemoteOutcomeUnknownError('GRPC', address, Math.max(deadlineMs, Date.now() - startedAt.getTime()), deadlineMs, startedAt));
+                return;
+              }
+              // Our own cancel (the deadline, the activity's cancellation) is withDeadline's to report.
+              if (!signal.aborted && droppedAfterSending(err)) {
+                reject(new DeliveryUnconfirmedError('GRPC', address, platform, `${grpc.status[err.code]}: ${err.details}`));
                 return;
               }
               reject(grpcFailure(address, err, platform));

@@ -51,9 +51,25 @@ export class TransitionInProgressError extends RemoteFailureError {
     readonly target: string,
     platform: string | null,
     retryAfterMs: number | null,
+    message = `${protocol} worker at ${target} is still handling this transition`,
+    code = 'TRANSITION_IN_PROGRESS',
   ) {
-    super(`${protocol} worker at ${target} is still handling this transition`, 'TRANSITION_IN_PROGRESS', true, platform, retryAfterMs);
+    super(message, code, true, platform, retryAfterMs);
     this.name = 'TransitionInProgressError';
+  }
+}
+
+/**
+ * The call may have reached the worker, but no answer came back: the connection was reset or
+ * closed after the request went out, or the answer broke off. Whether the handler ran cannot
+ * be known, so this is not a failed attempt (a new attempt is a new key, and would run the
+ * effect again): like "in progress", the same identity is delivered again, and once the
+ * in-progress budget runs out the execution parks REMOTE_OUTCOME_UNKNOWN.
+ */
+export class DeliveryUnconfirmedError extends TransitionInProgressError {
+  constructor(protocol: Protocol, target: string, platform: string | null, reason: string) {
+    super(protocol, target, platform, null, `${protocol} call to ${target} got no answer (${reason}); it may have reached the worker`, 'DELIVERY_UNCONFIRMED');
+    this.name = 'DeliveryUnconfirmedError';
   }
 }
 

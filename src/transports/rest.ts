@@ -8,11 +8,26 @@
  * body names its own code, detail and retryability. `Retry-After` is honoured (capped by
  * the retry policy's max-backoff). docs/transition-workers.md is the contract.
  */
-import { IN_PROGRESS_HEADER, RemoteFailureError, TransitionInProgressError, transitionHeaders, withDeadline, type RemoteCallContext } from './remote';
+import {
+  DeliveryUnconfirmedError,
+  IN_PROGRESS_HEADER,
+  RemoteFailureError,
+  TransitionInProgressError,
+  transitionHeaders,
+  withDeadline,
+  type RemoteCallContext,
+} from './remote';
 import { restProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
 export const PLATFORM_HEADER = 'x-transition-worker-platform';
+
+/**
+ * Socket errors that can happen after the request went out (the worker may have taken the
+ * call): a reset or close of an open connection, a timeout waiting for the answer. Anything
+ * else (refused, DNS, unreachable, TLS) failed before a byte reached the worker.
+ */
+const AFTER_SENDING = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 const RETRYABLE_STATUS = new Set([408, 425, 429]);
 
 export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
@@ -44,6 +59,7 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
     } catch (err) {
       if (signal.aborted) throw err;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
+      if (cause && AFTER_SENDING.has(cause)) throw new DeliveryUnconfirmedError('REST', url, null, cause);
       throw new RemoteFailureError(
         `REST worker at ${url} unreachable (${cause ?? 'network error'})`,
         cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR',
@@ -57,7 +73,8 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       text = await response.text();
     } catch (err) {
       if (signal.aborted) throw err;
-      throw new RemoteFailureError(`REST worker at ${url} broke off its answer (${response.status})`, 'NETWORK_ERROR', true, platform);
+      // It answered a status, so it took the call: its answer is lost, not its outcome.
+      throw new DeliveryUnconfirmedError('REST', url, platform, `answer broken off after status ${response.status}`);
     }
     return interpretRestAnswer(url, response, text);
   });

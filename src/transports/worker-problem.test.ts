@@ -6,13 +6,14 @@
  * what 2xx bodies become.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer as createHttp2Server } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyFailure } from '../activities/step-failure';
 import { createLog } from '../log';
 import { callGrpc } from './grpc';
 import { TransitionWorkerService } from './grpc-proto';
-import { TransitionInProgressError, type RemoteCallContext } from './remote';
+import { DeliveryUnconfirmedError, TransitionInProgressError, type RemoteCallContext } from './remote';
 import { callRest } from './rest';
 import { MAX_DETAIL_CHARS, PROBLEM_CODE_METADATA, PROBLEM_METADATA, PROBLEM_RETRYABLE_METADATA } from './worker-problem';
 
@@ -71,6 +72,13 @@ beforeAll(async () => {
     lastHeaders = req.headers;
     req.resume();
     req.on('end', () => {
+      // The request arrived whole; the connection drops before (or in the middle of) the answer.
+      if (req.url === '/reset-before-answer') return req.socket.destroy();
+      if (req.url === '/reset-mid-answer') {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+        res.write('{"partial":');
+        return setTimeout(() => req.socket.destroy(), 20);
+      }
       const [status, type, body, extra] = ANSWERS[req.url!] ?? [404, null, ''];
       res.writeHead(status, { ...(type ? { 'content-type': type } : {}), ...extra }).end(body);
     });
@@ -111,6 +119,23 @@ afterAll(async () => {
 });
 
 describe('REST worker contract, as the transport applies it', () => {
+  it('takes a connection dropped after the request went out as an unconfirmed delivery (redelivered, never a new attempt); a refused one as a retryable failure', async () => {
+    for (const path of ['/reset-before-answer', '/reset-mid-answer']) {
+      const { err, failure } = await failureOf(callRest(`${base}${path}`, { a: 1 }, 4000, context()));
+      expect(err).toBeInstanceOf(DeliveryUnconfirmedError);
+      expect(failure).toMatchObject({ inProgress: true, errorCode: 'DELIVERY_UNCONFIRMED', retryable: true });
+    }
+    // Nothing listens there: nothing reached a worker, so a new attempt is safe.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const { err, failure } = await failureOf(callRest(`http://127.0.0.1:${port}/transition`, { a: 1 }, 4000, context()));
+    expect(err).not.toBeInstanceOf(TransitionInProgressError);
+    expect(failure).toMatchObject({ errorCode: 'CONNECTION_REFUSED', retryable: true });
+    expect(failure.inProgress).toBeUndefined();
+  });
+
   it('sends the key, the transition identity, tenant, attempt, step, pipeline and deadline headers', async () => {
     await callRest(`${base}/empty-200`, { a: 1 }, 4000, context());
     expect(lastHeaders).toMatchObject({
@@ -176,6 +201,33 @@ describe('REST worker contract, as the transport applies it', () => {
 });
 
 describe('gRPC worker contract, as the transport applies it', () => {
+  it('takes a call whose server went away after taking it as an unconfirmed delivery; a refused connection as a retryable failure', async () => {
+    // A server that shuts down while the call is in its handler (CANCELLED "Call cancelled", no status of its own).
+    const dying = new grpc.Server();
+    dying.addService(TransitionWorkerService, {
+      Invoke: () => setTimeout(() => dying.forceShutdown(), 20),
+      Lookup: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(null, { recorded: false }),
+    });
+    const dyingPort = await new Promise<number>((resolve, reject) =>
+      dying.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))),
+    );
+    // A raw HTTP/2 server whose connection drops once the call's stream arrived (a worker process dying mid-call).
+    const h2 = createHttp2Server();
+    h2.on('stream', (stream) => stream.session?.destroy());
+    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve));
+    for (const target of [`127.0.0.1:${dyingPort}`, `127.0.0.1:${(h2.address() as { port: number }).port}`]) {
+      const { err, failure } = await failureOf(callGrpc(target, { mode: 'x' }, 4000, context()));
+      expect(err, target).toBeInstanceOf(DeliveryUnconfirmedError);
+      expect(failure).toMatchObject({ inProgress: true, errorCode: 'DELIVERY_UNCONFIRMED', retryable: true });
+    }
+    await new Promise((resolve) => h2.close(resolve));
+    // Now nothing listens at the dying server's port: nothing was sent.
+    const { err, failure } = await failureOf(callGrpc(`127.0.0.1:${dyingPort}`, { mode: 'x' }, 4000, context()));
+    expect(err).not.toBeInstanceOf(TransitionInProgressError);
+    expect(failure).toMatchObject({ errorCode: 'GRPC_UNAVAILABLE', retryable: true });
+    expect(failure.inProgress).toBeUndefined();
+  });
+
   it('sends the same identity, attempt, step and deadline as metadata', async () => {
     expect(await callGrpc(address, { mode: 'ok' }, 4000, context())).toBeNull();
     expect(lastMetadata).toMatchObject({

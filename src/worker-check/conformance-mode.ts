@@ -5,7 +5,7 @@
  * fail. `withConformanceMode` wraps a worker-kit handler with it.
  */
 import { randomUUID } from 'node:crypto';
-import { TransitionRejectedError } from '../worker-kit/delivery';
+import { TransitionRejectedError } from '@pipeline-orchestrator/worker-kit';
 
 /** `{ "conformance": { echo?, sleepMs?, fail? } }` */
 export interface ConformanceInput {

@@ -1,5 +1,6 @@
 /**
- * One execution = one run of this workflow. Each step is one activity that invokes
+ * One execution = one run of this workflow. Each step is one activity (its type names the
+ * pipeline and the step, `<pipeline>:<step>`; `runStep` in runs from before that) that invokes
  * the operator and commits the transition to Postgres; retries are Temporal's own
  * activity retries, timed by the activity through `nextRetryDelay`, so a retried attempt
  * adds no history events. The workflow only sequences steps. A run that ends FAILED or
@@ -7,11 +8,11 @@
  * a successful run just completes (Temporal's ExecutionStatus says so, and an upsert
  * on every success would cost a history event and a visibility write per execution).
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { EngineActivities } from '../activities/engine-activities';
 import { PipelineStatus } from './search-attributes';
 import { planStep } from './plan';
-import { FailureTypes, type PipelineRunInput, type StepPlan, type TerminalDetails } from './types';
+import { FailureTypes, stepActivityType, type PipelineRunInput, type StepPlan, type TerminalDetails } from './types';
 
 /** Above the step's own deadline, so Temporal never times out a call the activity is still judging. */
 const TEMPORAL_TIMEOUT_MARGIN_MS = 10_000;
@@ -46,34 +47,53 @@ function activitiesFor(step: StepPlan, index: number, executionId: string, attem
 
 export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> {
   let segment = run.input;
+  // A Reset gives the workflow a new runId but keeps the first run's: such a run checks, at
+  // every step, that it owns the record (the orchestrator's own runs are never reset copies).
+  const info = workflowInfo();
+  const notFirstRun = info.runId !== info.firstExecutionRunId;
   for (let index = run.resumeStepIndex; index < run.steps.length; index++) {
     const step = planStep(run, index);
     const firstOfRun = index === run.resumeStepIndex;
     const attempt = firstOfRun ? run.resumeAttempt : 1;
     const activities = activitiesFor(step, index, run.executionId, attempt);
+    // The step's own activity type (`<pipeline>:<step>`) names it in the Temporal UI's event list.
+    const runStep = run.stepActivityTypes
+      ? (activities as unknown as Record<string, EngineActivities['runStep']>)[stepActivityType(run.pipeline, step.name)]
+      : activities.runStep;
     try {
-      const result = await activities.runStep({
+      // Fields at their default (a null correlationId, firstOfRun false) are left out: every byte
+      // here is stored in the step's ActivityTaskScheduled event and sent with the history.
+      const result = await runStep({
         tenantId: run.tenantId,
         executionId: run.executionId,
         pipeline: run.pipeline,
-        correlationId: run.correlationId,
+        ...(run.correlationId !== null ? { correlationId: run.correlationId } : {}),
         stepIndex: index,
         // Resolved by name in the pinned version, never by position in the newest definition.
         stepName: step.name,
         pipelineVersion: run.pipelineVersion ?? 1,
         transport: step.transport,
         attempt,
-        firstOfRun,
-        dispatchId: firstOfRun ? run.dispatchId : undefined,
+        ...(firstOfRun ? { firstOfRun, dispatchId: run.dispatchId } : {}),
         retry: step.retry,
         timeoutMs: step.timeoutMs,
         ...(step.inProgressBudgetMs !== undefined ? { inProgressBudgetMs: step.inProgressBudgetMs } : {}),
         input: segment,
         redriveIntent: firstOfRun ? run.redrive?.intent : undefined,
+        ...(notFirstRun ? { notFirstRun: true as const } : {}),
       });
       segment = result.output;
     } catch (err) {
-      if (failureType(err) === FailureTypes.duplicateRun) return { duplicateRun: true };
+      if (failureType(err) === FailureTypes.duplicateRun) {
+        // A run the orchestrator did not start ends FAILED with why, so the Temporal UI never
+        // shows a reset FAILED execution as Completed. Runs from before this change completed.
+        if (!patched('pipeline-foreign-run-fails')) return { duplicateRun: true };
+        throw ApplicationFailure.create({
+          type: FailureTypes.notStartedByOrchestrator,
+          nonRetryable: true,
+          message: (err as ActivityFailure & { cause: ApplicationFailure }).cause.message,
+        });
+      }
       const terminal =
         terminalDetails(err) ??
         (await activities.abandonStep({

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_HALT_ON, dueItems, haltVerdict, msUntilNextDue } from './redrive-job-policy';
+import { DEFAULT_HALT_ON } from '../contract/requests';
+import { dueItems, haltVerdict, msUntilNextDue } from './redrive-job-policy';
 
 const zero = { succeeded: 0, failedAgain: 0, remoteOutcomeUnknown: 0 };
 

@@ -15,8 +15,6 @@ export interface HaltOn {
   remoteOutcomeUnknown: boolean;
 }
 
-export const DEFAULT_HALT_ON: HaltOn = { failedAgainShare: 0.5, minFinished: 5, remoteOutcomeUnknown: true };
-
 /** Where the job's admitted items stand: what the halt rule reads. */
 export interface OutcomeCounts {
   succeeded: number;

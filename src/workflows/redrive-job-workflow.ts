@@ -11,9 +11,24 @@
  * ever): when they give up, the job is marked FAILED with the reason (redriveJobFail) and
  * the workflow fails with it, so the API, the CLI and Temporal all say why.
  */
-import { ActivityFailure, ApplicationFailure, condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  patched,
+  condition,
+  continueAsNew,
+  defineSignal,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { RedriveJobActivities, JobTickState } from '../activities/redrive-job-activities';
 import { dueItems, haltVerdict, msUntilNextDue, type OutcomeCounts, type Pace } from './redrive-job-policy';
+import { jobCurrentDetails } from './redrive-job-details';
 
 /** Sent by the API after it changed the job's status in the store: look again now. */
 export const redriveJobWake = defineSignal('redriveJobWake');
@@ -70,10 +85,12 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
     startToCloseTimeout: '10 minutes',
     // The tick heartbeats every 2 s while it works: a killed worker's tick is redelivered within 10 s.
     heartbeatTimeout: '10 seconds',
+    // A cancellation waits for the activity in flight to end: an abort is recorded after the last admission, never during one.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: attempts },
   });
   // Marking the job FAILED gets longer (about 25 minutes): the store may be what is down.
-  const { redriveJobFail } = proxyActivities<RedriveJobActivities>({
+  const { redriveJobFail, redriveJobCancelled } = proxyActivities<RedriveJobActivities>({
     startToCloseTimeout: '1 minute',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 30 },
   });
@@ -82,7 +99,7 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
     try {
       return await call();
     } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
       const cause = err.cause instanceof Error ? err.cause.message : 'unknown';
       const reason = `the job's ${what} activity failed ${attempts} times; last: ${cause}`.slice(0, 500);
       try {
@@ -114,68 +131,84 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
     return redriveJobHalt({ tenantId, jobId, reason });
   };
 
-  let state = await tick({ max: 0 });
-  for (;;) {
-    if (state.status === 'ABORTED' || state.status === 'COMPLETED' || state.status === 'FAILED' || state.status === 'GONE')
-      return { status: state.status, processed: state.processed };
-    if (workflowInfo().historyLength > historyLimit || workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof redriveJobWorkflow>({ tenantId, jobId, carry, ...(limits ? { limits } : {}) });
-    }
-    if (state.status === 'PAUSED') {
-      // A resume starts a new pace and a new baseline: the failures it was halted for do not halt it again.
-      carry.pace = null;
-      await nap(PAUSED_POLL);
-      state = await tick({ max: 0 });
-      continue;
-    }
-    if (!carry.pace || !carry.baseline) {
-      carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
-      carry.baseline = outcomes(state);
-    }
-    const canaryPhase = state.canary !== null && !carry.canaryDone;
-    if (canaryPhase && (state.admitted >= state.canary! || state.remaining === 0)) {
-      // The canary is in: wait for every one of its runs to end, then judge on them alone.
-      if (state.running > 0) {
-        await nap(POLL_MS);
+  const paceJob = async (): Promise<{ status: string; processed: number }> => {
+    let state = await tick({ max: 0 });
+    for (;;) {
+      // The Temporal UI's "current details": the job as just read (no history event, no command).
+      setCurrentDetails(jobCurrentDetails(tenantId, jobId, state));
+      if (state.status === 'ABORTED' || state.status === 'COMPLETED' || state.status === 'FAILED' || state.status === 'GONE')
+        return { status: state.status, processed: state.processed };
+      if (workflowInfo().historyLength > historyLimit || workflowInfo().continueAsNewSuggested) {
+        await continueAsNew<typeof redriveJobWorkflow>({ tenantId, jobId, carry, ...(limits ? { limits } : {}) });
+      }
+      if (state.status === 'PAUSED') {
+        // A resume starts a new pace and a new baseline: the failures it was halted for do not halt it again.
+        carry.pace = null;
+        await nap(PAUSED_POLL);
         state = await tick({ max: 0 });
         continue;
       }
-      carry.canaryDone = true;
-      // The wait for the canary is not owed to the rest: the pace starts again from here.
-      carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
-      const finished =
-        state.succeeded +
-        state.failedAgain +
-        state.remoteOutcomeUnknown -
-        (carry.baseline.succeeded + carry.baseline.failedAgain + carry.baseline.remoteOutcomeUnknown);
-      const verdict = haltVerdict(outcomes(state), carry.baseline, state.haltOn, Math.min(state.haltOn.minFinished, finished));
-      if (verdict) state = await halt(`canary of ${state.canary}: ${verdict}`);
-      continue;
+      if (!carry.pace || !carry.baseline) {
+        carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
+        carry.baseline = outcomes(state);
+      }
+      const canaryPhase = state.canary !== null && !carry.canaryDone;
+      if (canaryPhase && (state.admitted >= state.canary! || state.remaining === 0)) {
+        // The canary is in: wait for every one of its runs to end, then judge on them alone.
+        if (state.running > 0) {
+          await nap(POLL_MS);
+          state = await tick({ max: 0 });
+          continue;
+        }
+        carry.canaryDone = true;
+        // The wait for the canary is not owed to the rest: the pace starts again from here.
+        carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
+        const finished =
+          state.succeeded +
+          state.failedAgain +
+          state.remoteOutcomeUnknown -
+          (carry.baseline.succeeded + carry.baseline.failedAgain + carry.baseline.remoteOutcomeUnknown);
+        const verdict = haltVerdict(outcomes(state), carry.baseline, state.haltOn, Math.min(state.haltOn.minFinished, finished));
+        if (verdict) state = await halt(`canary of ${state.canary}: ${verdict}`);
+        continue;
+      }
+      const verdict = haltVerdict(outcomes(state), carry.baseline, state.haltOn);
+      if (verdict) {
+        state = await halt(verdict);
+        continue;
+      }
+      if (state.remaining === 0) {
+        woken = false;
+        state = await redriveJobFinish({ tenantId, jobId });
+        continue;
+      }
+      const pace = carry.pace;
+      const cap = canaryPhase ? state.canary! - state.admitted : MAX_PER_TICK;
+      const due = Math.min(dueItems(pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
+      const room = state.batchSize - state.running;
+      let wait = 0;
+      if (state.unavailable) wait = UNAVAILABLE_BACKOFF_MS;
+      else if (room <= 0) wait = POLL_MS;
+      else if (due <= 0) wait = Math.max(msUntilNextDue(pace, state.ratePerSecond, state.processed, Date.now()), PACE_TICK_MS);
+      if (wait > 0) await nap(wait);
+      if (room <= 0 || state.unavailable) {
+        // Time spent waiting for room (or for Temporal or Postgres) is not owed: no burst past the rate when it frees.
+        carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
+      }
+      const max = Math.min(dueItems(carry.pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
+      state = await tick({ max, pace: { ...carry.pace, cap: Math.min(cap, MAX_PER_TICK) } });
     }
-    const verdict = haltVerdict(outcomes(state), carry.baseline, state.haltOn);
-    if (verdict) {
-      state = await halt(verdict);
-      continue;
-    }
-    if (state.remaining === 0) {
-      woken = false;
-      state = await redriveJobFinish({ tenantId, jobId });
-      continue;
-    }
-    const pace = carry.pace;
-    const cap = canaryPhase ? state.canary! - state.admitted : MAX_PER_TICK;
-    const due = Math.min(dueItems(pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
-    const room = state.batchSize - state.running;
-    let wait = 0;
-    if (state.unavailable) wait = UNAVAILABLE_BACKOFF_MS;
-    else if (room <= 0) wait = POLL_MS;
-    else if (due <= 0) wait = Math.max(msUntilNextDue(pace, state.ratePerSecond, state.processed, Date.now()), PACE_TICK_MS);
-    if (wait > 0) await nap(wait);
-    if (room <= 0 || state.unavailable) {
-      // Time spent waiting for room (or for Temporal or Postgres) is not owed: no burst past the rate when it frees.
-      carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
-    }
-    const max = Math.min(dueItems(carry.pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
-    state = await tick({ max, pace: { ...carry.pace, cap: Math.min(cap, MAX_PER_TICK) } });
+  };
+  try {
+    return await paceJob();
+  } catch (err) {
+    // "Request Cancellation" in the Temporal UI (or `temporal workflow cancel`): the tick in
+    // flight has ended (its activities wait for their cancellation), so the job is aborted in
+    // the store with every item either admitted whole or still SELECTED; the workflow then
+    // ends Canceled. Terminate cannot be caught here: see service/redrive-job-watch.ts.
+    if (!isCancellation(err) || !patched('redrive-job-cancel-aborts')) throw err;
+    const state = await CancellationScope.nonCancellable(() => redriveJobCancelled({ tenantId, jobId }));
+    setCurrentDetails(jobCurrentDetails(tenantId, jobId, state));
+    throw err;
   }
 }

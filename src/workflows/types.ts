@@ -48,6 +48,13 @@ export interface PipelineRunInput {
   input: unknown;
   /** the dispatch row this run was started from ('start' or a redriveId) */
   dispatchId: string;
+  /**
+   * true: each step is scheduled under its own activity type (stepActivityType), which names
+   * it in the Temporal UI. Absent in runs started before that, which keep scheduling `runStep`
+   * so their histories replay (a flag in the input, not patched(): no marker and no
+   * TemporalChangeVersion upsert in every execution's history).
+   */
+  stepActivityTypes?: boolean;
   /** set by a re-drive: the operator attested the ambiguous call made no effect */
   redrive?: {
     redriveId: string;
@@ -63,7 +70,8 @@ export interface StepRequest {
   tenantId: string;
   executionId: string;
   pipeline: string;
-  correlationId: string | null;
+  /** absent = null: the workflow leaves a null out, as it leaves out every field at its default (bytes in every ActivityTaskScheduled) */
+  correlationId?: string | null;
   stepIndex: number;
   /**
    * The step by name and the definition version it belongs to: the worker runs the
@@ -78,8 +86,8 @@ export interface StepRequest {
    * run's retry budget for the step counts from it.
    */
   attempt: number;
-  /** first step of the run: the activity marks the record RUNNING and the dispatch STARTED */
-  firstOfRun: boolean;
+  /** first step of the run: the activity marks the record RUNNING and the dispatch STARTED (absent = false) */
+  firstOfRun?: boolean;
   dispatchId?: string;
   retry: RetryPolicy;
   timeoutMs: number;
@@ -87,6 +95,12 @@ export interface StepRequest {
   inProgressBudgetMs?: number;
   input: unknown;
   redriveIntent?: RedriveMode;
+  /**
+   * Set when this run is not the one its start created (its runId differs from the first
+   * run's: a Reset in the Temporal UI or CLI). Every step then checks that the run owns the
+   * record, so a run reset past its first step cannot run a step again.
+   */
+  notFirstRun?: true;
 }
 
 export interface StepResult {
@@ -108,6 +122,17 @@ export const FailureTypes = {
   terminal: 'PipelineExecutionFailed',
   /** a retryable step failure; retry intent was committed before the throw */
   retryable: 'PipelineStepRetryable',
-  /** another run of the same dispatch already owns the record; this run ends quietly */
+  /** another run owns the record (a duplicate start, or a Reset): the activity refused to run a step */
   duplicateRun: 'PipelineDuplicateRun',
+  /** the workflow's failure for such a run, so the Temporal UI shows it FAILED with why, never Completed */
+  notStartedByOrchestrator: 'PipelineRunNotStartedByOrchestrator',
 } as const;
+
+/**
+ * The activity type a step's attempts are scheduled under, `<pipeline>:<step>`, so the
+ * Temporal UI's event list names the step. Never a registered activity's name (pipeline names
+ * have no `:`): the worker serves these types with its default activity, which does runStep's work.
+ */
+export function stepActivityType(pipeline: string, stepName: string): string {
+  return `${pipeline}:${stepName}`;
+}

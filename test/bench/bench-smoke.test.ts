@@ -6,7 +6,8 @@
  * so they are checked: one activity per step, no events per retry, one or two Postgres
  * round trips per step. The bytes of history per step and per execution and what a step
  * commit does in Postgres (writes, trigger calls, buffers) are counts too: each is held
- * under the bound recorded in bench/bounds.json, so the next change that makes an
+ * under the bound recorded in bench/bounds.json, and so are the Postgres statements and Temporal
+ * calls of one re-drive admission, so the next change that makes an
  * execution cost more fails here instead of in a benchmark nobody ran.
  */
 import { readFileSync } from 'node:fs';
@@ -53,6 +54,12 @@ describe('benchmark harness (smoke)', () => {
     expect(dlqPublish.postgres.rate.median).toBeGreaterThan(0);
     expect(results.figures.redriveThroughput).toMatchObject({ measured: true, count: 2 });
     expect(results.figures.redriveThroughput.ratio.median).toBeGreaterThan(0);
+    // One admission's work, counted: the record read and the admission statement, then the one start.
+    const admission = results.figures.redriveThroughput.perAdmission;
+    expect(admission.postgresStatements).toBeGreaterThan(0);
+    expect(admission.postgresStatements).toBeLessThanOrEqual(bounds.redriveAdmission.postgresStatements);
+    expect(admission.temporalCalls).toEqual({ StartWorkflowExecution: bounds.redriveAdmission.temporalCalls });
+    expect(admission.bareTemporalCalls).toEqual({ StartWorkflowExecution: 1 });
     expect(renderTable(results)).toContain('| 1 | Executions/s');
   }, 600_000);
 });

@@ -4,7 +4,7 @@
  * Node (a configuration error is its first word, exit 2, so nothing starts).
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync, utimesSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 beforeAll(() => {
@@ -20,6 +20,21 @@ describe('the production build', () => {
     // The fallback to tsx says so on stderr; the compiled CLI says nothing.
     expect(run.stderr).toBe('');
     for (const file of ['dist/cli.js', 'dist/main.js']) expect(readFileSync(file, 'utf8')).not.toMatch(/from ["']tsx/);
+  });
+
+  it('warns when src/cli changed after the build (it would run old code), and says nothing when the build is newer', () => {
+    const file = 'src/cli/io.ts';
+    const { atime, mtime } = statSync(file);
+    const later = new Date(statSync('dist/cli.js').mtimeMs + 60_000);
+    try {
+      utimesSync(file, later, later);
+      const stale = spawnSync(process.execPath, ['bin/pipeline-admin.mjs', '--help'], { encoding: 'utf8' });
+      expect(stale.status).toBe(0);
+      expect(stale.stderr).toBe('pipeline-admin: src/cli changed after dist/cli.js was built: this runs the old build (run `npm run build`)\n');
+    } finally {
+      utimesSync(file, atime, mtime);
+    }
+    expect(spawnSync(process.execPath, ['bin/pipeline-admin.mjs', '--help'], { encoding: 'utf8' }).stderr).toBe('');
   });
 
   it('runs the compiled service under plain node: a bad configuration key is named, exit 2', () => {

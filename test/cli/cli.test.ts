@@ -30,6 +30,20 @@ const pipelines = [
       ),
     ],
   }),
+  // A Command step, so `dlq groups` has a group whose re-drive needs the intent.
+  definePipeline({
+    name: 'payments',
+    steps: [
+      localStep(
+        'pay',
+        (input: unknown, ctx) => {
+          calls.set(ctx.executionId, (calls.get(ctx.executionId) ?? 0) + 1);
+          throw Object.assign(new Error('card network down'), { code: 'PAY_DOWN' });
+        },
+        { command: true, retry: { limit: 0 } },
+      ),
+    ],
+  }),
 ];
 
 /**
@@ -100,6 +114,8 @@ beforeAll(async () => {
   const ids = ['one', 'two', 'dry', ...Array.from({ length: 12 }, (_, i) => `fleet-${i}`), ...['halt-0', 'halt-1', 'halt-2'], ...TTY_IDS];
   for (const id of ids) await engine.start('acme', { pipeline: 'ledger', executionId: id, input: {} });
   for (const id of ids) await engine.waitFor('acme', id, ['FAILED']);
+  for (const id of ['pay-0', 'pay-1']) await engine.start('acme', { pipeline: 'payments', executionId: id, input: {} });
+  for (const id of ['pay-0', 'pay-1']) await engine.waitFor('acme', id, ['FAILED']);
 });
 afterAll(async () => engine?.stop());
 
@@ -118,7 +134,7 @@ describe('pipeline-admin', () => {
     healthy.add('one');
     const run = await cli(['redrive', 'one', '--reason', 'ledger back', '--allow-failed'], { input: 'y\n' });
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/^one: SUCCEEDED \(redriveId /);
+    expect(run.stdout).toMatch(/^one: SUCCEEDED at version \d+ \(redriveId /);
     expect((await record('one'))!.status).toBe('SUCCEEDED');
     expect(calls.get('one')).toBe(2);
   });
@@ -132,11 +148,61 @@ describe('pipeline-admin', () => {
       accepted: { status: 'QUEUED', executionId: 'two' },
       final: { status: 'FAILED', version: expect.any(Number) },
     });
-    expect(run.stderr).toContain('two ended FAILED');
+    expect(run.stderr).toContain('pipeline-admin: the re-driven run did not succeed; see why: pipeline-admin executions show two');
+    // Human output: how it ended is said once (stdout), the error line says only what to do next.
+    const human = await cli(['redrive', 'two', '--reason', 'once more', '--allow-failed', '--yes']);
+    expect(human.code).toBe(6);
+    expect(human.stdout).toMatch(/^two: FAILED \(LEDGER_DOWN\) at version \d+ \(redriveId [0-9a-f-]{36}\)\n$/);
+    expect(human.stderr).not.toContain('ended FAILED');
+    expect(human.stderr.split('\n').filter((line) => line.startsWith('pipeline-admin:'))).toEqual([
+      'pipeline-admin: the re-driven run did not succeed; see why: pipeline-admin executions show two',
+    ]);
+  });
+
+  it('--override-evidence reaches the API as overrideEvidence (refused without --confirmed-disposition: exit 2, the reason named)', async () => {
+    const run = await cli(['redrive', 'dry', '--reason', 'proof in INC-1', '--allow-failed', '--override-evidence', '--dry-run']);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('overrideEvidence applies only with confirmedDisposition NOT_APPLIED');
+    expect((await cli(['redrive', '--help'])).stdout).toContain('--override-evidence');
+  });
+
+  it('dlq groups: the re-drive command fits each group (the intent for a Command step only); a refused batch names the flag', async () => {
+    const groups = JSON.parse((await cli(['dlq', 'groups', '--json'])).stdout).items;
+    const pay = groups.find((g: any) => g.signature.errorCode === 'PAY_DOWN');
+    const ledger = groups.find((g: any) => g.signature.errorCode === 'LEDGER_DOWN');
+    const human = await cli(['dlq', 'groups']);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain(
+      `  ${pay.groupId}  pipeline-admin redrive-batch --group ${pay.groupId} --reason "…" --allow-failed --intent RETRY_FAILED_COMMAND\n    pay is a Command step`,
+    );
+    expect(human.stdout).toContain(
+      `  ${ledger.groupId}  pipeline-admin redrive-batch --group ${ledger.groupId} --reason "…" --allow-failed\n    book is not a Command step`,
+    );
+    // The command it suggests for the Command group would re-drive every item; without the intent, none, and it says what to add.
+    const fits = await cli([
+      'redrive-batch',
+      '--group',
+      pay.groupId,
+      '--reason',
+      'r',
+      '--allow-failed',
+      '--intent',
+      'RETRY_FAILED_COMMAND',
+      '--dry-run',
+      '--json',
+    ]);
+    expect(JSON.parse(fits.stdout)).toMatchObject({ matched: 2, wouldAdmit: 2 });
+    const without = await cli(['redrive-batch', '--group', pay.groupId, '--reason', 'r', '--allow-failed', '--dry-run']);
+    expect(without.code).toBe(3);
+    expect(without.stderr).toContain('(add --intent RETRY_FAILED_COMMAND to retry the failed Command step on purpose)');
+    const single = await cli(['redrive', 'pay-0', '--reason', 'r', '--allow-failed', '--dry-run']);
+    expect(single.code).toBe(3);
+    expect(single.stderr).toContain('retrying it needs --intent RETRY_FAILED_COMMAND (add --intent RETRY_FAILED_COMMAND');
+    expect(calls.get('pay-0')).toBe(1);
   });
 
   it("dlq groups and executions show --json print the API's JSON", async () => {
-    const groups = await cli(['dlq', 'groups', '--json']);
+    const groups = await cli(['dlq', 'groups', '--error-code', 'LEDGER_DOWN', '--json']);
     expect(groups.code).toBe(0);
     const parsed = JSON.parse(groups.stdout);
     expect(parsed.items).toHaveLength(1);
@@ -149,6 +215,8 @@ describe('pipeline-admin', () => {
     const human = await cli(['executions', 'show', 'one']);
     expect(human.stdout).toContain('one:0:2');
     expect(human.stdout).toMatch(/DLQ envelopes:\nTRANSITION +REASON +CODE +GROUP +AT\none:0:1 +retry_exhausted +LEDGER_DOWN +[0-9a-f]{16} /);
+    // Each run says how it ended (the dispatch's STARTED is only that Temporal took the start).
+    expect(human.stdout).toMatch(/Runs:\nRUN +KIND +START +REQUESTED +ENDED\n\S+ +start +STARTED +\S+ +FAILED\n\S+ +redrive +STARTED +\S+ +SUCCEEDED\n/);
   });
 
   it('--dry-run prints the plan and changes nothing: 0 when it would run, 3 with the code when refused', async () => {
@@ -177,7 +245,7 @@ describe('pipeline-admin', () => {
     expect(human.stderr).toContain('1 executions match; 0 would be re-driven, refused: 1 ALLOW_FAILED_REQUIRED');
 
     // A failure group from `dlq groups`, as the 3 a.m. walkthrough takes it.
-    const [group] = JSON.parse((await cli(['dlq', 'groups', '--json'])).stdout).items;
+    const [group] = JSON.parse((await cli(['dlq', 'groups', '--error-code', 'LEDGER_DOWN', '--json'])).stdout).items;
     const byGroup = await cli(['redrive-batch', '--group', group.groupId, '--reason', 'look first', '--allow-failed', '--dry-run', '--json']);
     expect(byGroup.code, byGroup.stderr).toBe(0);
     expect(JSON.parse(byGroup.stdout)).toMatchObject({ dryRun: true, matched: group.count, wouldAdmit: group.count });
@@ -193,9 +261,18 @@ describe('pipeline-admin', () => {
     const run = await cli(['redrive-batch', '--ids', ids, '--reason', 'ledger back', '--allow-failed', '--rate', '20', '--json'], { input: 'y\n' });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain('6 executions match; 6 would be re-driven, refused: none');
+    // The dry run of up to 10,000 executions waits ten times the per-call timeout, and says so.
+    expect(run.stderr).toContain('judging the selection (dry run; waits up to 300 s)');
     const job = JSON.parse(run.stdout);
     expect(job).toMatchObject({ status: 'COMPLETED', counts: { selected: 6, admitted: 6, succeeded: 6, running: 0 } });
     for (let i = 0; i < 6; i++) expect(calls.get(`fleet-${i}`)).toBe(2);
+    const shown = await cli(['jobs', 'show', job.jobId]);
+    expect(shown.stdout).toContain('\nskipped by code: none\n');
+    // Following a job that is already over: said once, by the result line (no progress line on stderr too).
+    const followed = await cli(['jobs', 'show', job.jobId, '--follow']);
+    expect(followed.code, followed.stderr).toBe(0);
+    expect(followed.stdout).toMatch(new RegExp(`^${job.jobId} {2}COMPLETED {2}6/6 processed`));
+    expect(followed.stderr).not.toContain('COMPLETED');
   });
 
   it('redrive-batch: Ctrl-C while following holds the job at once, then asks; "a" aborts it', async () => {
@@ -346,6 +423,12 @@ describe('pipeline-admin', () => {
     const all = await cli(['triage', '--all-tenants', '--window', '1h'], { env: { PIPELINE_TENANT: '' } });
     expect(all.code, all.stderr).toBe(0);
     expect(all.stdout).toMatch(/^all tenants: /);
+    // DLQ growth (every envelope here is in the last hour): the class in words, its first action once, the next command; no raw JSON.
+    const human = await cli(['triage', '--window', '1h']);
+    expect(human.stdout).toMatch(/^acme: systemic_execution_failure \(DLQ growth: executions are failing\), last 60 min against the 60 before\n/);
+    expect(human.stdout.match(/stabilise the dependency\/path/g)).toHaveLength(1);
+    expect(human.stdout).toMatch(/\n {2}next: pipeline-admin dlq groups --error-code LEDGER_DOWN --terminal-reason retry_exhausted /);
+    expect(human.stdout).not.toContain('{');
     const none = await cli(['dlq', 'groups'], { env: { PIPELINE_TENANT: '' } });
     expect([none.code, none.stderr]).toEqual([2, expect.stringContaining('no tenant: give --tenant or PIPELINE_TENANT')]);
   });

@@ -7,89 +7,15 @@
  * Every port is 0 (the service binds free ones and names them in its `service_started` line)
  * except the one a test holds: nothing is picked, released and hoped to stay free.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { boundPort, portInUse } from '../../src/net';
 import { startDevServer } from '../../src/temporal/dev-server';
+import { cleanUpMainProcesses, startMainExpectingExit, startMainUp } from '../helpers/main-process';
 import { until } from '../helpers/until';
 
-const dirs: string[] = [];
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-const cleanEnv = () => {
-  const env = { ...process.env };
-  for (const key of Object.keys(env))
-    if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS' || key === 'PORT') delete env[key];
-  return env;
-};
-
-/** A fresh data dir, and every port 0: the service binds free ones and reports them. */
-function freshEnv(): Record<string, string> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pipeline-lifecycle-'));
-  dirs.push(dataDir);
-  return {
-    PIPELINE_DATA_DIR: dataDir,
-    PIPELINE_SERVER_PORT: '0',
-    PIPELINE_TEMPORAL_DEV_SERVER_PORT: '0',
-    PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: '0',
-    PIPELINE_DEMO_REST_PORT: '0',
-    PIPELINE_DEMO_GRPC_PORT: '0',
-  };
-}
-
-function startMain(env: Record<string, string>, command: 'node' | 'tsx' = 'node') {
-  const child =
-    command === 'node'
-      ? spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn(join('node_modules', '.bin', 'tsx'), ['src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const output = { stdout: '', stderr: '' };
-  child.stdout!.on('data', (chunk) => (output.stdout += chunk));
-  child.stderr!.on('data', (chunk) => (output.stderr += chunk));
-  return { child, output };
-}
-
-const logLines = (stdout: string) =>
-  stdout
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line));
-
-/** Starts the service and waits for its `service_started` line, which carries the ports it bound. */
-async function startMainUp(extra: Record<string, string>, command: 'node' | 'tsx' = 'node') {
-  const env = { ...freshEnv(), ...extra };
-  const started = startMain(env, command);
-  const { child, output } = started;
-  await until(
-    () => {
-      if (child.exitCode !== null) throw new Error(`${command} src/main.ts exited ${child.exitCode}: ${output.stderr}`);
-      return output.stdout.includes('"service_started"');
-    },
-    120_000,
-    'the service to start',
-  );
-  const lines = logLines(output.stdout);
-  const ports: { http: number; temporal: number; temporalUi: number; demoRest: number; demoGrpc: number } = lines.find(
-    (l) => l.event === 'service_started',
-  ).ports;
-  return { ...started, env, lines, ports };
-}
-
-/** Starts the service with `env` over fresh ones and waits for it to exit. */
-async function startMainExpectingExit(env: Record<string, string>) {
-  const { child, output } = startMain({ ...freshEnv(), ...env });
-  const [code] = await once(child, 'exit');
-  return { code, output };
-}
+afterAll(cleanUpMainProcesses);
 
 const alive = (pid: number) => {
   try {

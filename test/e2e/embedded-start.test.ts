@@ -144,5 +144,20 @@ describe('npm start on the embedded default', () => {
     child.kill('SIGINT');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
+
+    const lines = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+    // The SDK's lines that only repeat the engine's own events (order-2's six attempts, the two
+    // failed runs) are debug, not warn: the engine's own lines say it once.
+    expect(lines.filter((l) => l.event === 'execution_step_retry_scheduled').length).toBeGreaterThanOrEqual(5);
+    expect(lines.filter((l) => l.event === 'temporal_sdk' && ['Activity failed', 'Workflow failed'].includes(l.sdkMessage))).toEqual([]);
+    // A clean stop: nothing warns once it begins (no poll or dial errors), and it ends with one clear line.
+    const stopping = lines.findIndex((l) => l.event === 'service_stopping');
+    expect(stopping).toBeGreaterThan(0);
+    expect(lines.slice(stopping).filter((l) => l.level !== 'info')).toEqual([]);
+    expect(lines.at(-1)).toMatchObject({ event: 'service_stopped', signal: 'SIGINT', ms: expect.any(Number) });
+    expect(stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}Stopped \(SIGINT\) in \d+\.\d s: the API, the worker and the Temporal dev server\.$/);
   });
 });

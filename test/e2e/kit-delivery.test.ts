@@ -9,21 +9,20 @@
  *   progress" until Postgres is back and the outcome stored, and replays it.
  * Handler runs are counted per identity; the record's attempt and version are checked.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { boundPort, serveHttp } from '../../src/net';
 import { definePipeline, restStep } from '../../src/pipeline/define';
 import { createPgDb, type Db } from '../../src/store/db';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createRestTransitionWorker } from '../../src/worker-kit/rest-worker';
+import { createGrpcTransitionWorker, createRestTransitionWorker, ensureDedupeSchema } from '@pipeline-orchestrator/worker-kit';
 import { createLog } from '../../src/log';
 import { callGrpc } from '../../src/transports/grpc';
 import { IN_PROGRESS_HEADER, TransitionInProgressError } from '../../src/transports/remote';
-import { createGrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
+import { startFixture } from '../helpers/fixture-process';
 import { until } from '../helpers/until';
 
 let engine: TestEngine;
@@ -44,22 +43,15 @@ const crashBeforeReturn = new Set<string>();
 const runsOf = (executionId: string) => [...runs].filter(([key]) => key.includes(`/${executionId}:`));
 
 async function startCaller(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/rest-caller-process.ts'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: engine.database.url, TASK_QUEUE: engine.taskQueue, KIT_URL: kitUrl },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  callers.push(child);
-  let out = '';
-  child.stdout!.on('data', (chunk) => (out += chunk));
-  await until(
-    () => {
-      if (child.exitCode !== null) throw new Error(`caller process exited with ${child.exitCode}`);
-      return out.includes('ready');
-    },
+  const caller = await startFixture(
+    'test/fixtures/rest-caller-process.ts',
+    { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: engine.database.url, TASK_QUEUE: engine.taskQueue, KIT_URL: kitUrl },
+    /ready/,
     60_000,
     'the caller process to poll',
   );
-  return child;
+  callers.push(caller.child);
+  return caller.child;
 }
 
 beforeAll(async () => {
@@ -100,7 +92,7 @@ beforeAll(async () => {
   engine = await startTestEngine([shape], { 'pipeline.orchestrator.worker.heartbeat-timeout': '1s' }, { worker: false });
 });
 afterAll(async () => {
-  for (const id of ['kill-1', 'pg-1']) released.add(id);
+  for (const id of ['kill-1', 'pg-1', 'stall-1']) released.add(id);
   for (const child of callers) if (child.exitCode === null) child.kill('SIGKILL');
   await engine?.stop();
   await new Promise((resolve) => kit?.close(resolve));
@@ -126,6 +118,32 @@ describe('worker kit delivery under faults', () => {
     expect(record).toMatchObject({ status: 'SUCCEEDED', attempt: 1, segmentInput: { charged: 'kill-1' } });
     expect(record.version).toBe(3); // created, RUNNING, one step commit: no retry was committed
     expect(runsOf('kill-1')).toEqual([['acme/kill-1:0:1', 1]]);
+  });
+
+  it('commits nothing for an attempt Temporal timed out while its caller was stalled: the redelivery keeps the identity, the handler runs once', async () => {
+    const running = () => callers.filter((child) => child.exitCode === null && child.signalCode === null);
+    if (running().length === 0) await startCaller();
+    const alive = running();
+    await engine.start('acme', { pipeline: 'remote', executionId: 'stall-1' });
+    await until(() => runsOf('stall-1').length === 1, 30_000, 'the handler to start');
+    // A loaded machine, made certain: the caller misses its heartbeats until Temporal times its attempt out.
+    for (const child of alive) process.kill(child.pid!, 'SIGSTOP');
+    try {
+      const handle = engine.service.client.workflow.getHandle('pipeline/acme/stall-1');
+      const temporalAttempt = async () => (await handle.describe()).raw.pendingActivities?.[0]?.attempt ?? 0;
+      await until(async () => (await temporalAttempt()) >= 2, 60_000, 'Temporal to time the stalled attempt out');
+    } finally {
+      for (const child of alive) process.kill(child.pid!, 'SIGCONT');
+    }
+    // The timed-out attempt wakes up cancelled and commits nothing; the redelivery asks under the same identity.
+    await until(() => (inProgressAnswers.get('stall-1') ?? 0) >= 2, 60_000, 'in-progress answers to the redelivery');
+    expect(await engine.service.store.get('acme', 'stall-1')).toMatchObject({ status: 'RUNNING', attempt: 1 });
+    released.add('stall-1');
+
+    const record = await engine.waitFor('acme', 'stall-1', ['SUCCEEDED', 'FAILED'], 60_000);
+    expect(record).toMatchObject({ status: 'SUCCEEDED', attempt: 1, segmentInput: { charged: 'stall-1' } });
+    expect(record.version).toBe(3);
+    expect(runsOf('stall-1')).toEqual([['acme/stall-1:0:1', 1]]);
   });
 
   it("runs the handler once when the kit's Postgres crashes between the handler and its stored outcome", async () => {

@@ -20,9 +20,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boundPort, serveHttp } from '../../src/net';
 import { definePipeline, grpcStep, restStep } from '../../src/pipeline/define';
 import { createPgDb, type Db } from '../../src/store/db';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createGrpcTransitionWorker, type GrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
-import { createRestTransitionWorker, type TransitionCall } from '../../src/worker-kit/rest-worker';
+import {
+  createGrpcTransitionWorker,
+  createRestTransitionWorker,
+  ensureDedupeSchema,
+  type GrpcTransitionWorker,
+  type TransitionCall,
+} from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
 import { until } from '../helpers/until';
@@ -163,9 +167,10 @@ describe('a kit whose outcome store stays unavailable after its handler ran', ()
     await engine.start('acme', { pipeline: 'rest-command', executionId: 'lock-rest' });
     await engine.start('acme', { pipeline: 'grpc-plain', executionId: 'lock-grpc' });
     try {
-      // The old ~18 s window passes without the step failing; the lookup reads through the lock (state IN_PROGRESS).
-      await expectParkedAndGuarded('lock-rest', true, 'IN_PROGRESS');
-      await expectParkedAndGuarded('lock-grpc', false, 'IN_PROGRESS');
+      // The old ~18 s window passes without the step failing. The lookup reads through the lock: the claim's
+      // lease could not be renewed under it and ran out (state ABANDONED: recorded, outcome unknown).
+      await expectParkedAndGuarded('lock-rest', true, 'ABANDONED');
+      await expectParkedAndGuarded('lock-grpc', false, 'ABANDONED');
       // Not STEP_ABANDONED: the handler is still busy with the identity the service asked about.
       await expectParkedAndGuarded('busy-1', true, 'IN_PROGRESS');
       await expectBulkJobLeavesOut(['lock-rest', 'lock-grpc', 'busy-1']);

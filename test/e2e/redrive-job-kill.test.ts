@@ -4,10 +4,11 @@
  * from where it was, and every selected execution is admitted exactly once (one audit row,
  * one new Temporal run, one ledger booking each), none lost.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ExecutionStore } from '../../src/store/execution-store';
 import { ADMIN_TOKEN, TEST_TOKENS } from '../helpers/engine';
+import { startFixture } from '../helpers/fixture-process';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { until } from '../helpers/until';
 
@@ -20,9 +21,9 @@ let taskQueue: string;
 const children: ChildProcess[] = [];
 
 async function startService(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/job-service-process.ts'], {
-    env: {
-      ...process.env,
+  const service = await startFixture(
+    'test/fixtures/job-service-process.ts',
+    {
       DATABASE_URL: database.url,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       PIPELINE_TEMPORAL_TASK_QUEUE: taskQueue,
@@ -33,21 +34,12 @@ async function startService(): Promise<{ child: ChildProcess; url: string }> {
       PIPELINE_TEMPORAL_CALL_TIMEOUT: '30s',
       PIPELINE_SHUTDOWN_GRACE_PERIOD: '5s',
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (chunk) => (out += chunk));
-  await until(
-    () => {
-      if (child.exitCode !== null) throw new Error(`the service process exited with ${child.exitCode}`);
-      return /ready \d+ port \d+\n/.test(out);
-    },
+    /ready \d+ port (\d+)\n/,
     90_000,
     'the service process to start',
   );
-  const port = /ready \d+ port (\d+)/.exec(out)![1];
-  return { child, url: `http://127.0.0.1:${port}/pipeline` };
+  children.push(service.child);
+  return { child: service.child, url: `http://127.0.0.1:${service.match[1]}/pipeline` };
 }
 
 async function call(url: string, method: string, path: string, body?: unknown): Promise<any> {

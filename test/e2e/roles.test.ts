@@ -76,6 +76,8 @@ beforeAll(async () => {
   await database.db.query(
     `CREATE TABLE test_step_run (id bigserial PRIMARY KEY, transition_key text NOT NULL, phase text NOT NULL, pid integer NOT NULL, identity text NOT NULL)`,
   );
+  // A worker whose pid is here holds every step it starts (test/fixtures/role-process.ts): the kill surely lands mid-step.
+  await database.db.query('CREATE TABLE test_hold (pid integer PRIMARY KEY)');
 });
 
 afterAll(async () => {
@@ -104,15 +106,20 @@ describe('one API process and two worker processes', () => {
     // Submit through the API process only, ten at a time.
     const ids = Array.from({ length: EXECUTIONS }, (_, i) => `spread-${i}`);
     let killed = false;
+    let heldAfter: number | null = null;
     const killFirstMidStep = async () => {
-      // Kill the first worker while one of its steps has started and not ended.
-      const open = await database.db.query(
-        `SELECT 1 FROM test_step_run s WHERE s.pid = $1 AND s.phase = 'start'
-           AND NOT EXISTS (SELECT 1 FROM test_step_run e WHERE e.transition_key = s.transition_key AND e.pid = s.pid AND e.phase = 'end') LIMIT 1`,
-        [first.child.pid],
-      );
-      const ran = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM test_step_run WHERE pid = $1 AND phase = 'end'`, [first.child.pid]);
-      if (!killed && open.rowCount > 0 && ran.rows[0].n >= KILL_AFTER_STEPS) {
+      if (killed) return;
+      // Once the first worker has ended enough steps, it holds every step it starts from then on;
+      // it is killed inside one of those, so the kill interrupts a step whatever the machine's speed.
+      if (heldAfter === null) {
+        const ran = await database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM test_step_run WHERE pid = $1 AND phase = 'end'`, [first.child.pid]);
+        if (ran.rows[0].n < KILL_AFTER_STEPS) return;
+        const last = await database.db.query<{ id: string | null }>('SELECT max(id)::text AS id FROM test_step_run');
+        await database.db.query('INSERT INTO test_hold (pid) VALUES ($1)', [first.child.pid]);
+        heldAfter = Number(last.rows[0].id ?? 0);
+      }
+      const held = await database.db.query(`SELECT 1 FROM test_step_run WHERE pid = $1 AND phase = 'start' AND id > $2 LIMIT 1`, [first.child.pid, heldAfter]);
+      if (held.rowCount! > 0) {
         killed = true;
         first.child.kill('SIGKILL');
       }

@@ -13,7 +13,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as netConnect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as h2Connect, constants as h2, createSecureServer, type Http2SecureServer, type IncomingHttpHeaders } from 'node:http2';
+import {
+  connect as h2Connect,
+  constants as h2,
+  createSecureServer,
+  type ClientHttp2Session,
+  type Http2SecureServer,
+  type IncomingHttpHeaders,
+} from 'node:http2';
 import { createServer, type Server, type TLSSocket } from 'node:tls';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -21,7 +28,7 @@ import { loadConfig } from '../../src/config/config';
 import { ConfigError } from '../../src/errors';
 import { createLog } from '../../src/log';
 import { definePipeline, localStep } from '../../src/pipeline/define';
-import { startService, type Service } from '../../src/service/runtime';
+import { startService, type Service } from '../../src/runtime';
 import { TEST_TOKENS } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { until } from '../helpers/until';
@@ -100,8 +107,21 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   proxyAddress = `localhost:${(proxy.address() as AddressInfo).port}`;
 
-  const upstream = h2Connect(`http://${inject('temporalAddress')}`);
-  upstream.on('error', () => undefined);
+  // Temporal's frontend ends every connection with a GOAWAY (2 min idle, 5 min of age), as
+  // any gRPC server may: a session that was told to go away or has closed is replaced by a
+  // new one, as a real gateway does, never reused (a request on it throws).
+  let upstream: ClientHttp2Session | undefined;
+  const upstreamSession = () => {
+    if (!upstream || upstream.closed || upstream.destroyed) {
+      const session = h2Connect(`http://${inject('temporalAddress')}`);
+      session.on('error', () => undefined);
+      session.on('goaway', () => {
+        if (upstream === session) upstream = undefined;
+      });
+      upstream = session;
+    }
+    return upstream;
+  };
   gateway = createSecureServer({ key: readFileSync(file('server.key')), cert: readFileSync(file('server.pem')), ALPNProtocols: ['h2'] });
   gateway.on('stream', (stream, headers: IncomingHttpHeaders) => {
     const authorization = headers.authorization;
@@ -115,7 +135,7 @@ beforeAll(async () => {
     for (const [name, value] of Object.entries(headers)) {
       if (value !== undefined && !name.startsWith(':') && name !== 'connection') forwarded[name] = value;
     }
-    const request = upstream.request({ [h2.HTTP2_HEADER_METHOD]: headers[':method']!, [h2.HTTP2_HEADER_PATH]: headers[':path']!, ...forwarded });
+    const request = upstreamSession().request({ [h2.HTTP2_HEADER_METHOD]: headers[':method']!, [h2.HTTP2_HEADER_PATH]: headers[':path']!, ...forwarded });
     request.on('error', () => stream.close(h2.NGHTTP2_INTERNAL_ERROR));
     let trailers: Record<string, string | string[]> = {};
     // Either side may go away mid-call (a service stopping cancels its long polls).

@@ -10,9 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boundPort, serveHttp } from '../../src/net';
 import { deferredQueryable } from '../../src/store/db';
 import { definePipeline, grpcStep, localStep, restStep } from '../../src/pipeline/define';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createGrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
-import { createRestTransitionWorker } from '../../src/worker-kit/rest-worker';
+import { createGrpcTransitionWorker, createRestTransitionWorker, ensureDedupeSchema } from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
 

@@ -11,7 +11,7 @@ import { loadConfig, type ConfigInput } from '../../src/config/config';
 import { workflowIdFor } from '../../src/ids';
 import { createLog } from '../../src/log';
 import type { PipelineDefinition } from '../../src/pipeline/define';
-import { startService, type Service } from '../../src/service/runtime';
+import { startService, type Service } from '../../src/runtime';
 import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import type { ExecutionRecord, ExecutionStatus } from '../../src/store/execution-store';

@@ -11,7 +11,7 @@
  *   - 1 checkpoint per 100 executions, admitted, the newest 5 pending.
  *
  * Rows are loaded with triggers off and the signal and failure-group counters rebuilt from
- * them afterwards (per-minute counts older than 3 h rolled into hours, as retention does).
+ * them afterwards (with the pinned-version counts; per-minute counts older than 3 h rolled into hours, as retention does).
  * With `rebuildIndexes` the tables' secondary indexes are dropped before the load and built
  * after it (faster for millions of rows).
  */
@@ -26,6 +26,18 @@ export interface SeedOptions {
   intervalMs?: number;
   rebuildIndexes?: boolean;
   progress?: (line: string) => void;
+  /**
+   * A bad day on top of the steady traffic: this many more executions of tenant `big` FAILED
+   * (retry_exhausted, HTTP_503, so one failure group) with their DLQ envelopes, spread over
+   * the last 24 h, ids `bad-000000001`… (tens of thousands is a real bad day).
+   */
+  badDay?: number;
+  /**
+   * Bulk re-drive jobs of tenant `big` (all COMPLETED but the newest, RUNNING), each over
+   * `items` of the FAILED executions: 9 in 10 items ADMITTED, the rest SKIPPED; their
+   * counters rebuilt from the items.
+   */
+  jobs?: { count: number; items: number };
 }
 
 export const SEEDED_TABLES = ['execution_record', 'execution_dlq', 'item_reject', 'checkpoint_outbox'];
@@ -84,6 +96,18 @@ export async function seedStore(db: Db, options: SeedOptions): Promise<void> {
              FROM generate_series(1, $1::int) g) s`,
       params,
     );
+    if (options.badDay) {
+      say(`seeding a bad day: ${options.badDay} more failures in the last 24 h`);
+      await tx.query(
+        `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt,
+           failed_step_index, segment_input, run_id, correlation_id, terminal_reason, last_error_code, last_error_message, created_at, updated_at)
+         SELECT 'big', s.id, 'demo', 'pipeline/big/' || s.id, 'FAILED', 9, 5, 2, 6, 2, jsonb_build_object('orderId', s.g), md5(s.id), 'corr-bad-' || s.g,
+           'retry_exhausted', '${SEEDED_CODES.frequent}', 'upstream refused order ' || s.g, s.at, s.at + interval '2 seconds'
+         FROM (SELECT g, 'bad-' || lpad(g::text, 9, '0') AS id, now() - make_interval(secs => 86000.0 * ($1 - g) / $1 + 5) AS at
+               FROM generate_series(1, $1::int) g) s`,
+        [options.badDay],
+      );
+    }
     say('seeding DLQ envelopes');
     await tx.query(
       `INSERT INTO execution_dlq (tenant_id, execution_id, transition_key, terminal_reason, error_code, record_version, envelope, created_at, group_id, signature)
@@ -117,12 +141,39 @@ export async function seedStore(db: Db, options: SeedOptions): Promise<void> {
       say(`building ${index.indexname}`);
       await tx.query(index.indexdef);
     }
+    if (options.jobs) {
+      say(`seeding ${options.jobs.count} bulk re-drive jobs of ${options.jobs.items} items`);
+      await tx.query(
+        `INSERT INTO redrive_job (tenant_id, job_id, status, principal, reason, request, halt_on, batch_size, rate_per_second, selected, created_at, finished_at, workflow_started_at)
+         SELECT 'big', 'job-' || lpad(j::text, 4, '0'), CASE WHEN j = $1 THEN 'RUNNING' ELSE 'COMPLETED' END, 'ops', 'seeded',
+           jsonb_build_object('selection', jsonb_build_object('groupId', substr(md5('retry_exhausted${SEEDED_CODES.frequent}'), 1, 16)), 'reason', 'seeded', 'allowFailed', true),
+           '{"failedAgainShare": 0.5, "minFinished": 5, "remoteOutcomeUnknown": true}'::jsonb,
+           50, 50, $2, now() - make_interval(hours => $1 - j + 1), CASE WHEN j = $1 THEN NULL ELSE now() - make_interval(hours => $1 - j) END, now() - make_interval(hours => $1 - j + 1)
+         FROM generate_series(1, $1::int) j`,
+        [options.jobs.count, options.jobs.items],
+      );
+      await tx.query(
+        `INSERT INTO redrive_job_item (tenant_id, job_id, execution_id, ordinal, expected_version, state, skip_code, redrive_id, processed_at)
+         SELECT 'big', j.job_id, f.execution_id, f.n - 1, f.version, CASE WHEN f.n % 10 = 0 THEN 'SKIPPED' ELSE 'ADMITTED' END,
+           CASE WHEN f.n % 10 = 0 THEN 'VERSION_MISMATCH' END, CASE WHEN f.n % 10 <> 0 THEN j.job_id || '-' || f.n END,
+           j.created_at + make_interval(secs => f.n / 50.0)
+         FROM redrive_job j,
+           LATERAL (SELECT execution_id, version, row_number() OVER (ORDER BY execution_id DESC) AS n FROM execution_record
+                    WHERE tenant_id = 'big' AND status = 'FAILED' ORDER BY execution_id DESC LIMIT $1) f
+         WHERE j.tenant_id = 'big'`,
+        [options.jobs.items],
+      );
+    }
     say('rebuilding the signal and failure-group counters');
     await tx.query('SELECT signal_rebuild()');
     await tx.query('SELECT dlq_group_rebuild()');
+    await tx.query('SELECT pinned_rebuild()');
+    await tx.query('SELECT redrive_job_count_rebuild()');
   });
   // As the running service's retention pass would have: counts older than 3 h by the hour.
   await new RetentionStore(db).compactSignalMinutes(SIGNAL_MINUTES_EXACT_MS, 10_000_000);
   say('vacuum analyze');
-  await db.query(`VACUUM (ANALYZE) ${SEEDED_TABLES.join(', ')}, signal_minute, signal_total, dlq_group_day`);
+  await db.query(
+    `VACUUM (ANALYZE) ${SEEDED_TABLES.join(', ')}, signal_minute, signal_total, dlq_group_day, pinned_count, redrive_job, redrive_job_item, redrive_job_count`,
+  );
 }

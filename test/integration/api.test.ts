@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
-import { DlqList, ExecutionList, ExecutionRecordView, ProblemSchema, StartExecutionResponse } from '../../src/api/schemas';
+import { DlqList, ExecutionList, ExecutionRecordView, ProblemSchema, StartExecutionResponse } from '../../src/contract/responses';
 import { startTestEngine, SUBMIT_TOKEN, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
 
 let engine: TestEngine;

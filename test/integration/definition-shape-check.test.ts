@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors';
 import { createLog } from '../../src/log';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
-import { startService } from '../../src/service/runtime';
+import { startService } from '../../src/runtime';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 
 const fail = () => {

@@ -108,7 +108,7 @@ describe('terminal failures', () => {
     }
     const run = await closedRun('gone-1');
     expectTerminal(run.failure, 'EXECUTION_RECORD_MISSING');
-    expect(run.scheduled).toEqual(['runStep']);
+    expect(run.scheduled).toEqual(['plain:one']);
     expect(run.attempts).toEqual([1]);
     expect(invocations['gone-1']).toBeUndefined();
   });
@@ -117,7 +117,7 @@ describe('terminal failures', () => {
     await engine.start('acme', { pipeline: 'vanishing', executionId: 'gone-2' });
     const run = await closedRun('gone-2');
     expectTerminal(run.failure, 'EXECUTION_RECORD_MISSING');
-    expect(run.scheduled).toEqual(['runStep']);
+    expect(run.scheduled).toEqual(['vanishing:erase']);
     expect(run.attempts).toEqual([1]);
     expect(invocations['gone-2']).toBe(1);
   });

@@ -5,7 +5,7 @@
  * committed attempt with its outcome and code, and the re-drive with its principal.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecutionStory } from '../../src/api/openapi';
+import { ExecutionStory } from '../../src/contract/responses';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 

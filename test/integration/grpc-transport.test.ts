@@ -7,8 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, grpcStep } from '../../src/pipeline/define';
 import { grpcClient } from '../../src/transports/grpc';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createGrpcTransitionWorker, type GrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
+import { createGrpcTransitionWorker, ensureDedupeSchema, type GrpcTransitionWorker } from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 

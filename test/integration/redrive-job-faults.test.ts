@@ -14,7 +14,7 @@ import { jobLine } from '../../src/cli/commands/read';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { MAX_ADMISSION_ATTEMPTS } from '../../src/service/redrive-job-ticks';
 import { SignalsStore } from '../../src/store/signals-store';
-import { DEFAULT_HALT_ON } from '../../src/workflows/redrive-job-policy';
+import { DEFAULT_HALT_ON } from '../../src/contract/requests';
 import { REDRIVE_JOB_FAILED, redriveJobWorkflow } from '../../src/workflows/redrive-job-workflow';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';

@@ -9,7 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
-import { DEFAULT_HALT_ON } from '../../src/workflows/redrive-job-policy';
+import { createLog } from '../../src/log';
+import { RedriveService } from '../../src/service/redrive';
+import { RedriveJobs } from '../../src/service/redrive-jobs';
+import { RedriveJobRequest } from '../../src/contract/requests';
+import { createPgDb } from '../../src/store/db';
+import { DEFAULT_HALT_ON } from '../../src/contract/requests';
+import { createStores } from '../../src/store/stores';
 
 let engine: TestEngine;
 /** executions whose ledger call works again */
@@ -44,6 +50,7 @@ async function json(res: Response, status: number) {
 }
 const groups = async () => (await json(await engine.request('GET', '/admin/tenants/acme/dlq/groups'), 200)).items as any[];
 const job = async (jobId: string) => json(await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`), 200);
+const log = createLog({ level: 'silent' });
 const post = (path: string, body?: unknown) => engine.request('POST', `/admin/tenants/acme${path}`, { body });
 async function auditRows(jobId: string): Promise<Map<string, number>> {
   const rows = await engine.service.db.query<{ execution_id: string; n: number }>(
@@ -163,6 +170,33 @@ describe('bulk re-drive of a failure group', () => {
     expect(done.excluded).toEqual(preview.excluded);
   });
 
+  it('a dry run over a whole failure group reads the store a fixed number of times, not once per item', async () => {
+    // The service's own classes on a store connection of their own, so only this dry run's statements are counted.
+    const db = createPgDb(engine.database.url, { max: 4 });
+    try {
+      const stores = createStores(db);
+      const redrive = new RedriveService(
+        stores.executions,
+        stores.effects,
+        stores.definitions,
+        engine.service.registry,
+        engine.service.dispatcher,
+        engine.service.client,
+        log,
+      );
+      const jobs = new RedriveJobs(stores.jobs, redrive, engine.service.client, 'unused', log);
+      const request = RedriveJobRequest.parse({ selection: { errorCode: 'LEDGER_DOWN' }, reason: 'count', allowFailed: true });
+      const before = db.stats.queries;
+      const preview = await jobs.dryRun('acme', request);
+      expect(preview.matched).toBeGreaterThanOrEqual(50);
+      expect(preview.wouldAdmit + Object.values(preview.refused).reduce((a, b) => a + b, 0)).toBe(preview.matched);
+      // The selection, then the records and the Command effects of all its items: three statements.
+      expect(db.stats.queries - before).toBe(3);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('halts when a canary of 5 fails again, says why, and finishes after resume', async () => {
     const created = await json(
       await post('/redrive-jobs', {
@@ -190,7 +224,7 @@ describe('bulk re-drive of a failure group', () => {
     expect(done.controlLog.map((e: any) => e.action)).toEqual(['halt', 'resume']);
     // Finished jobs refuse control.
     const again = await post(`/redrive-jobs/${created.jobId}/pause`);
-    expect([again.status, (await again.json()).code]).toEqual([409, 'JOB_FINISHED']);
+    expect([again.status, await again.json()]).toMatchObject([409, { status: 409, code: 'JOB_FINISHED', jobStatus: 'COMPLETED' }]);
   });
 
   it('starts a job whose start was lost (the API died between commit and start): the sweeper starts it', async () => {
@@ -267,6 +301,18 @@ describe('bulk re-drive of a failure group', () => {
       const res = await post('/redrive-jobs', body);
       expect([res.status, (await res.json()).code], JSON.stringify(body)).toEqual([status, code]);
     }
+    // 10,000 ids of the longest allowed length (about 1.3 MB) reach the selection: none exists here.
+    const ids = Array.from({ length: 10_000 }, (_, i) => `${String(i).padStart(5, '0')}-${'x'.repeat(122)}`);
+    const listed = await post('/redrive-jobs?dryRun=true', { selection: { executionIds: ids }, reason: 'x', allowFailed: true });
+    expect([listed.status, await listed.json()]).toEqual([
+      422,
+      expect.objectContaining({ code: 'SELECTION_EMPTY', excluded: { EXECUTION_NOT_FOUND: 10_000 } }),
+    ]);
+    // Past 2 MiB the job route answers 413; every other route keeps 64 KiB.
+    const huge = await post('/redrive-jobs', { selection: { executionIds: ids }, reason: 'x'.repeat(2 * 1024 * 1024), allowFailed: true });
+    expect([huge.status, (await huge.json()).code]).toEqual([413, 'BODY_TOO_LARGE']);
+    const pause = await post('/redrive-jobs/00000000-0000-0000-0000-000000000000/pause', { reason: 'x'.repeat(70 * 1024) });
+    expect([pause.status, (await pause.json()).code]).toEqual([413, 'BODY_TOO_LARGE']);
     const unknown = await engine.request('GET', '/admin/tenants/acme/redrive-jobs/00000000-0000-0000-0000-000000000000');
     expect([unknown.status, (await unknown.json()).code]).toEqual([404, 'JOB_NOT_FOUND']);
     const otherTenant = await engine.request('GET', '/admin/tenants/other/redrive-jobs');

@@ -8,7 +8,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EffectList, RedriveAcceptedSchema, RedrivePreviewSchema } from '../../src/api/schemas';
+import { EffectList, RedriveAcceptedSchema, RedrivePreviewSchema } from '../../src/contract/responses';
 import { definePipeline, localStep, restStep } from '../../src/pipeline/define';
 import type { RetryOverride } from '../../src/retry';
 import { startTestEngine, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';

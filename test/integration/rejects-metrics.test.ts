@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { rejectFingerprint } from '../../src/activities/rejects';
-import { RejectList } from '../../src/api/schemas';
+import { RejectList } from '../../src/contract/responses';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 
 const SENTINEL = 'SENTINEL-CARD-5500000000000004';

@@ -8,10 +8,9 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecutionRecordView } from '../../src/api/schemas';
+import { ExecutionRecordView } from '../../src/contract/responses';
 import { definePipeline, restStep } from '../../src/pipeline/define';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createRestTransitionWorker, TransitionRejectedError } from '../../src/worker-kit/rest-worker';
+import { createRestTransitionWorker, ensureDedupeSchema, TransitionRejectedError } from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { retryUntilSuccess } from '../helpers/until';
@@ -26,6 +25,8 @@ const requests: Record<string, number> = {};
 const arrivals: Record<string, number[]> = {};
 /** Handler runs by transition key. */
 const handled: Record<string, number> = {};
+/** Deliveries through the dropping route, by Idempotency-Key. */
+const resets: Record<string, number> = {};
 
 async function startWorkerServer() {
   workerDb = await createTestDatabase();
@@ -51,6 +52,22 @@ async function startWorkerServer() {
     await next();
   });
   outer.route('/kit', kit);
+  // The kit behind a connection that drops after the first delivery of each key has run (the answer is lost, not the outcome).
+  outer.post('/kit-reset/transition', async (c) => {
+    const key = c.req.header('idempotency-key') ?? '';
+    const answer = await kit.fetch(new Request('http://kit/transition', { method: 'POST', headers: c.req.raw.headers, body: await c.req.text() }));
+    resets[key] = (resets[key] ?? 0) + 1;
+    if (resets[key] === 1) {
+      (c.env as { incoming: { socket: { destroy(): void } } }).incoming.socket.destroy();
+      return new Response(null, { status: 500 });
+    }
+    return answer;
+  });
+  // Every delivery is reset before any answer: the service cannot know whether this worker took the call.
+  outer.post('/always-reset', (c) => {
+    (c.env as { incoming: { socket: { destroy(): void } } }).incoming.socket.destroy();
+    return new Response(null, { status: 500 });
+  });
   outer.post('/flaky503', (c) => {
     const attempt = Number((c.req.header('idempotency-key') ?? '::1').split(':')[2]);
     if (attempt === 1) return c.json({ error: 'busy' }, 503, { 'retry-after': '1' });
@@ -88,6 +105,7 @@ beforeAll(async () => {
         restStep('call', { url: `${base}/kit/transition`, dispositionUrl: `${base}/lookup-broken/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
       ],
     }),
+    definePipeline({ name: 'reset', steps: [restStep('call', { url: `${base}/kit-reset/transition` }, { command: true, timeoutMs: 2000 })] }),
     definePipeline({ name: 'retry-after', retry: { limit: 2, waitMs: 50, maxBackoffMs: 5000 }, steps: [restStep('flaky', { url: `${base}/flaky503` })] }),
     definePipeline({ name: 'bad-request', steps: [restStep('bad', { url: `${base}/bad400` })] }),
     definePipeline({ name: 'problem', steps: [restStep('render', { url: `${base}/problem422` })] }),
@@ -151,6 +169,55 @@ describe('REST transport', () => {
       expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
     });
   }, 30_000);
+
+  it('delivers the same key again when the connection drops after the worker ran: the stored answer, no new attempt, the handler ran once', async () => {
+    await engine.start('acme', { pipeline: 'reset', executionId: 'rest-reset', input: { mode: 'ok', value: 9 } });
+    const record = await engine.waitFor('acme', 'rest-reset', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN']);
+    expect(record).toMatchObject({ status: 'SUCCEEDED', attempt: 1, segmentInput: { handledBy: 'kit', attempt: 1, value: 9 } });
+    expect(resets['acme/rest-reset:0:1']).toBe(2);
+    expect(Object.keys(resets).filter((key) => key.startsWith('acme/rest-reset:'))).toEqual(['acme/rest-reset:0:1']);
+    expect(handled['rest-reset:0:1']).toBe(1);
+    expect(handled['rest-reset:0:2']).toBeUndefined();
+    expect((await engine.effects.get('acme', 'rest-reset', 0))?.status).toBe('SUCCEEDED');
+    expect(engine.logs.filter((l) => l.event === 'remote_transition_in_progress' && l.executionId === 'rest-reset')).toHaveLength(1);
+  });
+
+  it('parks REMOTE_OUTCOME_UNKNOWN (UNCONFIRMED, never FAILED) when every delivery of one key is reset, and claims nothing about the worker', async () => {
+    const budgeted = await startTestEngine(
+      [
+        definePipeline({
+          name: 'always-reset',
+          steps: [
+            restStep('call', { url: `${base}/always-reset`, dispositionUrl: `${base}/lookup-broken/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
+          ],
+        }),
+      ],
+      { 'pipeline.orchestrator.worker.in-progress-budget': '3s' },
+    );
+    try {
+      await budgeted.start('acme', { pipeline: 'always-reset', executionId: 'rest-always-reset' });
+      const record = await budgeted.waitFor('acme', 'rest-always-reset', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 60_000);
+      expect(record).toMatchObject({ status: 'REMOTE_OUTCOME_UNKNOWN', attempt: 1, lastErrorCode: 'REMOTE_OUTCOME_UNKNOWN' });
+      expect(record.remoteCall?.inProgress).toMatchObject({ state: 'UNCONFIRMED', budgetMs: 3000 });
+      expect(record.remoteCall!.inProgress!.answers).toBeGreaterThanOrEqual(2);
+      expect(requests['acme/rest-always-reset:0:1']).toBe(record.remoteCall!.inProgress!.answers);
+      expect(requests['acme/rest-always-reset:0:2']).toBeUndefined();
+      expect((await budgeted.effects.get('acme', 'rest-always-reset', 0))?.status).toBe('AMBIGUOUS');
+      expect(budgeted.logs.filter((l) => l.event === 'remote_transition_outcome_unknown' && l.executionId === 'rest-always-reset')).toMatchObject([
+        { decision: 'PARKED_DELIVERY_UNCONFIRMED' },
+      ]);
+      expect((await budgeted.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-always-reset')).toEqual([]);
+      // Unanswered deliveries say nothing about the worker: with its lookup down, the guard answers 503, not "recorded".
+      const res = await budgeted.request('POST', '/admin/tenants/acme/executions/rest-always-reset/redrive', {
+        body: { expectedVersion: record.version, reason: 'checked', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' },
+      });
+      const problem = await res.json();
+      expect([res.status, problem.code]).toEqual([503, 'DISPOSITION_EVIDENCE_UNAVAILABLE']);
+      expect(problem.evidence).toMatchObject({ workerRecorded: null });
+    } finally {
+      await budgeted.stop();
+    }
+  }, 120_000);
 
   it('refuses to re-drive REMOTE_OUTCOME_UNKNOWN without allowFailed or without a confirmed disposition', async () => {
     const record = (await engine.service.store.get('acme', 'rest-hang'))!;

@@ -9,8 +9,9 @@ import { createLog } from '../../src/log';
 import { NonRetryableException, definePipeline, localStep } from '../../src/pipeline/define';
 import { Retention, type RetentionPolicy } from '../../src/service/retention';
 import { createPgDb, type Db } from '../../src/store/db';
+import { Metrics } from '../../src/metrics';
 import { SignalsStore } from '../../src/store/signals-store';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
+import { ensureDedupeSchema } from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { until } from '../helpers/until';
@@ -26,6 +27,7 @@ const policy = (change: Partial<RetentionPolicy> = {}): RetentionPolicy => ({
   dispatchMs: DAY,
   dedupeMs: DAY,
   batchSize: 1000,
+  dutyCycle: 0.5,
   ...change,
 });
 
@@ -147,6 +149,10 @@ describe('retention on the store', () => {
       `INSERT INTO redrive_job_item (tenant_id, job_id, execution_id, ordinal, expected_version)
        SELECT 't', j, 'x' || o, o, 1 FROM unnest(ARRAY['old-done', 'new-done', 'running']) j, generate_series(1, 3) o`,
     );
+    // Their counter rows (two shards each) go with the job.
+    await db.query(
+      `INSERT INTO redrive_job_count (tenant_id, job_id, shard, skipped) SELECT 't', j, s, 1 FROM unnest(ARRAY['old-done', 'new-done', 'running']) j, generate_series(0, 1) s`,
+    );
     await ensureDedupeSchema(db);
     await db.query(
       `INSERT INTO transition_worker_dedupe (idempotency_key, tenant_id, state, lease_until, completed_at) VALUES
@@ -183,6 +189,7 @@ describe('retention on the store', () => {
       execution_dlq: 1,
       redrive_audit: 1,
       redrive_job: 1,
+      redrive_job_count: 2,
       redrive_job_item: 3,
       item_reject: 60,
       checkpoint_outbox: 30,
@@ -218,6 +225,7 @@ describe('retention on the store', () => {
     expect(await ids(db, `SELECT idempotency_key AS id FROM transition_worker_dedupe`)).toEqual(['t/new-done:0:1', 't/working:0:1']);
     expect(await ids(db, `SELECT DISTINCT job_id AS id FROM redrive_job_item`)).toEqual(['new-done', 'running']);
     expect(await ids(db, `SELECT job_id AS id FROM redrive_job`)).toEqual(['new-done', 'running']);
+    expect(await ids(db, `SELECT DISTINCT job_id AS id FROM redrive_job_count`)).toEqual(['new-done', 'running']);
     for (const table of ['execution_record', 'command_effect', 'item_reject', 'checkpoint_outbox', 'execution_dispatch']) {
       expect(await ids(db, `SELECT DISTINCT execution_id AS id FROM ${table} WHERE execution_id LIKE 'old-%'`), table).toEqual([]);
     }
@@ -271,6 +279,59 @@ describe('retention on the store', () => {
     } finally {
       await Promise.all(processes.map((pool) => pool.close()));
     }
+  });
+});
+
+describe('retention that catches up', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  /** `count` item rejects three days old (one kind's backlog; nothing else is past retention). */
+  const rejects = (db: Db, count: number, prefix = 'r') =>
+    db.query(
+      `INSERT INTO item_reject (tenant_id, execution_id, transition_key, ordinal, step, item_key, error_code, reason, fingerprint, created_at)
+       SELECT 't', $2 || g, $2 || g || ':0:1', 0, 's', NULL, 'BAD', 'r', 'fp', now() - interval '3 days' FROM generate_series(1, $1::int) g`,
+      [count, prefix],
+    );
+  const backlogGauge = async (metrics: Metrics) =>
+    Object.fromEntries((await metrics.retentionBacklog.get()).values.map((v) => [v.labels.table as string, v.value]));
+
+  it('a pass keeps going while a kind is behind (past the 20 batches a pass used to stop at), and reports no backlog once caught up', async () => {
+    const db = database.db;
+    await rejects(db, 30 * 4 + 3);
+    const metrics = new Metrics(new SignalsStore(db), 5);
+    const retention = new Retention(db, policy({ batchSize: 4 }), log, metrics, 3_600_000);
+    const result = await retention.run();
+    expect(result.deleted.item_reject).toBe(123);
+    // 30 full batches, then a short one: 31 rounds, the last one ran item_reject alone.
+    expect(result.rounds).toBe(31);
+    expect(result.behind).toEqual([]);
+    expect((await backlogGauge(metrics)).item_reject).toBe(0);
+    expect(await new SignalsStore(db).total('reject')).toBe(0);
+  });
+
+  it('a pass stops when its share of the interval is used, and the gauge counts what it left', async () => {
+    const db = database.db;
+    await rejects(db, 100);
+    const metrics = new Metrics(new SignalsStore(db), 5);
+    // A 1 ms interval at half duty: the first round (one batch of every kind) always runs, no second one.
+    const retention = new Retention(db, policy({ batchSize: 4, dutyCycle: 0.5 }), log, metrics, 1);
+    const result = await retention.run();
+    expect(result.rounds).toBe(1);
+    // The rejects' own per-minute counts (8 shards of one minute, 3 days old) are behind too.
+    expect(result.behind).toEqual(['item_reject', 'signal_minute', 'signal_minute_compacted']);
+    expect(result.deleted.item_reject).toBe(4);
+    expect(retention.backlog.get('item_reject')).toBe(96);
+    expect(await backlogGauge(metrics)).toMatchObject({ item_reject: 96, execution_record: 0, execution_dlq: 0 });
+    // The count stops at 100 batches: a larger backlog reads as at least that much, at a bounded cost.
+    await rejects(db, 500, 'more-');
+    await retention.run();
+    expect(retention.backlog.get('item_reject')).toBe(400);
   });
 });
 

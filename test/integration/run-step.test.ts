@@ -113,6 +113,26 @@ async function rejection(promise: Promise<unknown>): Promise<ApplicationFailure>
   return err as ApplicationFailure;
 }
 
+describe('the default activity (a step under its own activity type)', () => {
+  const under = (activityType: string, req: StepRequest) =>
+    new MockActivityEnvironment(
+      { activityType, workflowExecution: { workflowId: workflowIdFor(req.tenantId, req.executionId), runId: 'run-1' } },
+      { logger: new DefaultLogger('ERROR') },
+    ).run(activities.default, req);
+
+  it('runs the step when the type is `<pipeline>:<step>` of its request, and refuses any other type without invoking it', async () => {
+    const req = { ...(await execution('plain')), stepName: 'work' };
+    for (const type of ['plain:next', 'charge:work', 'cleanup']) {
+      const refused = await rejection(under(type, req));
+      expect(refused).toMatchObject({ type: 'NotFoundError', nonRetryable: false });
+      expect(refused.message).toContain(`activity type ${type} is not registered`);
+    }
+    expect(invoked[req.executionId]).toBeUndefined();
+    expect(await under('plain:work', req)).toEqual({ output: { echoed: { n: next }, attempt: 1 } });
+    expect(invoked[req.executionId]).toEqual([1]);
+  });
+});
+
 describe('runStep', () => {
   it("marks the record RUNNING on a run's first step and commits the output as the next segment input", async () => {
     const req = await execution('plain');

@@ -7,8 +7,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failureGroup } from '../../src/dlq/failure-group';
-import type { TerminalReason } from '../../src/spec-words';
-import { ExecutionStore, type CommitResult } from '../../src/store/execution-store';
 import { createPgliteDb, type Db } from '../../src/store/db';
 import { migrate } from '../../src/store/migrate';
 import { SignalsStore } from '../../src/store/signals-store';
@@ -17,6 +15,7 @@ import { Retention } from '../../src/service/retention';
 import { FailureGroupStore } from '../../src/store/failure-group-store';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { deleteEnvelopesByHand, deleteRecordBehindTheEngine, deleteRejectsByHand } from '../helpers/unreachable-states';
+import { writers } from '../helpers/writers';
 
 let database: TestDatabase;
 let lite: Db;
@@ -30,77 +29,6 @@ afterAll(async () => {
   await lite?.close();
   await database?.drop();
 });
-
-/**
- * The service's own writers of the counted rows: an execution created, begun, ending in a
- * step commit (FAILED with its envelope, REMOTE_OUTCOME_UNKNOWN, or SUCCEEDED with its item
- * rejects) and re-driven by the re-drive's admission, each one statement as the engine
- * makes it. Each commit is for the record's current step and attempt.
- */
-function writers(db: Db) {
-  const store = new ExecutionStore(db);
-  const key = async (tenantId: string, executionId: string) => {
-    const record = await store.begin({ tenantId, executionId, runId: `run-${executionId}`, dispatchId: 'start' });
-    expect(record?.status).toBe('RUNNING');
-    const step = { tenantId, executionId, stepIndex: record!.currentStepIndex, attempt: record!.attempt };
-    return { step, transitionKey: `${executionId}:${step.stepIndex}:${step.attempt}` };
-  };
-  const committed = async (commit: Promise<CommitResult>) => expect((await commit).committed).toBe(true);
-  return {
-    async created(tenantId: string, executionId: string, stepCount = 1) {
-      const execution = { tenantId, executionId, executionKey: null, pipeline: 'p', workflowId: executionId, stepCount, input: {}, correlationId: null };
-      expect(await store.create({ ...execution, resourceType: null, resourceName: null }, {}, { owner: 'test', ms: 60_000 })).not.toBeNull();
-    },
-    async failed(tenantId: string, executionId: string, errorCode: string, terminalReason: TerminalReason = 'retry_exhausted') {
-      const { step, transitionKey } = await key(tenantId, executionId);
-      const failure = { terminalReason, errorCode, errorMessage: 'refused', transitionKey };
-      const envelope = { ...failure, tenantId, executionId, transport: 'LOCAL' as const, platform: 'temporal', terminalStatus: 'FAILED' };
-      await committed(
-        store.commitFailed({
-          ...step,
-          failure: {
-            ...failure,
-            step: 's',
-            envelope: { ...envelope, createdAtEpochMs: Date.now(), retryable: terminalReason === 'retry_exhausted', retriesObserved: 1 },
-          },
-        }),
-      );
-    },
-    async outcomeUnknown(tenantId: string, executionId: string) {
-      const { step, transitionKey } = await key(tenantId, executionId);
-      const remoteCall = { transitionKey, protocol: 'REST', target: 'http://x', startedAt: new Date().toISOString(), deadlineMs: 10, elapsedMs: 11 };
-      await committed(store.commitOutcomeUnknown({ ...step, errorCode: 'REMOTE_OUTCOME_UNKNOWN', errorMessage: 'deadline', remoteCall }));
-    },
-    async succeeded(tenantId: string, executionId: string, rejectFingerprints: string[] = []) {
-      const { step, transitionKey } = await key(tenantId, executionId);
-      const items = rejectFingerprints.map((fingerprint) => ({ itemKey: null, errorCode: 'BAD', reason: 'r', fingerprint }));
-      await committed(store.commitSucceeded({ ...step, output: {}, rejects: items.length > 0 ? { transitionKey, step: 's', items } : undefined }));
-    },
-    async redriven(tenantId: string, executionId: string) {
-      const record = (await store.get(tenantId, executionId))!;
-      const unknown = record.status === 'REMOTE_OUTCOME_UNKNOWN';
-      const admitted = await store.admitRedrive({
-        tenantId,
-        executionId,
-        expectedVersion: record.version,
-        fromStatus: record.status,
-        fromPipelineVersion: record.pipelineVersion,
-        resumeStepIndex: record.failedStepIndex!,
-        resumeStepName: 's',
-        redriveId: `redrive-${executionId}-${record.version}`,
-        principal: 'ops',
-        reason: 'test',
-        request: {},
-        mode: unknown ? 'REMOTE_OUTCOME_UNKNOWN' : 'FAILED',
-        confirmedDisposition: unknown ? 'NOT_APPLIED' : null,
-        dispatchSpec: {},
-        releaseAmbiguousEffect: unknown,
-        lease: { owner: 'test', ms: 60_000 },
-      });
-      expect(admitted?.status).toBe('QUEUED');
-    },
-  };
-}
 
 async function totals(signals: SignalsStore) {
   return {
@@ -192,7 +120,17 @@ describe('the embedded store (PGlite)', () => {
     await write.redriven('g', 'gf');
     expect(await new FailureGroupStore(lite).groups('g', {}, 10)).toEqual([]);
     await write.succeeded('g', 'gf');
-    const zero = { succeededExecutionsMs: 0, dlqMs: 0, redriveAuditMs: 0, rejectsMs: 0, checkpointsMs: 0, dispatchMs: 0, dedupeMs: 0, batchSize: 100 };
+    const zero = {
+      succeededExecutionsMs: 0,
+      dlqMs: 0,
+      redriveAuditMs: 0,
+      rejectsMs: 0,
+      checkpointsMs: 0,
+      dispatchMs: 0,
+      dedupeMs: 0,
+      batchSize: 100,
+      dutyCycle: 0.5,
+    };
     const deleted = await new Retention(lite, zero, createLog({ level: 'silent' })).pass();
     // Everything re-driven or succeeded in this database goes (gf's, and e1's from the test above).
     expect(deleted).toMatchObject({ execution_record: 2, execution_dlq: 2, transition_worker_dedupe: 0 });

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config/config';
 import { ConfigError } from '../../src/errors';
 import { createLog } from '../../src/log';
-import { startService } from '../../src/service/runtime';
+import { startService } from '../../src/runtime';
 import { TEST_TOKENS } from '../helpers/engine';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
 import { storeConnectionString } from '../../src/store/db';

@@ -10,9 +10,13 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, functionStep, grpcStep, localStep, restStep } from '../../src/pipeline/define';
 import { grpcClient, lookupGrpc } from '../../src/transports/grpc';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createGrpcTransitionWorker, type GrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
-import { createRestTransitionWorker, type TransitionCall } from '../../src/worker-kit/rest-worker';
+import {
+  createGrpcTransitionWorker,
+  createRestTransitionWorker,
+  ensureDedupeSchema,
+  type GrpcTransitionWorker,
+  type TransitionCall,
+} from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { legacyDedupeRows } from '../helpers/unreachable-states';

@@ -3,7 +3,7 @@
  * dev server): each classification of spec rule 4, with its first action.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PublishOutcomeSchema, TriageSchema } from '../../src/api/schemas';
+import { PublishOutcomeSchema, TriageSchema } from '../../src/contract/responses';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';

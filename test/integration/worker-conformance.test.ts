@@ -8,21 +8,19 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runChecks, CHECK_IDS, type CheckResult } from '../../src/worker-check/checks';
 import { withConformanceMode } from '../../src/worker-check/conformance-mode';
 import type { CheckReport } from '../../src/worker-check/report';
 import { grpcWorkerClient, restWorkerClient } from '../../src/worker-check/worker-client';
-import { ensureDedupeSchema } from '../../src/worker-kit/dedupe-store';
-import { createGrpcTransitionWorker, type GrpcTransitionWorker } from '../../src/worker-kit/grpc-worker';
-import { createRestTransitionWorker } from '../../src/worker-kit/rest-worker';
+import { createGrpcTransitionWorker, createRestTransitionWorker, ensureDedupeSchema, type GrpcTransitionWorker } from '@pipeline-orchestrator/worker-kit';
+import { startPythonWorker } from '../../examples/invoices/test/python-worker';
 import { FAULTS, startBrokenWorker, type Fault } from '../fixtures/broken-worker';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { retryUntilSuccess } from '../helpers/until';
 
 const root = join(import.meta.dirname, '..', '..');
-const PYTHON = process.env.PYTHON ?? 'python3';
 /** Handler runs of the kit's conformance handler, by idempotency key. */
 const kitRuns: Record<string, number> = {};
 
@@ -38,18 +36,11 @@ const scratch = mkdtempSync(join(tmpdir(), 'python-worker-'));
 const statuses = (checks: CheckResult[]) => Object.fromEntries(checks.map((check) => [check.id, check.status]));
 const failed = (checks: CheckResult[]) => checks.filter((check) => check.status === 'fail').map((check) => `${check.id}: ${check.detail}`);
 
+/** The Python reference worker in conformance mode on port 0; `extra` arguments after the defaults. */
+const spawnPython = (db: string, extra: string[] = []) => startPythonWorker({ db, args: ['--conformance', ...extra] });
+
 async function startPython(): Promise<void> {
-  python = spawn(PYTHON, [join(root, 'examples', 'python-worker', 'worker.py'), '--port', '0', '--db', join(scratch, 'dedupe.sqlite3'), '--conformance'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: python.stdout! });
-  pythonUrl = await new Promise<string>((resolve, reject) => {
-    python.once('exit', (code) => reject(new Error(`the Python worker exited (${code}) before listening`)));
-    lines.on('line', (line) => {
-      const event = JSON.parse(line) as { event: string; url?: string };
-      if (event.event === 'worker_listening') resolve(event.url!);
-    });
-  });
+  ({ child: python, url: pythonUrl } = await spawnPython(join(scratch, 'dedupe.sqlite3')));
 }
 
 beforeAll(async () => {
@@ -97,6 +88,37 @@ describe('pipeline-worker-check', () => {
     // The Python worker continues the trace it was sent.
     expect(report.checks.find((check) => check.id === 'traceparent')?.detail).toMatch(/continued/);
     expect(code).toBe(0);
+  });
+
+  it('the Python reference worker, SIGKILLed mid-handler, never runs that key again: answered "in progress", looked up ABANDONED', async () => {
+    const db = join(scratch, 'abandoned.sqlite3');
+    const key = 'acme/py-abandoned:0:1';
+    const deliver = (url: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ conformance: { sleepMs: 60_000, echo: 'first' } }),
+      });
+    const lookup = async (url: string) => (await fetch(`${url}/${encodeURIComponent(key)}`)).json();
+    const first = await spawnPython(db, ['--lease-ms', '500', '--duplicate-wait-ms', '100']);
+    void deliver(first.url).catch(() => undefined);
+    await retryUntilSuccess(async () => expect(await lookup(first.url)).toMatchObject({ recorded: true, state: 'IN_PROGRESS' }));
+    const exited = new Promise((resolve) => first.child.once('exit', resolve));
+    first.child.kill('SIGKILL');
+    await exited;
+
+    const second = await spawnPython(db, ['--lease-ms', '500', '--duplicate-wait-ms', '100']);
+    try {
+      await retryUntilSuccess(async () => expect(await lookup(second.url)).toMatchObject({ recorded: true, state: 'ABANDONED' }));
+      const again = await deliver(second.url);
+      expect(again.status).toBe(425);
+      expect(again.headers.get('x-transition-in-progress')).toBe('true');
+      expect(await lookup(second.url)).toMatchObject({ recorded: true, state: 'ABANDONED' });
+    } finally {
+      const gone = new Promise((resolve) => second.child.once('exit', resolve));
+      second.child.kill('SIGKILL');
+      await gone;
+    }
   });
 
   it('passes the TypeScript kit over REST, and its handler ran once per key the checker sent', async () => {

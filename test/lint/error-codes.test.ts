@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, STEP_ERROR_CODES, type ErrorCode } from '../../src/errors';
-import { ProblemSchema } from '../../src/api/schemas';
+import { ProblemSchema } from '../../src/contract/responses';
 
 /** Codes no HTTP answer carries: the service refuses to start with them. */
 const START_UP_ONLY: ErrorCode[] = ['CONFIG_INVALID'];

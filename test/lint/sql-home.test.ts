@@ -1,6 +1,6 @@
 /**
- * SQL lives in `src/store/` (and the worker kit's own store in `src/worker-kit/`): every
- * other module asks a store. This test reads every source file outside those folders,
+ * SQL lives in `src/store/` (the worker kit's own store is its package's, packages/worker-kit/): every
+ * other module asks a store. This test reads every source file of src/ outside it,
  * with comments removed, and fails on anything that looks like a SQL statement or a raw
  * `query(` call, naming the file and the line.
  */
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
 const src = join(root, 'src');
-const SQL_HOMES = ['src/store/', 'src/worker-kit/'];
+const SQL_HOMES = ['src/store/'];
 
 const STATEMENT =
   /\b(SELECT\b[\s\S]{0,400}?\bFROM\s+[a-z_]+|INSERT\s+INTO\s+[a-z_]+|UPDATE\s+[a-z_]+\s+SET|DELETE\s+FROM\s+[a-z_]+|CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)|ALTER\s+TABLE)\b/;
@@ -49,7 +49,7 @@ function sqlOutsideStore(): Map<string, string[]> {
   return found;
 }
 
-describe('SQL lives only in src/store/ and src/worker-kit/', () => {
+describe('SQL lives only in src/store/', () => {
   const found = sqlOutsideStore();
 
   it('no other module writes SQL or calls query() itself', () => {
@@ -68,7 +68,7 @@ describe('the store and the configuration stand on their own', () => {
   const imports = (file: string) => [...readFileSync(join(root, file), 'utf8').matchAll(/^import\s[^;]*?from\s+'([^']+)'/gm)].map((match) => match[1]);
 
   it('src/store/ imports nothing from the layers above it (pure modules such as spec-words are fine)', () => {
-    const layersAbove = ['../activities/', '../service/', '../api/', '../temporal/', '../transports/', '../pipeline/', '../config/', '../worker-kit/'];
+    const layersAbove = ['../activities/', '../service/', '../api/', '../temporal/', '../transports/', '../pipeline/', '../config/'];
     const above = sourceFiles(join(src, 'store'))
       .map((file) => relative(root, file).split(sep).join('/'))
       .flatMap((file) =>

@@ -5,7 +5,7 @@
  * scripts/capture-histories.ts; docs/replay.md says when to capture and how to change the
  * workflow with `patched()` instead of re-capturing.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -32,12 +32,36 @@ const REQUIRED = [
   'redrive-failed',
   'redrive-retry-failed-command',
   'redrive-remote-outcome-unknown',
+  // a run that schedules each step under its own activity type (the histories above schedule `runStep`)
+  'step-activity-types',
   // the bulk re-drive job's workflow: canary, halt, resume, finish
   'redrive-job',
   // …and a job's run that continued as new past its canary, and the run that carried on
   'redrive-job-continued-as-new',
   'redrive-job-after-continue-as-new',
+  // the paths behind a patch, each taken by a history: a reset run the orchestrator did not start
+  // fails saying so, and "Request Cancellation" aborts a bulk job
+  'pipeline-foreign-run-fails',
+  'redrive-job-cancel-aborts',
 ];
+
+/** Every patch id the workflow code asks for (`patched('…')`, `deprecatePatch('…')`). */
+function patchIds(): string[] {
+  const dir = join(import.meta.dirname, '..', '..', 'src', 'workflows');
+  return readdirSync(dir)
+    .filter((file) => file.endsWith('.ts'))
+    .flatMap((file) => [...readFileSync(join(dir, file), 'utf8').matchAll(/\b(?:patched|deprecatePatch)\(\s*'([^']+)'/g)].map((m) => m[1]));
+}
+
+/** The patch ids recorded in a history's core_patch markers. */
+function recordedPatches(h: (typeof histories)[number]): string[] {
+  return (h.history.events ?? []).flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_patch') return [];
+    const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
+    return data ? [JSON.parse(Buffer.from(data as Uint8Array).toString('utf8')).id as string] : [];
+  });
+}
 
 async function replayAll(workflowBundle: WorkflowBundleWithSourceMap, only = histories) {
   const failures: string[] = [];
@@ -55,6 +79,24 @@ describe('recorded histories replay on the current workflow', () => {
 
   it('covers success, retries, each terminal outcome and each re-drive mode', () => {
     expect(histories.map((h) => h.workflowId)).toEqual(expect.arrayContaining(REQUIRED));
+  });
+
+  it('covers every patched path: each patch the workflow code asks for is recorded by a history that took it', () => {
+    const ids = patchIds();
+    expect(ids).toEqual(expect.arrayContaining(['pipeline-foreign-run-fails', 'redrive-job-cancel-aborts']));
+    const recorded = new Set(histories.flatMap(recordedPatches));
+    expect(ids.filter((id) => !recorded.has(id))).toEqual([]);
+    expect(recordedPatches(histories.find((h) => h.workflowId === 'pipeline-foreign-run-fails')!)).toEqual(['pipeline-foreign-run-fails']);
+    expect(recordedPatches(histories.find((h) => h.workflowId === 'redrive-job-cancel-aborts')!)).toEqual(['redrive-job-cancel-aborts']);
+  });
+
+  it('covers both activity types of a step: runStep (runs started before step-named types) and `<pipeline>:<step>`', () => {
+    const scheduledTypes = (workflowId: string) =>
+      histories
+        .find((h) => h.workflowId === workflowId)!
+        .history.events!.flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(scheduledTypes('retries')).toEqual(['runStep']);
+    expect(scheduledTypes('step-activity-types')).toEqual(['replay-flaky:flaky']);
   });
 
   it('replays every history without a non-determinism error', async () => {

@@ -5,6 +5,7 @@
  * details, and a step Temporal gave up on (limit + 1 + 10 attempts without a committed
  * outcome) falls back to `abandonStep` exactly once.
  */
+import { Context } from '@temporalio/activity';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -46,23 +47,28 @@ function runInput(overrides: Partial<PipelineRunInput> = {}): PipelineRunInput {
     resumeAttempt: 1,
     input: { n: 0 },
     dispatchId: 'start',
+    stepActivityTypes: true,
     ...overrides,
   };
 }
 
 /** Runs the workflow on a fresh task queue with these activity mocks, recording every call. */
 async function run(input: PipelineRunInput, activities: Partial<EngineActivities>) {
-  const calls: { runStep: StepRequest[]; abandonStep: AbandonRequest[] } = { runStep: [], abandonStep: [] };
+  const calls: { runStep: StepRequest[]; abandonStep: AbandonRequest[]; types: string[] } = { runStep: [], abandonStep: [], types: [] };
   const taskQueue = `wf-test-${queue}`;
+  const runStep = async (req: StepRequest) => {
+    calls.types.push(Context.current().info.activityType);
+    calls.runStep.push(req);
+    return activities.runStep!(req);
+  };
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
     workflowsPath: WORKFLOWS_PATH,
+    // Steps are scheduled under their own types (`<pipeline>:<step>`), which the default activity serves.
     activities: {
-      async runStep(req: StepRequest) {
-        calls.runStep.push(req);
-        return activities.runStep!(req);
-      },
+      runStep,
+      default: runStep,
       async abandonStep(req: AbandonRequest) {
         calls.abandonStep.push(req);
         return activities.abandonStep!(req);
@@ -87,20 +93,33 @@ describe('pipelineWorkflow', () => {
     const input = runInput({ resumeStepIndex: 1, resumeAttempt: 3, redrive: { redriveId: 'r1', intent: 'FAILED' }, dispatchId: 'r1' });
     const { value, calls } = await run(input, { runStep: async (req) => ({ output: { n: (req.input as { n: number }).n + 1 } }) });
     expect(value).toEqual({ n: 2 });
-    expect(calls.runStep.map((req) => [req.stepIndex, req.attempt, req.firstOfRun, req.dispatchId, req.redriveIntent])).toEqual([
+    expect(calls.runStep.map((req) => [req.stepIndex, req.attempt, req.firstOfRun ?? false, req.dispatchId, req.redriveIntent])).toEqual([
       [1, 3, true, 'r1', 'FAILED'],
       [2, 1, false, undefined, undefined],
     ]);
+    // Fields at their default are left out of the activity input (bytes in every ActivityTaskScheduled event).
+    expect(Object.keys(calls.runStep[1]).filter((key) => ['firstOfRun', 'dispatchId', 'correlationId', 'redriveIntent'].includes(key))).toEqual([]);
+    // Each step under its own activity type, which the Temporal UI's event list shows.
+    expect(calls.types).toEqual(['p:b', 'p:c']);
     expect(calls.abandonStep).toEqual([]);
   });
 
-  it('ends a duplicate run quietly: no further step, no abandonStep, no failure', async () => {
-    const { value, calls } = await run(runInput(), {
+  it('schedules every step as runStep in a run started before step-named activity types (its history replays)', async () => {
+    const { value, calls } = await run(runInput({ stepActivityTypes: undefined }), { runStep: async (req) => ({ output: req.input }) });
+    expect(value).toEqual({ n: 0 });
+    expect(calls.types).toEqual(['runStep', 'runStep', 'runStep']);
+  });
+
+  it('fails a duplicate run (one the orchestrator did not start) with why: no further step, no abandonStep', async () => {
+    const { error, calls } = await run(runInput(), {
       runStep: async () => {
         throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: 'run owned by another' });
       },
     });
-    expect(value).toEqual({ duplicateRun: true });
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    const failure = (error as WorkflowFailedError).cause as ApplicationFailure;
+    expect(failure.type).toBe(FailureTypes.notStartedByOrchestrator);
+    expect(failure.message).toBe('run owned by another');
     expect(calls.runStep).toHaveLength(1);
     expect(calls.abandonStep).toEqual([]);
   });

@@ -12,7 +12,8 @@ import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourc
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobTickState, RedriveJobActivities } from '../../src/activities/redrive-job-activities';
 import { WORKFLOWS_PATH } from '../../src/temporal/worker';
-import { DEFAULT_HALT_ON, type HaltOn } from '../../src/workflows/redrive-job-policy';
+import { DEFAULT_HALT_ON } from '../../src/contract/requests';
+import type { HaltOn } from '../../src/workflows/redrive-job-policy';
 import { REDRIVE_JOB_FAILED, redriveJobWake, redriveJobWorkflow, type RedriveJobInput } from '../../src/workflows/redrive-job-workflow';
 import { createTimeSkippingEnv } from '../helpers/time-skipping';
 import { until } from '../helpers/until';
@@ -113,6 +114,11 @@ class FakeJob {
         if (this.status === 'RUNNING') this.status = 'COMPLETED';
         return this.state();
       },
+      redriveJobCancelled: async () => {
+        this.record('cancelled');
+        if (this.status === 'RUNNING' || this.status === 'PAUSED') this.status = 'ABORTED';
+        return this.state();
+      },
       redriveJobFail: async (req) => {
         this.record('fail');
         if (this.status === 'RUNNING' || this.status === 'PAUSED') [this.status, this.failureReason] = ['FAILED', req.reason];
@@ -192,23 +198,42 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
   });
 
   it('pause, resume and abort by signal: a paused job admits nothing, the wake-up ends its paused wait at once, abort ends the workflow', async () => {
-    // Real time here (nothing waits on the result until the end): a paused job sleeps a minute between reads.
+    // Real time here: a paused job sleeps a minute between reads, and each wake-up must end that wait
+    // early. Time skipping is held off for the whole test (the test server skips whenever no lock is
+    // held, and a lock taken here is released below whatever the server's count was before).
+    await env.connection.testService!.lockTimeSkipping({});
+    try {
+      await pauseResumeAbort();
+    } finally {
+      await env.connection.testService!.unlockTimeSkipping({});
+    }
+  });
+
+  async function pauseResumeAbort() {
     const job = new FakeJob(1000, { ratePerSecond: 5 });
     const isPausedTimer = (e: { timerStartedEventAttributes?: { startToFireTimeout?: { seconds?: unknown } | null } | null }) =>
       String(e.timerStartedEventAttributes?.startToFireTimeout?.seconds) === '60';
     const history = await withJob({}, job.activities(), async (handle) => {
       const pausedWaits = async () => ((await handle.fetchHistory()).events ?? []).filter(isPausedTimer).length;
-      await until(async () => job.admitted.length >= 2, 60_000, 'two admissions');
+      // On a timeout, say what the workflow and the job were doing (a CI failure is read from its output alone).
+      const waitFor = (check: () => Promise<boolean>, what: string) =>
+        until(check, 60_000, what).catch(async (err: Error) => {
+          const events = ((await handle.fetchHistory().catch(() => ({ events: [] }))).events ?? []).map((e) => String(e.eventType));
+          const describe = await handle.describe().catch((e: Error) => ({ status: { name: e.message } }));
+          err.message += `; workflow ${describe.status.name}, job ${job.status} with ${job.admitted.length} admitted, last calls ${JSON.stringify(job.calls.slice(-4))}, last events ${events.slice(-12).join(',')} (${events.length} in all)`;
+          throw err;
+        });
+      await waitFor(async () => job.admitted.length >= 2, 'two admissions');
       job.status = 'PAUSED';
       await handle.signal(redriveJobWake);
-      await until(async () => (await pausedWaits()) >= 1, 60_000, 'the workflow to wait paused');
+      await waitFor(async () => (await pausedWaits()) >= 1, 'the workflow to wait paused');
       const atPause = job.admitted.length;
       job.status = 'RUNNING';
       await handle.signal(redriveJobWake);
-      await until(async () => job.admitted.length >= atPause + 2, 60_000, 'two admissions after resume');
+      await waitFor(async () => job.admitted.length >= atPause + 2, 'two admissions after resume');
       job.status = 'PAUSED';
       await handle.signal(redriveJobWake);
-      await until(async () => (await pausedWaits()) >= 2, 60_000, 'the workflow to wait paused again');
+      await waitFor(async () => (await pausedWaits()) >= 2, 'the workflow to wait paused again');
       const atAbort = job.admitted.length;
       job.status = 'ABORTED';
       await handle.signal(redriveJobWake);
@@ -228,6 +253,45 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
     const afterPausedRead = ticks.filter((c, i) => i > 0 && ticks[i - 1].answered === 'PAUSED');
     expect(afterPausedRead.length).toBeGreaterThanOrEqual(2);
     expect(afterPausedRead.filter((c) => c.status === 'PAUSED').every((c) => c.max === 0)).toBe(true);
+  }
+
+  it('Request Cancellation in Temporal: the tick in flight ends first, then the job is aborted in the store, and the workflow ends cancelled', async () => {
+    const job = new FakeJob(1000, { ratePerSecond: 5 });
+    let release: () => void = () => undefined;
+    const activities = job.activities();
+    const inner = activities.redriveJobTick;
+    let held = false;
+    // Once two items are in, the next tick is held open until the test lets it go: the cancellation arrives mid-tick.
+    activities.redriveJobTick = async (req) => {
+      if (job.admitted.length >= 2 && !held && req.max > 0) {
+        held = true;
+        await new Promise<void>((resolve) => (release = resolve));
+      }
+      return inner(req);
+    };
+    const { error } = await withJob({}, activities, async (handle) => {
+      let abortedMidTick: number;
+      try {
+        await until(async () => held, 60_000, 'a tick held open');
+        await handle.cancel();
+        // The workflow has seen the cancellation once it asked for the tick's; with a tick still held, it must schedule nothing else.
+        const events = async () => (await handle.fetchHistory()).events ?? [];
+        await until(async () => (await events()).some((e) => e.activityTaskCancelRequestedEventAttributes), 60_000, 'the tick to be asked to cancel');
+        abortedMidTick = (await events()).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'redriveJobCancelled').length;
+      } finally {
+        release();
+      }
+      // The workflow waited for the tick: nothing was aborted while it was in flight.
+      expect(abortedMidTick).toBe(0);
+      return outcomeOf(handle.result());
+    });
+    expect(String((error as Error)?.cause ?? error)).toMatch(/cancel/i);
+    expect(job.status).toBe('ABORTED');
+    const cancelledAt = job.calls.findIndex((c) => c.activity === 'cancelled');
+    expect(cancelledAt).toBeGreaterThan(0);
+    // The held tick answered before the abort, and no tick came after it.
+    expect(job.calls.slice(cancelledAt + 1)).toEqual([]);
+    expect(job.calls[cancelledAt - 1]).toMatchObject({ activity: 'tick', answered: 'RUNNING' });
   });
 
   it('a tick that keeps failing: retried a bounded number of times, then the job is marked FAILED and the workflow fails with the reason', async () => {

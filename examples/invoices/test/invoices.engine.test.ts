@@ -1,21 +1,22 @@
 /**
  * The invoices pipeline on the real engine: Temporal's time-skipping test server and PGlite,
- * started by the public testing module, the render worker an in-process stand-in. The
+ * started by the public testing module, the render step served by the Python reference worker
+ * (examples/python-worker, a separate process speaking the wire contract). The
  * reservation's retry schedule (30 s, 1 min, 2 min, 4 min) runs in seconds because the test
  * server skips the waits.
  */
-import { startStubWorker, startTestEngine, type StubWorker, type TestEngine } from 'pipeline-orchestrator/testing';
+import { startTestEngine, type TestEngine } from 'pipeline-orchestrator/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInvoicesPipeline } from '../pipeline';
-import { render } from '../render';
 import { fakes, invoice } from './fakes';
+import { startPythonWorker, type PythonWorker } from './python-worker';
 
 let engine: TestEngine;
-let worker: StubWorker;
+let worker: PythonWorker;
 const { deps, calls } = fakes({ reserveFailures: 4 });
 
 beforeAll(async () => {
-  worker = await startStubWorker(render);
+  worker = await startPythonWorker();
   engine = await startTestEngine({ pipelines: [createInvoicesPipeline({ ...deps, renderUrl: worker.url })] });
 }, 180_000);
 
@@ -32,7 +33,8 @@ describe('invoices on the engine', () => {
     expect(output).toEqual({ invoiceId: 'inv-1', messageId: 'msg-acme' });
     expect(calls.reserve).toEqual([1, 2, 3, 4, 5].map((attempt) => `test/inv-1:1:${attempt}`));
     expect(calls.send).toEqual(['test/inv-1:3:1']);
-    expect(worker.calls.map((call) => call.idempotencyKey)).toEqual(['test/inv-1:2:1']);
+    // The Python worker ran its handler once, for the render step's first attempt.
+    expect([...worker.handled]).toEqual([['inv-1:2:1', 1]]);
 
     // What the client that submitted the invoice reads back.
     const result = await engine.request('GET', '/api/tenants/test/executions/inv-1/result');

@@ -3,6 +3,7 @@
  * compared, in constant time over SHA-256 digests, with no early exit on a match, so
  * response time says nothing about which token (if any) matched. Sets `principal`.
  */
+import { sha256Hex } from '../../hash';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { TokenConfig } from '../../config/config';
@@ -17,9 +18,7 @@ export interface Principal {
 
 export type AuthEnv = { Variables: { principal: Principal } };
 
-export function sha256Hex(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
-}
+export { sha256Hex };
 
 export function bearerAuth(options: { tokens: TokenConfig[]; role: 'admin' | 'submit'; log?: Log }): MiddlewareHandler<AuthEnv> {
   if (!Array.isArray(options.tokens)) throw new TypeError('bearerAuth: tokens must be an array');

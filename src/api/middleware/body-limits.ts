@@ -1,5 +1,6 @@
 /**
- * Limits on a request body that hold while it streams in: Hono's own `bodyLimit` stops
+ * Limits on a request body that hold while it streams in. A body that is not JSON is
+ * refused first (415 `UNSUPPORTED_MEDIA_TYPE`, unread), then Hono's own `bodyLimit` stops
  * reading at the first chunk past `maxBytes` (413 `BODY_TOO_LARGE`), chunked bodies
  * included, and the whole body must arrive within `readTimeoutMs` (408
  * `REQUEST_TIMEOUT`). Whatever was not read is left to the server, which drains and
@@ -18,13 +19,30 @@ export interface BodyLimitsOptions {
 
 export class BodyTooLargeError extends PipelineError {
   constructor(maxBytes: number) {
-    super(`body exceeds ${maxBytes} bytes`, 'BODY_TOO_LARGE', 413);
+    super(`body exceeds ${maxBytes} bytes`, 'BODY_TOO_LARGE');
   }
+}
+
+export class UnsupportedMediaTypeError extends PipelineError {
+  constructor() {
+    super('Content-Type must be application/json', 'UNSUPPORTED_MEDIA_TYPE');
+  }
+}
+
+/** `application/json` or `application/…+json`, with parameters. */
+export function isJsonMediaType(type: string | undefined): boolean {
+  return /^application\/([a-z0-9.+-]*\+)?json\s*(;.*)?$/i.test(type ?? '');
+}
+
+/** Whether the request says it carries a body (a length above 0, or chunks). */
+function announcesBody(headers: Headers): boolean {
+  const length = headers.get('content-length');
+  return headers.has('transfer-encoding') || (length !== null && length.trim() !== '0');
 }
 
 export class RequestTimeoutError extends PipelineError {
   constructor(readTimeoutMs: number) {
-    super(`the request body did not arrive within ${readTimeoutMs} ms`, 'REQUEST_TIMEOUT', 408);
+    super(`the request body did not arrive within ${readTimeoutMs} ms`, 'REQUEST_TIMEOUT');
   }
 }
 
@@ -67,6 +85,8 @@ export function bodyLimits(options: BodyLimitsOptions): MiddlewareHandler {
   });
   return async function bodyLimitsMiddleware(c, next) {
     const raw = c.req.raw;
+    // The media type first (DESIGN: 415 before 413): an oversized text/plain body is refused for what it is, unread.
+    if (announcesBody(raw.headers) && !isJsonMediaType(raw.headers.get('content-type') ?? undefined)) throw new UnsupportedMediaTypeError();
     if (raw.body) {
       const body = withReadDeadline(raw.body, Date.now() + options.readTimeoutMs, options.readTimeoutMs);
       c.req.raw = new Request(raw.url, { method: raw.method, headers: raw.headers, signal: raw.signal, body, duplex: 'half' } as RequestInit);

@@ -4,10 +4,14 @@
  * progress bar; Ctrl-C offers to pause it), and pause / resume / abort of a job.
  */
 import { SingleBar } from 'cli-progress';
-import type { AdminClient } from '../client';
+import type { AdminClient, Answer } from '../client';
+import type { ExecutionRecordView, RedriveAcceptedSchema, RedriveJobDryRunSchema, RedrivePreviewSchema } from '../../contract/responses';
+import { ACTIVE_EXECUTION_STATUSES, isOneOf } from '../../spec-words';
 import { CliError } from '../exit-codes';
 import { choose, confirm, emit, note, sleep, table, type Io } from '../io';
-import { jobLine } from './read';
+import { jobLine, type JobView } from './read';
+
+type RecordView = Answer<typeof ExecutionRecordView>;
 
 export interface FollowOptions {
   /** stop following after this many seconds (the job or run goes on) */
@@ -15,8 +19,6 @@ export interface FollowOptions {
   /** poll interval, ms */
   pollMs: number;
 }
-
-const ACTIVE = ['QUEUED', 'RUNNING'];
 
 export async function redriveOne(
   client: AdminClient,
@@ -27,24 +29,30 @@ export async function redriveOne(
     allowFailed?: boolean;
     intent?: string;
     confirmedDisposition?: string;
+    overrideEvidence?: boolean;
     dryRun?: boolean;
     yes?: boolean;
     follow: boolean;
   } & FollowOptions,
 ): Promise<void> {
   const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}`);
-  const record = await client.request('GET', path);
+  const record = await client.request<RecordView>('GET', path);
   const body = {
     expectedVersion: record.version,
     reason: options.reason,
     allowFailed: options.allowFailed === true,
     ...(options.intent ? { intent: options.intent } : {}),
     ...(options.confirmedDisposition ? { confirmedDisposition: options.confirmedDisposition } : {}),
+    ...(options.overrideEvidence ? { overrideEvidence: true } : {}),
   };
-  const plan = await client.request('POST', `${path}/redrive?dryRun=true`, body);
+  const plan = await client.request<Answer<typeof RedrivePreviewSchema>>('POST', `${path}/redrive?dryRun=true`, body);
   if (!plan.admitted) {
     if (io.json) emit(io, { dryRun: plan }, () => '');
-    throw new CliError(`${executionId} would be refused: ${plan.status} ${plan.code}: ${plan.detail}`, 'REFUSED', plan.code);
+    throw new CliError(
+      `${executionId} would be refused: ${plan.status} ${plan.code}: ${cliWords(plan.detail)}${refusalHint(plan.code, options)}`,
+      'REFUSED',
+      plan.code,
+    );
   }
   note(
     io,
@@ -55,19 +63,38 @@ export async function redriveOne(
     return;
   }
   if (!options.yes && !(await confirm(io, `Re-drive ${executionId}?`))) throw new CliError('not re-driven: you said no', 'DECLINED');
-  const accepted = await client.request('POST', `${path}/redrive`, body);
+  const accepted = await client.request<Answer<typeof RedriveAcceptedSchema>>('POST', `${path}/redrive`, body);
   note(io, `admitted: redriveId ${accepted.redriveId}, version ${accepted.version}, run ${accepted.runId ?? '(starting: the sweeper starts it)'}`);
-  let final = null;
-  if (options.follow) {
-    final = await followRecord(client, io, path, options);
-    note(io, `${executionId} ended ${final.status}${final.lastErrorCode ? ` (${final.lastErrorCode})` : ''} at version ${final.version}`);
-  }
-  emit(io, { dryRun: plan, accepted, final }, () => `${executionId}: ${final ? final.status : 'QUEUED'} (redriveId ${accepted.redriveId})`);
+  const final = options.follow ? await followRecord(client, io, path, options) : null;
+  // One line says how it ended (stdout, the result); a failure's error line says only what to do next.
+  emit(
+    io,
+    { dryRun: plan, accepted, final },
+    () =>
+      `${executionId}: ${final ? `${final.status}${final.lastErrorCode ? ` (${final.lastErrorCode})` : ''} at version ${final.version}` : 'QUEUED'} (redriveId ${accepted.redriveId})`,
+  );
   if (final && final.status !== 'SUCCEEDED')
-    throw new CliError(`${executionId} ended ${final.status}: pipeline-admin executions show ${executionId}`, 'NOT_SUCCEEDED');
+    throw new CliError(`the re-driven run did not succeed; see why: pipeline-admin executions show ${executionId}`, 'NOT_SUCCEEDED');
 }
 
-async function followRecord(client: AdminClient, io: Io, path: string, options: FollowOptions) {
+/** The API's advice names request fields; the CLI's user needs the flags. */
+function cliWords(detail: string | undefined): string {
+  return (detail ?? '')
+    .replace(/send "overrideEvidence": true/g, 'add --override-evidence')
+    .replace(/"overrideEvidence": true/g, '--override-evidence')
+    .replace(/needs allowFailed=true/g, 'needs --allow-failed')
+    .replace(/needs intent=RETRY_FAILED_COMMAND/g, 'needs --intent RETRY_FAILED_COMMAND');
+}
+
+/** What to add to the command for a refusal a flag answers. */
+function refusalHint(code: string, options: { allowFailed?: boolean; intent?: string }): string {
+  if (code === 'ALLOW_FAILED_REQUIRED' && !options.allowFailed) return ' (add --allow-failed)';
+  if (code === 'RETRY_FAILED_COMMAND_INTENT_REQUIRED' && !options.intent)
+    return ' (add --intent RETRY_FAILED_COMMAND to retry the failed Command step on purpose)';
+  return '';
+}
+
+async function followRecord(client: AdminClient, io: Io, path: string, options: FollowOptions): Promise<RecordView> {
   const deadline = Date.now() + options.followTimeout * 1000;
   // Ctrl-C stops following; the admitted run goes on.
   let interrupted = false;
@@ -78,8 +105,8 @@ async function followRecord(client: AdminClient, io: Io, path: string, options: 
   let last = '';
   try {
     for (;;) {
-      const record = await client.request('GET', path);
-      if (!ACTIVE.includes(record.status)) return record;
+      const record = await client.request<RecordView>('GET', path);
+      if (!isOneOf(ACTIVE_EXECUTION_STATUSES, record.status)) return record;
       if (interrupted) throw new CliError(`stopped following; the re-driven run goes on (pipeline-admin executions show ${record.executionId})`, 'DECLINED');
       const now = `${record.status} step ${record.currentStepIndex} attempt ${record.attempt}`;
       if (now !== last) note(io, `  ${now}`);
@@ -160,9 +187,17 @@ export function batchRequest(options: BatchOptions) {
   };
 }
 
+/**
+ * The bulk dry run judges up to 10,000 executions in one call: it waits ten times --timeout
+ * (5 min by default, at most 10), and says so first when the machine may take a while.
+ */
+export const DRY_RUN_TIMEOUT_FACTOR = 10;
+
 export async function redriveBatch(client: AdminClient, io: Io, options: BatchOptions): Promise<void> {
   const body = batchRequest(options);
-  const plan = await client.request('POST', client.tenantPath('/redrive-jobs?dryRun=true'), body);
+  const timeoutMs = Math.min(600_000, client.settings.timeoutMs * DRY_RUN_TIMEOUT_FACTOR);
+  note(io, `judging the selection (dry run; waits up to ${Math.round(timeoutMs / 1000)} s)…`);
+  const plan = await client.request<Answer<typeof RedriveJobDryRunSchema>>('POST', client.tenantPath('/redrive-jobs?dryRun=true'), body, { timeoutMs });
   const refused =
     Object.entries(plan.refused)
       .map(([code, n]) => `${n} ${code}`)
@@ -175,12 +210,17 @@ export async function redriveBatch(client: AdminClient, io: Io, options: BatchOp
     `${plan.matched} executions match; ${plan.wouldAdmit} would be re-driven, refused: ${refused}${excluded ? `; left out: ${excluded}` : ''}. At ${plan.ratePerSecond}/s with at most ${plan.batchSize} in flight: about ${Math.ceil(plan.estimatedSeconds)} s.`,
   );
   if (options.dryRun) emit(io, plan, () => sampleTable(plan.sample));
-  if (plan.wouldAdmit === 0) throw new CliError('nothing to re-drive: every matching execution would be refused', 'REFUSED');
+  const hint =
+    Object.keys(plan.refused)
+      .map((code) => refusalHint(code, options))
+      .find(Boolean) ?? '';
+  if (hint) note(io, `to re-drive the refused ones too:${hint.replace(/^ \((.*)\)$/, ' $1')}`);
+  if (plan.wouldAdmit === 0) throw new CliError(`nothing to re-drive: every matching execution would be refused${hint}`, 'REFUSED');
   if (options.dryRun) return;
   if (!options.yes && !(await confirm(io, `Start a bulk re-drive of ${plan.matched} executions${body.canary ? ` (canary of ${body.canary} first)` : ''}?`))) {
     throw new CliError('no job started: you said no', 'DECLINED');
   }
-  const job = await client.request('POST', client.tenantPath('/redrive-jobs'), body);
+  const job = await client.request<JobView>('POST', client.tenantPath('/redrive-jobs'), body);
   note(io, `job ${job.jobId} started (Temporal workflow ${job.workflowId}${job.dispatch === 'pending' ? ', start pending: the sweeper starts it' : ''})`);
   const final = options.follow ? await followJob(client, io, job.jobId, options) : job;
   emit(io, final, () => jobLine(final));
@@ -188,7 +228,7 @@ export async function redriveBatch(client: AdminClient, io: Io, options: BatchOp
 }
 
 /** The dry run's sample plan, one row per execution. */
-function sampleTable(sample: any[]): string {
+function sampleTable(sample: Answer<typeof RedriveJobDryRunSchema>['sample']): string {
   return table(
     sample.map((item) => ({
       ...item,
@@ -203,7 +243,7 @@ function sampleTable(sample: any[]): string {
 }
 
 /** Exit 0 only for a job that completed with no item failed again. */
-function judgeJob(job: any): void {
+function judgeJob(job: JobView): void {
   if (job.status === 'PAUSED')
     throw new CliError(
       `job ${job.jobId} is PAUSED${job.haltReason ? `: halted, ${job.haltReason}` : ''} at ${countsLine(job)}; look at what failed (pipeline-admin dlq groups), then either resume with pipeline-admin jobs resume ${job.jobId} or abort with pipeline-admin jobs abort ${job.jobId} --reason …`,
@@ -220,7 +260,7 @@ function judgeJob(job: any): void {
 }
 
 /** Where the job stands, in one line: what a held or finished job had done. */
-function countsLine(job: any): string {
+function countsLine(job: JobView): string {
   const c = job.counts;
   return `${c.processed}/${c.selected} processed (${c.admitted} admitted, ${c.skipped} skipped; ${c.succeeded} succeeded, ${c.failedAgain} failed again, ${c.running} still running)`;
 }
@@ -238,12 +278,12 @@ async function holdAndAsk(
   path: string,
   asking: (controller: AbortController) => void,
 ): Promise<'resumed' | 'left paused' | 'aborted' | 'already finished'> {
-  let held;
+  let held: JobView;
   try {
-    held = await client.request('POST', `${path}/pause`, { reason: 'held from pipeline-admin (Ctrl-C)' });
+    held = await client.request<JobView>('POST', `${path}/pause`, { reason: 'held from pipeline-admin (Ctrl-C)' });
   } catch (err) {
     if (err instanceof CliError && err.apiCode === 'JOB_FINISHED') {
-      const job = await client.request('GET', path);
+      const job = await client.request<JobView>('GET', path);
       note(io, `\njob ${jobId} had already finished ${job.status}: ${countsLine(job)}`);
       return 'already finished';
     }
@@ -254,12 +294,12 @@ async function holdAndAsk(
   asking(controller);
   const answer = await choose(io, 'Resume, stay paused, or abort? [r/P/a]', ['r', 'p', 'a'] as const, 'p', controller.signal);
   if (answer === 'r') {
-    const resumed = await client.request('POST', `${path}/resume`, { reason: 'resumed from pipeline-admin after Ctrl-C' });
+    const resumed = await client.request<JobView>('POST', `${path}/resume`, { reason: 'resumed from pipeline-admin after Ctrl-C' });
     note(io, `job ${jobId} ${resumed.status} again`);
     return 'resumed';
   }
   if (answer === 'a') {
-    const aborted = await client.request('POST', `${path}/abort`, { reason: 'aborted from pipeline-admin after Ctrl-C' });
+    const aborted = await client.request<JobView>('POST', `${path}/abort`, { reason: 'aborted from pipeline-admin after Ctrl-C' });
     note(io, `job ${jobId} ${aborted.status} at ${countsLine(aborted)}; runs already admitted finish on their own`);
     return 'aborted';
   }
@@ -272,7 +312,7 @@ async function holdAndAsk(
  * paused, with a progress bar on a terminal and a line per change otherwise. Ctrl-C holds
  * the job at once (a pause), then asks whether to resume, stay paused or abort.
  */
-export async function followJob(client: AdminClient, io: Io, jobId: string, options: FollowOptions): Promise<any> {
+export async function followJob(client: AdminClient, io: Io, jobId: string, options: FollowOptions): Promise<JobView> {
   const path = client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}`);
   const tty = Boolean((io.err as NodeJS.WriteStream).isTTY) && !io.json;
   const bar = tty
@@ -307,23 +347,25 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
         if (next !== 'resumed') throw new CliError(`stopped following job ${jobId} (Ctrl-C): ${next}`, 'DECLINED');
         started = false; // a fresh bar below the question
       }
-      const job = await client.request('GET', path);
+      const job = await client.request<JobView>('GET', path);
       const c = job.counts;
       const rate = job.rate.achieved === null ? `${job.rate.asked}/s asked` : `${job.rate.achieved}/s`;
       // The service's ETA (it knows the pace and what is left), not one guessed from this terminal's polls.
-      const etaApi = job.etaSeconds === null ? (job.status === 'PAUSED' ? 'paused' : 'ETA ?') : `ETA ${Math.ceil(job.etaSeconds)}s`;
+      const etaApi = job.etaSeconds === null ? (job.status === 'PAUSED' ? 'paused' : 'ETA unknown yet') : `ETA ${Math.ceil(job.etaSeconds)}s`;
       const payload = { admitted: c.admitted, skipped: c.skipped, failedAgain: c.failedAgain, running: c.running, rate, etaApi };
       if (bar) {
         if (!started) bar.start(c.selected, c.processed, payload);
         else bar.setTotal(c.selected);
         started = true;
         bar.update(c.processed, payload);
-      } else {
-        const line = jobLine(job);
-        if (line !== last) note(io, `  ${line}`);
-        last = line;
       }
       const finished = (job.status === 'COMPLETED' || job.status === 'ABORTED' || job.status === 'FAILED') && c.running === 0;
+      if (!bar) {
+        // A line per change; a job already over at the first look is said once, by the result line.
+        const line = jobLine(job);
+        if (line !== last && !(last === '' && (finished || job.status === 'PAUSED'))) note(io, `  ${line}`);
+        last = line;
+      }
       if (finished || job.status === 'PAUSED') {
         bar?.stop();
         return job;
@@ -353,7 +395,7 @@ export async function jobControl(
   jobId: string,
   options: { reason?: string },
 ): Promise<void> {
-  const job = await client.request(
+  const job = await client.request<JobView>(
     'POST',
     client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}/${action}`),
     options.reason ? { reason: options.reason } : {},

@@ -11,17 +11,13 @@
  *                               (the key URL-encoded: `acme%2Forder-1%3A3%3A1`)
  */
 import { Hono } from 'hono';
-import { PLATFORM_HEADER } from '../transports/rest';
-import { DedupeStore, type StoredResponse } from './dedupe-store';
-import { Deliveries } from './delivery';
-import { IN_PROGRESS_HEADER } from '../transports/remote';
-import { PROBLEM_MEDIA_TYPE } from '../transports/worker-problem';
-import { parseIdempotencyKey } from '../ids';
+import { DedupeStore, type AbandonedClaims, type StoredResponse } from './dedupe-store.js';
+import { Deliveries, type DeliveryLimits } from './delivery.js';
+import type { KitLog as Log, Queryable } from './ports.js';
+import { IN_PROGRESS_HEADER, parseIdempotencyKey, PLATFORM_HEADER, PROBLEM_MEDIA_TYPE } from './protocol.js';
+import { withRemoteParent } from './trace-context.js';
 
-export { LeaseLostError, TransitionRejectedError } from './delivery';
-import type { Queryable } from '../store/db';
-import type { Log } from '../log';
-import { withRemoteParent } from '../trace-context';
+export { LeaseLostError, TransitionRejectedError } from './delivery.js';
 
 export interface TransitionCall {
   /** the key the kit dedupes on: `{tenantId}/{executionId}:{stepIndex}:{attempt}`; send it to anything the handler calls */
@@ -34,35 +30,80 @@ export interface TransitionCall {
   correlationId: string | null;
   /** the attempt, read from the transition identity */
   attempt: number;
+  /** the step's name (`X-Transition-Step`); null when the caller did not send one */
+  stepName: string | null;
+  /** the pipeline's name (`X-Pipeline`); null when the caller did not send one */
+  pipeline: string | null;
+  /** the caller's deadline for this call, ms from sending (`X-Transition-Deadline-Ms`); null when absent or not a positive whole number */
+  deadlineMs: number | null;
   /**
-   * Aborted (with a LeaseLostError) when this delivery's claim on the identity is lost: its
-   * lease could not be renewed in time, or a later delivery took it over and may run the
-   * handler too. Stop making effects; whatever this delivery returns afterwards is not stored.
+   * When the caller gives up (`Date.now()` on receipt + deadlineMs; null without a deadline):
+   * past it the service parks the execution as REMOTE_OUTCOME_UNKNOWN. Finish, or record the
+   * outcome anyway, before it (docs/transition-workers.md, "Deadlines").
+   */
+  deadlineAt: number | null;
+  /** the caller's W3C trace context (`traceparent`); null when tracing is off or the value is malformed */
+  traceparent: string | null;
+  /**
+   * Aborted (with a LeaseLostError) when this delivery's claim on the identity is lost, which
+   * happens only with `abandonedClaims: 'run-again'`: its lease could not be renewed in time,
+   * or a later delivery took it over and may run the handler too. Stop making effects;
+   * whatever this delivery returns afterwards is not stored.
    */
   signal: AbortSignal;
 }
 
 /** Options both kits take about their dedupe. */
 export interface KitDeliveryOptions {
-  /** how long a claim holds before another delivery may take it over (the worker died); default 60 s */
+  /** how long a claim holds without renewal before it counts as abandoned (its holder died); default 60 s */
   leaseMs?: number;
+  /**
+   * What a delivery does with an abandoned claim (IN_PROGRESS, lease run out: the worker died
+   * after starting the handler, perhaps after it made its effect). 'park' (default): never run
+   * it again; answer "in progress", so the service parks the execution REMOTE_OUTCOME_UNKNOWN
+   * for an operator, and the lookup says ABANDONED. 'run-again': take the claim over and run
+   * the handler again under the same key (only for handlers that pass `idempotencyKey` to
+   * everything they call).
+   */
+  abandonedClaims?: AbandonedClaims;
   /** how long a concurrent duplicate waits for the first delivery's outcome; default 10 s */
   duplicateWaitMs?: number;
-  /** where the kit logs `worker_kit_lease_lost` and `worker_kit_outcome_fenced` (one JSON object per line); default none */
+  /** where the kit logs `worker_kit_claim_abandoned`, `worker_kit_lease_expired`, `worker_kit_lease_lost` and `worker_kit_outcome_fenced` (one JSON object per line); default none */
   log?: Log;
 }
 
-/** The TransitionCall of a tenant-qualified idempotency key; null when `key` is not one. */
-export function transitionCallOf(key: string, correlationId: string | null): Omit<TransitionCall, 'signal'> | null {
+/** The kit's dedupe limits from its options, with their defaults. */
+export function deliveryLimits(options: KitDeliveryOptions): DeliveryLimits {
+  return { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000, abandonedClaims: options.abandonedClaims ?? 'park' };
+}
+
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * The TransitionCall of a delivery, read from its headers (REST) or metadata (gRPC), which
+ * carry the same lower-case names; null when `idempotency-key` is not a tenant-qualified key.
+ * Ids, tenant and attempt come from the key; the rest is what the caller sent, checked for shape.
+ */
+export function transitionCallOf(header: (name: string) => string | null | undefined, receivedAt = Date.now()): Omit<TransitionCall, 'signal'> | null {
+  const key = header('idempotency-key') ?? '';
   const parsed = parseIdempotencyKey(key);
   if (!parsed) return null;
+  const text = (name: string) => header(name) || null;
+  const deadline = text('x-transition-deadline-ms');
+  const deadlineMs = deadline !== null && /^\d{1,15}$/.test(deadline) && Number(deadline) > 0 ? Number(deadline) : null;
+  const traceparent = text('traceparent');
   return {
     idempotencyKey: key,
     transitionKey: parsed.transitionKey,
     tenantId: parsed.tenantId,
     executionId: parsed.executionId,
-    correlationId,
+    correlationId: text('x-correlation-id'),
     attempt: parsed.attempt,
+    stepName: text('x-transition-step'),
+    pipeline: text('x-pipeline'),
+    deadlineMs,
+    deadlineAt: deadlineMs === null ? null : receivedAt + deadlineMs,
+    traceparent: traceparent !== null && TRACEPARENT.test(traceparent) ? traceparent : null,
   };
 }
 
@@ -82,7 +123,7 @@ function problem(status: number, detail: string, retryable: boolean, code?: stri
 export function createRestTransitionWorker(options: RestTransitionWorkerOptions) {
   if (!options.platform) throw new TypeError('createRestTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
-  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 }, options.log);
+  const deliveries = new Deliveries(store, deliveryLimits(options), options.log);
   const app = new Hono();
 
   app.use('*', async (c, next) => {
@@ -101,8 +142,7 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
   };
 
   app.post('/transition', async (c) => {
-    const key = c.req.header('idempotency-key') ?? '';
-    const call = transitionCallOf(key, c.req.header('x-correlation-id') ?? null);
+    const call = transitionCallOf((name) => c.req.header(name));
     if (!call)
       return problem(
         400,
@@ -124,7 +164,7 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
         { 'pipeline.transition_key': call.transitionKey, 'pipeline.platform': options.platform },
         () => options.handler(input, { ...call, signal }),
       );
-    const outcome = await deliveries.deliver(key, handle);
+    const outcome = await deliveries.deliver(call.idempotencyKey, handle);
     if (outcome.kind === 'done') return reply(outcome.stored, outcome.replayed);
     if (outcome.kind === 'in-progress') {
       // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).

@@ -4,14 +4,25 @@
  * against them, so the document cannot drift from the behaviour.
  */
 import { z } from 'zod';
-import { DlqEnvelope } from '../dlq/envelope';
-import { RedriveAccepted } from '../service/redrive';
+import { TerminalReasonSchema } from './fields';
+import { DlqEnvelope } from './dlq-envelope';
 import { ERROR_CODES, type ErrorCode } from '../errors';
-import { EFFECT_STATUSES, EXECUTION_STATUSES, REDRIVE_MODES, TERMINAL_REASONS } from '../spec-words';
+import {
+  ATTEMPT_OUTCOMES,
+  CHECKPOINT_STATUSES,
+  DISPATCH_OUTCOMES,
+  EFFECT_STATUSES,
+  EXECUTION_STATUSES,
+  JOB_CONTROL_ACTIONS,
+  REDRIVE_INTENTS,
+  REDRIVE_JOB_STATUSES,
+  REDRIVE_MODES,
+} from '../spec-words';
 
 const Timestamp = z.string().meta({ description: 'ISO-8601 timestamp', example: '2026-11-21T12:00:00.000Z' });
 
-const RemoteCallSchema = z.object({
+/** A parked execution's remote call, as stored in execution_record.remote_call and as answered. */
+export const RemoteCallSchema = z.object({
   transitionKey: z.string(),
   protocol: z.string(),
   target: z.string(),
@@ -20,7 +31,10 @@ const RemoteCallSchema = z.object({
   elapsedMs: z.number().int(),
   inProgress: z
     .object({
-      state: z.literal('IN_PROGRESS'),
+      state: z.enum(['IN_PROGRESS', 'UNCONFIRMED']).meta({
+        description:
+          'IN_PROGRESS: the worker answered "in progress" at least once (it took the call); UNCONFIRMED: every delivery got no answer (connection reset or answer broken off), so whether it reached the worker is unknown',
+      }),
       answers: z.number().int(),
       firstAt: Timestamp,
       lastAt: Timestamp,
@@ -30,7 +44,7 @@ const RemoteCallSchema = z.object({
     .optional()
     .meta({
       description:
-        'set when the execution parked because the worker kept answering "in progress" for this identity past pipeline.orchestrator.worker.in-progress-budget: it took the call, its outcome was not stored',
+        'set when the execution parked because the worker kept answering "in progress" (or its deliveries kept getting no answer) for this identity past pipeline.orchestrator.worker.in-progress-budget: its outcome was not stored, or could not be heard',
     }),
 });
 
@@ -43,7 +57,7 @@ const DispositionEvidenceSchema = RemoteCallSchema.extend({
 
 export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES).meta({ id: 'ExecutionStatus' });
 export const EffectStatusSchema = z.enum(EFFECT_STATUSES).meta({ id: 'EffectStatus' });
-export const TerminalReasonSchema = z.enum(TERMINAL_REASONS).meta({ id: 'TerminalReason' });
+export { TerminalReasonSchema };
 export const RedriveModeSchema = z.enum(REDRIVE_MODES).meta({ id: 'RedriveMode' });
 
 export const ExecutionRecordView = z
@@ -86,7 +100,7 @@ export const ExecutionRecordView = z
   .meta({ id: 'ExecutionRecord' });
 
 export const StartExecutionResponse = ExecutionRecordView.extend({
-  dispatch: z.enum(['started', 'pending', 'existing']),
+  dispatch: z.enum([...DISPATCH_OUTCOMES, 'existing']),
   runId: z.string().nullable(),
 }).meta({ id: 'StartExecutionResponse' });
 
@@ -140,7 +154,22 @@ export const DlqList = z
   })
   .meta({ id: 'DlqList' });
 
-export const RedriveAcceptedSchema = RedriveAccepted;
+/** What an admitted re-drive answers (the API's 202 body). */
+export const RedriveAcceptedSchema = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    version: z.number().int(),
+    status: z.literal('QUEUED'),
+    pipelineVersion: z.number().int().meta({ description: 'the definition version the resumed run follows' }),
+    resumeStepIndex: z.number().int(),
+    attempt: z.number().int(),
+    redriveId: z.string(),
+    runId: z.string().nullable(),
+    dispatch: z.enum(DISPATCH_OUTCOMES),
+  })
+  .meta({ id: 'RedriveAccepted' });
+export type RedriveAccepted = z.infer<typeof RedriveAcceptedSchema>;
 
 const StepList = z.object({ version: z.number().int(), steps: z.array(z.string()) });
 /** PIPELINE_DEFINITION_CHANGED: how the pinned version and the current one differ. */
@@ -218,12 +247,25 @@ export const ProblemSchema = z
       .record(z.string(), z.unknown())
       .optional()
       .meta({ description: "DISPOSITION_CONTRADICTED, DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker's lookup said" }),
+    jobStatus: z.enum(REDRIVE_JOB_STATUSES).optional().meta({ description: "JOB_FINISHED: the job's own status (ABORTED, COMPLETED or FAILED)" }),
+    executionStatus: ExecutionStatusSchema.optional().meta({ description: "EXECUTION_NOT_SUCCEEDED: the execution's status" }),
+    excluded: z.record(z.string(), z.number().int()).optional().meta({ description: 'SELECTION_EMPTY: how many executions the selection left out, by reason' }),
+    keyId: z.string().optional().meta({ description: 'CODEC_PAYLOAD_UNREADABLE: the key id the payload names' }),
     checks: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: each readiness check, up or down' }),
     errors: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: why each down check is down' }),
   })
   .meta({ id: 'Problem' });
 
-export { PublishOutcome as PublishOutcomeSchema } from '../service/checkpoints';
+/** What a publish answers (the API's response body). */
+export const PublishOutcomeSchema = z
+  .object({
+    handoffKey: z.string(),
+    executionId: z.string().meta({ description: 'the execution the checkpoint is admitted as (derived from the handoff key)' }),
+    duplicate: z.boolean(),
+    status: z.enum(CHECKPOINT_STATUSES),
+  })
+  .meta({ id: 'PublishCheckpointResponse' });
+export type PublishOutcome = z.infer<typeof PublishOutcomeSchema>;
 
 export const RejectList = z
   .object({
@@ -270,6 +312,11 @@ export const PipelineList = z
             registered: z.boolean(),
             newExecutions: z.boolean().meta({ description: 'false: registered only for the executions pinned to it' }),
             fingerprint: z.string().nullable(),
+            storedFingerprints: z.array(z.string()).meta({ description: 'every shape fingerprint stored under this version' }),
+            codeMatches: z
+              .boolean()
+              .nullable()
+              .meta({ description: "whether the running code's shape is every stored one; null when the version is not registered" }),
             steps: z.array(z.string()).nullable().meta({ description: 'step names in order; null when this service never saw the shape' }),
             unfinished: z
               .object({
@@ -280,9 +327,175 @@ export const PipelineList = z
                 total: z.number().int(),
               })
               .meta({ description: "this tenant's executions pinned to the version that still need it" }),
+            unfinishedOtherShape: z.number().int().meta({
+              description: 'unfinished executions pinned to another shape of this version: they cannot run on the code deployed now',
+            }),
           }),
         ),
       }),
     ),
   })
   .meta({ id: 'PipelineList' });
+
+export const ReadyView = z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.enum(['up', 'down'])) });
+
+export const RedriveJobDryRunSchema = z
+  .object({
+    dryRun: z.literal(true),
+    matched: z.number().int(),
+    wouldAdmit: z.number().int(),
+    refused: z.record(z.string(), z.number().int()),
+    excluded: z.record(z.string(), z.number().int()),
+    sample: z
+      .array(
+        z.discriminatedUnion('admitted', [
+          z.object({
+            executionId: z.string(),
+            expectedVersion: z.number().int(),
+            admitted: z.literal(true),
+            mode: RedriveModeSchema,
+            resumeStepIndex: z.number().int(),
+            attempt: z.number().int(),
+          }),
+          z.object({ executionId: z.string(), expectedVersion: z.number().int(), admitted: z.literal(false), code: z.string(), detail: z.string() }),
+        ]),
+      )
+      .meta({ description: "up to 20 selected executions, each with the single re-drive's verdict" }),
+    batchSize: z.number().int(),
+    ratePerSecond: z.number(),
+    estimatedSeconds: z.number(),
+  })
+  .meta({ id: 'RedriveJobDryRun' });
+
+/** A control-log entry, as stored and as answered (`halt` and `fail` are the system's own). */
+export const JobControlEntrySchema = z.object({
+  action: z.enum(JOB_CONTROL_ACTIONS),
+  principal: z.string(),
+  at: z.string(),
+  reason: z.string().optional(),
+});
+
+export const RedriveJobViewSchema = z
+  .object({
+    jobId: z.string(),
+    tenantId: z.string(),
+    status: z.enum(REDRIVE_JOB_STATUSES),
+    haltReason: z.string().nullable(),
+    failureReason: z.string().nullable().meta({ description: 'why a FAILED job could not go on (its activities gave up)' }),
+    principal: z.string(),
+    reason: z.string(),
+    selection: z.record(z.string(), z.unknown()),
+    allowFailed: z.boolean(),
+    intent: z.enum(REDRIVE_INTENTS).nullable(),
+    batchSize: z.number().int(),
+    ratePerSecond: z.number(),
+    canary: z.number().int().nullable(),
+    haltOn: z.object({ failedAgainShare: z.number(), minFinished: z.number().int(), remoteOutcomeUnknown: z.boolean() }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    finishedAt: z.string().nullable(),
+    workflowId: z.string(),
+    dispatch: z.enum(DISPATCH_OUTCOMES),
+    excluded: z.record(z.string(), z.number().int()),
+    counts: z.object({
+      selected: z.number().int(),
+      processed: z.number().int(),
+      remaining: z.number().int(),
+      admitted: z.number().int(),
+      skipped: z.number().int(),
+      skippedByCode: z.record(z.string(), z.number().int()),
+      succeeded: z.number().int(),
+      failedAgain: z.number().int(),
+      remoteOutcomeUnknown: z.number().int(),
+      running: z.number().int(),
+    }),
+    rate: z.object({ asked: z.number(), achieved: z.number().nullable() }),
+    etaSeconds: z.number().nullable(),
+    heldBack: z
+      .string()
+      .nullable()
+      .meta({ description: 'why a RUNNING job admits nothing now, e.g. "waiting for room: 50 re-driven runs still running (batchSize 50)"' }),
+    controlLog: z.array(JobControlEntrySchema),
+  })
+  .meta({ id: 'RedriveJob' });
+
+export const RedriveJobList = z.object({ items: z.array(RedriveJobViewSchema), nextCursor: z.string().nullable() }).meta({ id: 'RedriveJobList' });
+
+export const FailureGroupList = z
+  .object({
+    items: z.array(
+      z.object({
+        groupId: z.string(),
+        signature: z.object({ step: z.string(), errorCode: z.string(), terminalReason: z.string(), transport: z.string(), message: z.string() }),
+        count: z.number().int(),
+        firstSeen: z.string(),
+        lastSeen: z.string(),
+        lastHour: z.object({
+          count: z.number().int(),
+          bucketMinutes: z.number().int(),
+          buckets: z.array(z.number().int()),
+          trend: z.enum(['rising', 'falling', 'stable']),
+        }),
+        selection: z.object({ groupId: z.string() }),
+      }),
+    ),
+  })
+  .meta({ id: 'FailureGroupList' });
+
+/** The history route's response, as documented (exported so a test holds the route to it). */
+export const ExecutionStory = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    pipeline: z.string(),
+    status: ExecutionStatusSchema,
+    version: z.number().int(),
+    pipelineVersion: z.number().int().meta({ description: 'the pipeline definition version the execution is pinned to' }),
+    workflowId: z.string(),
+    runs: z.array(z.record(z.string(), z.unknown())),
+    refusedRuns: z
+      .array(z.object({ runId: z.string(), ownerRunId: z.string().nullable(), recordStatus: z.string(), refusedAt: z.string(), note: z.string() }))
+      .meta({ description: 'runs the orchestrator did not start (a Reset in the Temporal UI, a duplicate start), refused by their first step' }),
+    attempts: z.array(
+      z
+        .object({
+          stepIndex: z.number().int(),
+          step: z.string().nullable(),
+          pipelineVersion: z.number().int(),
+          attempt: z.number().int(),
+          transitionKey: z.string().meta({ example: 'order-2:1:3' }),
+          outcome: z.enum(ATTEMPT_OUTCOMES),
+          errorCode: z.string().nullable(),
+          runId: z.string().nullable(),
+          version: z.number().int(),
+          committedAt: z.string(),
+        })
+        .catchall(z.unknown()),
+    ),
+    redrives: z.array(z.object({ mode: z.enum(REDRIVE_MODES) }).catchall(z.unknown())),
+    dlq: z.array(z.record(z.string(), z.unknown())),
+    disposition: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .meta({
+    id: 'ExecutionStory',
+    description: 'runs, committed attempts, re-drives (with principal, reason and job), DLQ envelopes, disposition evidence; no payload data',
+  });
+
+/** The result route's answer: a SUCCEEDED execution's final output. */
+export const ExecutionResultSchema = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string(),
+    pipeline: z.string(),
+    pipelineVersion: z.number().int(),
+    status: z.literal('SUCCEEDED'),
+    updatedAt: z.string(),
+    output: z.unknown().meta({ description: "the last step's output, as JSON (payload data)" }),
+  })
+  .meta({ id: 'ExecutionResult' });
+
+/** What the start route answers with 200: the record for an admin token, only its id for a submit token. */
+export const StartExecutionAnswer = z.union([StartExecutionResponse, ExistingExecutionResponse]);
+
+/** Liveness. */
+export const HealthView = z.object({ status: z.literal('ok') });

@@ -9,50 +9,44 @@ import { join, resolve } from 'node:path';
 import type { ServerType } from '@hono/node-server';
 import { Client, type Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
-import { createApp } from '../api/app';
-import { createHealthApp, createStartingApp } from '../api/health';
-import { sha256Hex } from '../api/middleware/bearer-auth';
-import type { Config, Role } from '../config/config';
-import { lockDataDir } from './data-dir-lock';
-import { ConfigError } from '../errors';
-import type { Log } from '../log';
-import type { PipelineDefinition } from '../pipeline/define';
-import { PipelineRegistry } from '../pipeline/registry';
-import { createPgDb, createPgliteDb, explainStoreFailure, storeConnectionString, type Db } from '../store/db';
-import { CheckpointStore } from '../store/checkpoint-store';
-import { DefinitionStore } from '../store/definition-store';
-import { checkDefinitionShapes } from './definition-check';
-import { DlqStore } from '../store/dlq-store';
-import { EffectStore } from '../store/effect-store';
-import { ExecutionStore } from '../store/execution-store';
-import { createDlqProvider } from '../dlq/factory';
-import { DlqRelay } from '../dlq/relay';
-import { Metrics } from '../metrics';
-import { PeriodicTask } from '../periodic-task';
-import { boundPort, requireFreePorts, serveHttp } from '../net';
-import { migrate } from '../store/migrate';
-import { RejectStore } from '../store/reject-store';
-import { FailureGroupStore } from '../store/failure-group-store';
-import { HistoryStore } from '../store/history-store';
-import { SignalsStore } from '../store/signals-store';
+import { createApp } from './api/app';
+import { createHealthApp, createStartingApp } from './api/health';
+import { sha256Hex } from './hash';
+import type { Config, Role } from './config/config';
+import { lockDataDir } from './service/data-dir-lock';
+import { ConfigError } from './errors';
+import type { Log } from './log';
+import type { PipelineDefinition } from './pipeline/define';
+import { PipelineRegistry } from './pipeline/registry';
+import { createPgDb, createPgliteDb, explainStoreFailure, storeConnectionString, type Db } from './store/db';
+import { checkDefinitionShapes } from './service/definition-check';
+import { createDlqProvider } from './dlq/factory';
+import { DlqRelay } from './dlq/relay';
+import { Metrics } from './metrics';
+import { PeriodicTask } from './periodic-task';
+import { boundPort, requireFreePorts, serveHttp } from './net';
+import { migrate } from './store/migrate';
+import { createStores } from './store/stores';
+import type { ExecutionStore } from './store/execution-store';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { AesGcmCodec } from '../temporal/codec';
-import { startTracing } from '../tracing';
-import { connectClient, temporalConnectOptions, type TemporalConnectOptions } from '../temporal/connection';
-import { connectWaiting } from '../temporal/connect-wait';
-import { startDevServer, type DevServer } from '../temporal/dev-server';
-import { Dispatcher } from '../temporal/dispatcher';
-import { installSdkLogging } from '../temporal/sdk-logging';
-import { createEngineWorker } from '../temporal/worker';
-import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
-import { CheckpointPublisher } from './checkpoints';
-import { ExecutionService } from './executions';
-import { HistoryService } from './history';
-import { Readiness } from './readiness';
-import { RedriveService } from './redrive';
-import { RedriveJobs } from './redrive-jobs';
-import { RedriveJobTicks } from './redrive-job-ticks';
-import { Retention, retentionPolicy } from './retention';
+import { AesGcmCodec } from './temporal/codec';
+import { startTracing } from './tracing';
+import { connectClient, temporalConnectOptions, type TemporalConnectOptions } from './temporal/connection';
+import { connectWaiting } from './temporal/connect-wait';
+import { startDevServer, type DevServer } from './temporal/dev-server';
+import { Dispatcher } from './temporal/dispatcher';
+import { installSdkLogging } from './temporal/sdk-logging';
+import { createEngineWorker } from './temporal/worker';
+import { ALL_SEARCH_ATTRIBUTES } from './workflows/search-attributes';
+import { CheckpointPublisher } from './service/checkpoints';
+import { ExecutionService } from './service/executions';
+import { HistoryService } from './service/history';
+import { Readiness } from './service/readiness';
+import { RedriveService } from './service/redrive';
+import { RedriveJobs } from './service/redrive-jobs';
+import { RedriveJobTicks } from './service/redrive-job-ticks';
+import { RedriveJobWatch } from './service/redrive-job-watch';
+import { Retention, retentionPolicy } from './service/retention';
 
 export interface ServiceOptions {
   config: Config;
@@ -183,6 +177,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       port: config['pipeline.server.port'],
       hostname: config['pipeline.server.host'],
       key: 'pipeline.server.port',
+      timeouts: { headersMs: config['pipeline.server.headers-timeout'], requestMs: config['pipeline.server.request-timeout'] },
     });
     server = listening;
     stack.push(() => drainHttp(listening, 0));
@@ -217,7 +212,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   });
   // Before anything runs a step: a definition changed under its version with executions pinned to the old shape stops here.
   const registry = new PipelineRegistry(effective, options.pipelines);
-  await checkDefinitionShapes(registry, new DefinitionStore(db), log);
+  const stores = createStores(db);
+  await checkDefinitionShapes(registry, stores.definitions, log);
 
   let devServer: DevServer | undefined;
   let address = config['pipeline.temporal.address'];
@@ -268,25 +264,39 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   if (tracing) stack.push(() => tracing.shutdown());
   const client = new Client({ connection, namespace, dataConverter, interceptors: tracing?.client });
 
-  const store = new ExecutionStore(db);
-  const effects = new EffectStore(db);
-  const dlq = new DlqStore(db);
+  const { executions: store, effects, dlq, definitions, signals } = stores;
   const taskQueue = config['pipeline.temporal.task-queue'];
   const dispatcher = new Dispatcher(db, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout']);
   const dlqProvider = createDlqProvider(config, log);
   const relay = dlqProvider ? new DlqRelay(dlq, dlqProvider, log) : undefined;
   if (dlqProvider) stack.push(() => dlqProvider.close());
-  const signals = new SignalsStore(db);
   const metrics = new Metrics(signals, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);
-  const executions = new ExecutionService(store, registry, dispatcher, log, metrics);
+  const executions = new ExecutionService(store, definitions, registry, dispatcher, log, metrics);
   const retention = new Retention(db, retentionPolicy(config), log, metrics, config['pipeline.retention.interval']);
-  const redrive = new RedriveService(store, effects, registry, dispatcher, client, log, metrics);
+  const redrive = new RedriveService(store, effects, definitions, registry, dispatcher, client, log, metrics);
   const jobTaskQueue = config['pipeline.redrive-job.task-queue'] ?? `${taskQueue}-redrive-jobs`;
-  const jobs = new RedriveJobs(db, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout']);
-  // Starts the bulk re-drive jobs whose start was lost, on the execution sweeper's interval.
-  const jobSweeper = new PeriodicTask('redrive_job_sweep_failed', config['pipeline.sweeper.interval'], () => jobs.sweepOnce(), log);
+  const jobs = new RedriveJobs(stores.jobs, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout']);
+  // Starts the bulk re-drive jobs whose start was lost, on the execution sweeper's interval; every tenth
+  // interval it also fails the jobs whose workflow was terminated in Temporal (service/redrive-job-watch.ts).
+  const jobWatch = new RedriveJobWatch(
+    stores.jobs,
+    client,
+    new RedriveJobTicks(stores.jobs, redrive, log),
+    log,
+    config['pipeline.sweeper.interval'] * 10,
+    config['pipeline.temporal.call-timeout'],
+  );
+  const jobSweeper = new PeriodicTask(
+    'redrive_job_sweep_failed',
+    config['pipeline.sweeper.interval'],
+    async () => {
+      await jobs.sweepOnce();
+      await jobWatch.sweepOnce();
+    },
+    log,
+  );
   const checkpoints = new CheckpointPublisher(
-    new CheckpointStore(db),
+    stores.checkpoints,
     registry,
     executions,
     dispatcher,
@@ -309,17 +319,18 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     store,
     effects,
     dlq,
+    definitions,
     executions,
     redrive,
     registry,
-    rejects: new RejectStore(db),
+    rejects: stores.rejects,
     signals,
     metrics,
     checkpoints,
     readiness,
     codec,
     tracing: tracing !== undefined,
-    fleet: { groups: new FailureGroupStore(db), history: new HistoryService(store, new HistoryStore(db), registry), jobs },
+    fleet: { groups: stores.groups, history: new HistoryService(store, stores.history, definitions, registry), jobs },
   });
 
   let workerDone: Promise<void> | undefined;
@@ -333,9 +344,11 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     if (ownJobDb) stack.push(() => ownJobDb.close());
     jobDb = ownJobDb;
     const jobStore = ownJobDb ?? db;
+    const jobStores = ownJobDb ? createStores(ownJobDb) : stores;
     const jobRedrive = new RedriveService(
-      new ExecutionStore(jobStore),
-      new EffectStore(jobStore),
+      jobStores.executions,
+      jobStores.effects,
+      jobStores.definitions,
       registry,
       new Dispatcher(jobStore, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout']),
       client,
@@ -348,7 +361,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       namespace,
       taskQueue,
       deps: { store, effects, registry, log, metrics, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
-      jobs: { ticks: new RedriveJobTicks(jobStore, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1), taskQueue: jobTaskQueue },
+      jobs: { ticks: new RedriveJobTicks(jobStores.jobs, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1), taskQueue: jobTaskQueue },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again
       // (at most 10 s more), the worker gives up on it (Temporal redelivers it elsewhere).
@@ -428,6 +441,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       // grace period to finish, while nothing new is accepted or polled.
       readiness.markStopping();
       stopping = true;
+      // Our own dev server's complaints while the worker and the connection go are expected.
+      devServer?.expectStop?.();
       for (const w of [worker, jobWorker]) if (w?.getState() === 'RUNNING') w.shutdown();
       await Promise.all([
         drainHttp(server, grace),

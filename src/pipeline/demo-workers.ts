@@ -8,16 +8,19 @@
  * arrives before waits for it.
  */
 import type { ServerType } from '@hono/node-server';
+import {
+  createGrpcTransitionWorker,
+  createRestTransitionWorker,
+  ensureDedupeSchema,
+  TransitionRejectedError,
+  type TransitionCall,
+} from '@pipeline-orchestrator/worker-kit';
 import { boundPort, portInUse, portTakenMessage, serveHttp } from '../net';
 import { ConfigError } from '../errors';
-import { demoBehaviour } from '../pipeline/demo';
-import { NonRetryableException } from '../pipeline/define';
+import { demoBehaviour } from './demo';
+import { NonRetryableException } from './define';
 import { deferredQueryable, type Queryable } from '../store/db';
 import type { Log } from '../log';
-import { ensureDedupeSchema } from './dedupe-store';
-import { TransitionRejectedError } from './delivery';
-import { createGrpcTransitionWorker } from './grpc-worker';
-import { createRestTransitionWorker, type TransitionCall } from './rest-worker';
 
 function handlerFor(step: string) {
   return async (input: unknown, call: TransitionCall) => {

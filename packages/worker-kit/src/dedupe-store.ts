@@ -3,11 +3,15 @@
  * (`{tenantId}/{executionId}:{stepIndex}:{attempt}`). A delivery claims the key
  * (IN_PROGRESS, with a lease and a fencing token); once the handler has returned the row is
  * marked RAN, then its outcome is stored (DONE) and replayed to every later delivery of the
- * same key. A claim whose lease expired while IN_PROGRESS (the worker died mid-handler) can
- * be taken over, which bumps the fencing token: every later write of the old holder (lease
- * renewal, RAN, outcome, release) is conditional on its token and changes nothing. A RAN row
- * is never taken over: its handler ran, so the next delivery answers "in progress" (and the
- * service parks the execution once its in-progress budget runs out), never runs it again.
+ * same key. A claim whose lease expired while IN_PROGRESS is *abandoned*: its holder died
+ * mid-handler, or after its handler returned while the database was down (nothing could be
+ * written). The handler may have made its effect, so by default an abandoned claim is never
+ * taken over: deliveries answer "in progress" (the service parks the execution
+ * REMOTE_OUTCOME_UNKNOWN once its in-progress budget runs out) and the lookup says
+ * ABANDONED. Only a kit configured to run abandoned claims again (a handler that passes the
+ * key to everything it calls) takes it over, which bumps the fencing token: every later write
+ * of the old holder (lease renewal, RAN, outcome, release) is conditional on its token and
+ * changes nothing. A RAN row is never taken over.
  *
  * Rows written before keys were tenant-qualified ("legacy" rows: `tenant_id` NULL, key
  * `executionId:stepIndex:attempt`) cannot say which tenant they belong to. A legacy
@@ -15,8 +19,8 @@
  * answered with a fixed rejection that carries nothing of the stored outcome
  * (docs/decisions.md, "Tenant-qualified idempotency keys").
  */
-import { parseIdempotencyKey } from '../ids';
-import type { Queryable } from '../store/db';
+import type { Queryable } from './ports.js';
+import { parseIdempotencyKey } from './protocol.js';
 
 export interface StoredResponse {
   status: number;
@@ -26,8 +30,21 @@ export interface StoredResponse {
 /** IN_PROGRESS: claimed, handler running; RAN: the handler returned, its outcome not stored yet; DONE: outcome stored. */
 export type DedupeState = 'IN_PROGRESS' | 'RAN' | 'DONE';
 
-/** `fence`: the claim's fencing token, a counter per identity that every takeover bumps. */
-export type Claim = { claimed: true; fence: number } | { claimed: false; state: DedupeState; response: StoredResponse | null };
+/**
+ * What the disposition lookup reports: a stored state, or ABANDONED for an IN_PROGRESS claim
+ * whose lease ran out (its holder died, or cannot reach the database to renew it; the handler
+ * may or may not have made its effect).
+ */
+export type RecordedState = DedupeState | 'ABANDONED';
+
+/**
+ * `fence`: the claim's fencing token, a counter per identity that every takeover bumps.
+ * `abandoned`: not claimed because the claim's lease ran out and takeovers are off.
+ */
+export type Claim = { claimed: true; fence: number } | { claimed: false; state: DedupeState; response: StoredResponse | null; abandoned: boolean };
+
+/** What a claim may do with an abandoned claim (IN_PROGRESS, lease run out). */
+export type AbandonedClaims = 'park' | 'run-again';
 
 /** What a delivery whose transition has a legacy row gets, whichever tenant asks. */
 export const LEGACY_ROW_RESPONSE: StoredResponse = {
@@ -49,28 +66,10 @@ interface DedupeRow {
 }
 
 /**
- * The kit's migration: idempotent DDL, in order, safe to run at every start of every kit
- * process (each statement checks what is already there). Run it once before serving.
+ * The kit's migration (./migration.ts): idempotent DDL, safe to run at every start of every kit
+ * process. Run it once before serving, or from a deploy step with `npx worker-kit-migrate`.
  */
-export async function ensureDedupeSchema(db: Queryable): Promise<void> {
-  await db.query(`CREATE TABLE IF NOT EXISTS transition_worker_dedupe (
-    idempotency_key text CONSTRAINT transition_worker_dedupe_pkey PRIMARY KEY,
-    state text NOT NULL,
-    response_status integer,
-    response_body jsonb,
-    lease_until timestamptz,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    completed_at timestamptz)`);
-  // NULL on rows written before keys were tenant-qualified.
-  await db.query('ALTER TABLE transition_worker_dedupe ADD COLUMN IF NOT EXISTS tenant_id text');
-  // Retention (purgeDedupe) reads only the rows it may delete.
-  await db.query(`CREATE INDEX IF NOT EXISTS transition_worker_dedupe_completed_index ON transition_worker_dedupe (completed_at) WHERE state = 'DONE'`);
-  // Fencing token of the current claim; rows from before fencing start at 0.
-  await db.query('ALTER TABLE transition_worker_dedupe ADD COLUMN IF NOT EXISTS fence bigint NOT NULL DEFAULT 0');
-  // Open rows (IN_PROGRESS, RAN) by lease, for retention; replaces the IN_PROGRESS-only index.
-  await db.query(`CREATE INDEX IF NOT EXISTS transition_worker_dedupe_open_index ON transition_worker_dedupe (lease_until) WHERE state <> 'DONE'`);
-  await db.query('DROP INDEX IF EXISTS transition_worker_dedupe_lease_index');
-}
+export { ensureDedupeSchema } from './migration.js';
 
 /**
  * Retention of the dedupe table: deletes one batch (at most `limit`) of rows completed,
@@ -109,28 +108,42 @@ function split(key: string) {
 export class DedupeStore {
   constructor(private readonly db: Queryable) {}
 
-  /** `key` is tenant-qualified. No claim is made while a legacy row holds the same transition identity. */
-  async claim(key: string, leaseMs: number): Promise<Claim> {
+  /**
+   * `key` is tenant-qualified. No claim is made while a legacy row holds the same transition
+   * identity. An abandoned claim (IN_PROGRESS, lease run out) is taken over only with
+   * `abandoned: 'run-again'`; with 'park' it is reported (`abandoned: true`) and left alone.
+   */
+  async claim(key: string, leaseMs: number, abandoned: AbandonedClaims = 'park'): Promise<Claim> {
     const { tenantId, transitionKey } = split(key);
     const result = await this.db.query<
-      Pick<DedupeRow, 'state' | 'response_status' | 'response_body'> & { claimed: boolean; legacy: boolean; fence: string | number | null }
+      Pick<DedupeRow, 'state' | 'response_status' | 'response_body'> & {
+        claimed: boolean;
+        legacy: boolean;
+        fence: string | number | null;
+        expired: boolean | null;
+      }
     >(
       `WITH legacy AS (SELECT 1 FROM transition_worker_dedupe WHERE idempotency_key = $3),
        claimed AS (
          INSERT INTO transition_worker_dedupe (idempotency_key, tenant_id, state, lease_until, fence)
          SELECT $1, $4, 'IN_PROGRESS', now() + ($2::integer * interval '1 millisecond'), 1 WHERE NOT EXISTS (SELECT 1 FROM legacy)
          ON CONFLICT (idempotency_key) DO UPDATE SET lease_until = EXCLUDED.lease_until, fence = transition_worker_dedupe.fence + 1
-           WHERE transition_worker_dedupe.state = 'IN_PROGRESS' AND transition_worker_dedupe.lease_until < now()
+           WHERE $5::boolean AND transition_worker_dedupe.state = 'IN_PROGRESS' AND transition_worker_dedupe.lease_until < now()
          RETURNING fence)
        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, (SELECT fence FROM claimed) AS fence, EXISTS (SELECT 1 FROM legacy) AS legacy,
-              d.state, d.response_status, d.response_body
+              d.state, d.response_status, d.response_body, d.lease_until < now() AS expired
        FROM (SELECT 1) AS one LEFT JOIN transition_worker_dedupe d ON d.idempotency_key = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`,
-      [key, leaseMs, transitionKey, tenantId],
+      [key, leaseMs, transitionKey, tenantId, abandoned === 'run-again'],
     );
     const row = result.rows[0];
     if (row.claimed) return { claimed: true, fence: Number(row.fence) };
-    if (row.legacy) return { claimed: false, state: 'DONE', response: LEGACY_ROW_RESPONSE };
-    return { claimed: false, state: row.state, response: row.state === 'DONE' ? { status: row.response_status!, body: row.response_body } : null };
+    if (row.legacy) return { claimed: false, state: 'DONE', response: LEGACY_ROW_RESPONSE, abandoned: false };
+    return {
+      claimed: false,
+      state: row.state,
+      response: row.state === 'DONE' ? { status: row.response_status!, body: row.response_body } : null,
+      abandoned: row.state === 'IN_PROGRESS' && row.expired === true,
+    };
   }
 
   /**
@@ -176,10 +189,12 @@ export class DedupeStore {
    * same identity counts as recorded (`legacy: true`): it may be this tenant's, and
    * "recorded" is the answer that keeps an operator from re-running an effect.
    */
-  async lookup(key: string): Promise<{ state: string; completedAt: string | null; legacy: boolean } | null> {
+  async lookup(key: string): Promise<{ state: RecordedState; completedAt: string | null; legacy: boolean } | null> {
     const { transitionKey } = split(key);
-    const result = await this.db.query<DedupeRow>(
-      'SELECT idempotency_key, state, completed_at FROM transition_worker_dedupe WHERE idempotency_key IN ($1, $2) ORDER BY idempotency_key = $1 DESC LIMIT 1',
+    const result = await this.db.query<Omit<DedupeRow, 'state'> & { state: RecordedState }>(
+      `SELECT idempotency_key, completed_at,
+              CASE WHEN state = 'IN_PROGRESS' AND lease_until < now() THEN 'ABANDONED' ELSE state END AS state
+       FROM transition_worker_dedupe WHERE idempotency_key IN ($1, $2) ORDER BY idempotency_key = $1 DESC LIMIT 1`,
       [key, transitionKey],
     );
     const row = result.rows[0];

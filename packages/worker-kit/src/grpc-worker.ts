@@ -5,16 +5,13 @@
  * FAILED_PRECONDITION (non-retryable), retryable failures UNAVAILABLE.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { Queryable } from '../store/db';
-import { TransitionWorkerService } from '../transports/grpc-proto';
-import { PLATFORM_HEADER } from '../transports/rest';
-import { DedupeStore } from './dedupe-store';
-import { Deliveries } from './delivery';
-import { IN_PROGRESS_HEADER } from '../transports/remote';
-import { PROBLEM_CODE_METADATA, PROBLEM_METADATA, PROBLEM_RETRYABLE_METADATA } from '../transports/worker-problem';
-import { parseIdempotencyKey } from '../ids';
-import { transitionCallOf, type KitDeliveryOptions, type TransitionCall } from './rest-worker';
-import { withRemoteParent } from '../trace-context';
+import { DedupeStore } from './dedupe-store.js';
+import { Deliveries } from './delivery.js';
+import { TransitionWorkerService } from './grpc-service.js';
+import type { Queryable } from './ports.js';
+import { IN_PROGRESS_HEADER, parseIdempotencyKey, PLATFORM_HEADER, PROBLEM_CODE_METADATA, PROBLEM_METADATA, PROBLEM_RETRYABLE_METADATA } from './protocol.js';
+import { deliveryLimits, transitionCallOf, type KitDeliveryOptions, type TransitionCall } from './rest-worker.js';
+import { withRemoteParent } from './trace-context.js';
 
 export interface GrpcTransitionWorkerOptions extends KitDeliveryOptions {
   db: Queryable;
@@ -32,7 +29,7 @@ export interface GrpcTransitionWorker {
 export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions): GrpcTransitionWorker {
   if (!options.platform) throw new TypeError('createGrpcTransitionWorker: platform is required');
   const store = new DedupeStore(options.db);
-  const deliveries = new Deliveries(store, { leaseMs: options.leaseMs ?? 60_000, waitMs: options.duplicateWaitMs ?? 10_000 }, options.log);
+  const deliveries = new Deliveries(store, deliveryLimits(options), options.log);
   const server = new grpc.Server();
   const platformMetadata = () => {
     const md = new grpc.Metadata();
@@ -45,8 +42,7 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
     async Invoke(call: grpc.ServerUnaryCall<{ input_json: string }, unknown>, callback: grpc.sendUnaryData<unknown>) {
       call.sendMetadata(platformMetadata());
       const first = (name: string) => (call.metadata.get(name)[0] as string | undefined) ?? null;
-      const key = first('idempotency-key') ?? '';
-      const transition = transitionCallOf(key, first('x-correlation-id'));
+      const transition = transitionCallOf(first);
       if (!transition)
         return callback(
           fail(grpc.status.INVALID_ARGUMENT, 'idempotency-key must be a tenant-qualified transition identity {tenantId}/{executionId}:{stepIndex}:{attempt}'),
@@ -65,7 +61,7 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
             { 'pipeline.transition_key': transition.transitionKey, 'pipeline.platform': options.platform },
             () => options.handler(input, { ...transition, signal }),
           );
-        const outcome = await deliveries.deliver(key, handle);
+        const outcome = await deliveries.deliver(transition.idempotencyKey, handle);
         if (outcome.kind === 'in-progress') {
           // Not a failure: the caller delivers the same identity again (the engine commits no new attempt).
           const inProgress = platformMetadata();

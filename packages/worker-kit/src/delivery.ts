@@ -6,21 +6,28 @@
  * delivery runs again.
  *
  * The claim carries a fencing token. Its lease is renewed while the handler runs and while
- * its outcome waits to be stored, each renewal conditional on the token. When the lease is
- * lost (a renewal finds a later claim, or renewals fail until the lease has run out, as in a
- * database outage longer than the lease) the handler's `signal` is aborted and
- * `worker_kit_lease_lost` is logged: another delivery may now run the handler. Every later
- * write of this delivery is conditional on its token, so a fenced-out delivery's late
- * outcome changes nothing; it is logged (`worker_kit_outcome_fenced`) and counted
- * (`fencedOutWrites`).
+ * its outcome waits to be stored, each renewal conditional on the token. A claim whose lease
+ * ran out is *abandoned* (its holder died, or lost its database for longer than the lease):
+ * the handler may have made its effect, so by default (`abandonedClaims: 'park'`) no delivery
+ * takes it over; they answer "in progress" and log `worker_kit_claim_abandoned`, and the
+ * service parks the execution REMOTE_OUTCOME_UNKNOWN for an operator once its in-progress
+ * budget runs out. A holder that is still alive keeps renewing and storing: its outcome, once
+ * written, is replayed as usual.
+ *
+ * With `abandonedClaims: 'run-again'` (a handler that passes the key to everything it calls)
+ * a later delivery takes an abandoned claim over. Then a lost lease (a renewal finds a later
+ * claim, or renewals fail until the lease has run out) aborts the handler's `signal` and
+ * logs `worker_kit_lease_lost`; every later write of this delivery is conditional on its
+ * token, so a fenced-out delivery's late outcome changes nothing; it is logged
+ * (`worker_kit_outcome_fenced`) and counted (`fencedOutWrites`).
  *
  * Once the handler has returned, the claim is marked RAN before its outcome is written, and
  * never released: if the outcome cannot be stored (the kit's Postgres restarting) the kit
  * keeps retrying the write in the background and answers "in progress" meanwhile, and a RAN
  * row survives this process: the next delivery answers "in progress", never runs again.
  */
-import type { Log } from '../log';
-import type { DedupeStore, StoredResponse } from './dedupe-store';
+import type { AbandonedClaims, DedupeStore, StoredResponse } from './dedupe-store.js';
+import type { KitLog as Log } from './ports.js';
 
 /**
  * Thrown by a handler for a failure no retry can fix: stored and replayed like a success,
@@ -71,6 +78,8 @@ export interface DeliveryLimits {
   leaseMs: number;
   /** how long a delivery waits for a concurrent copy's outcome before answering "in progress" */
   waitMs: number;
+  /** an abandoned claim (lease run out) is left alone and answered "in progress" ('park', the default), or taken over and run again */
+  abandonedClaims?: AbandonedClaims;
 }
 
 /** Asked of the caller before it delivers the same identity again. */
@@ -84,6 +93,15 @@ class Lease {
   private validUntil: number;
   lost = false;
 
+  /** the lease ran out at least once (reported once) */
+  private expired = false;
+  /**
+   * The outcome is being written: those writes are conditional on the token and report a later
+   * claim themselves, so a renewal that finds the row completed (by this very delivery, racing
+   * the renewal) is not a lost lease.
+   */
+  private writing = false;
+
   constructor(
     private readonly store: DedupeStore,
     private readonly key: string,
@@ -91,6 +109,13 @@ class Lease {
     private readonly leaseMs: number,
     private readonly onLost: (cause: 'FENCED' | 'EXPIRED') => void,
     claimedAt: number,
+    /**
+     * Whether another delivery may take this claim over once its lease ran out. When none may
+     * ('park'), an expired lease is not lost: it is reported once and renewals go on, so the
+     * handler is not aborted and its outcome is still stored when the database is back.
+     */
+    private readonly takeoverPossible: boolean,
+    private readonly onExpired: () => void,
   ) {
     this.validUntil = claimedAt + leaseMs;
     this.timer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
@@ -103,10 +128,15 @@ class Lease {
       const held = await this.store.renew(this.key, this.fence, this.leaseMs);
       if (this.lost) return;
       if (held) this.validUntil = sentAt + this.leaseMs;
-      else this.lose('FENCED');
+      else if (!this.writing) this.lose('FENCED');
     } catch {
-      // The store cannot say; once the lease has run out, another delivery may claim the identity.
-      if (!this.lost && Date.now() >= this.validUntil) this.lose('EXPIRED');
+      // The store cannot say; once the lease has run out, another delivery may claim the identity (if takeovers are on).
+      if (this.lost || Date.now() < this.validUntil) return;
+      if (this.takeoverPossible) this.lose('EXPIRED');
+      else if (!this.expired) {
+        this.expired = true;
+        this.onExpired();
+      }
     }
   }
 
@@ -114,6 +144,11 @@ class Lease {
     this.lost = true;
     this.stop();
     this.onLost(cause);
+  }
+
+  /** From here on the outcome writes, not the renewals, tell whether a later claim took over. */
+  writingOutcome(): void {
+    this.writing = true;
   }
 
   stop(): void {
@@ -132,6 +167,10 @@ export class Deliveries {
     private readonly log?: Log,
   ) {}
 
+  private get abandonedClaims(): AbandonedClaims {
+    return this.limits.abandonedClaims ?? 'park';
+  }
+
   async deliver(key: string, run: (signal: AbortSignal) => Promise<unknown>): Promise<DeliveryOutcome> {
     const inProgress = { kind: 'in-progress', retryAfterMs: IN_PROGRESS_RETRY_MS } as const;
     if (this.unstored.has(key)) return inProgress;
@@ -141,12 +180,21 @@ export class Deliveries {
     try {
       for (;;) {
         claimedAt = Date.now();
-        const claim = await this.store.claim(key, this.limits.leaseMs);
+        const claim = await this.store.claim(key, this.limits.leaseMs, this.abandonedClaims);
         if (claim.claimed) {
           fence = claim.fence;
           break;
         }
         if (claim.state === 'DONE' && claim.response) return { kind: 'done', stored: claim.response, replayed: true };
+        if (claim.abandoned) {
+          // Its holder died (or lost the database) with the handler started: it may have made its effect. Never run it again.
+          this.log?.warn({
+            event: 'worker_kit_claim_abandoned',
+            idempotencyKey: key,
+            detail: 'the claim on this identity was abandoned (lease ran out) after its handler started; not run again, answered in progress',
+          });
+          return inProgress;
+        }
         if (Date.now() > deadline || this.unstored.has(key)) return inProgress;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -167,6 +215,14 @@ export class Deliveries {
         controller.abort(reason);
       },
       claimedAt!,
+      this.abandonedClaims === 'run-again',
+      () =>
+        this.log?.warn({
+          event: 'worker_kit_lease_expired',
+          idempotencyKey: key,
+          fence,
+          detail: 'the claim could not be renewed before its lease ran out; no other delivery takes it over (abandoned claims park), renewals go on',
+        }),
     );
     let stored: StoredResponse;
     try {
@@ -182,6 +238,7 @@ export class Deliveries {
       }
     }
     // The handler has run: from here on the claim is never released.
+    lease.writingOutcome();
     try {
       if (!(await this.store.markRan(key, fence)) || !(await this.store.complete(key, fence, stored))) {
         lease.stop();

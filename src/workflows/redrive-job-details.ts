@@ -1,0 +1,47 @@
+/**
+ * What the Temporal UI shows as a bulk re-drive job's "current details": the job as the
+ * store has it at the workflow's latest read (status, progress, rate, a halt or pause and
+ * why, who started it and why), and the CLI commands to inspect and control it. The
+ * workflow sets it after every read of the job (setCurrentDetails: no history event, no
+ * command, so no patch). Pure: the workflow bundle imports this file.
+ */
+import type { JobTickState } from '../service/redrive-job-ticks';
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTickState): string {
+  const cli = (command: string) => `\`npx pipeline-admin jobs ${command} ${jobId} --tenant ${tenantId}\``;
+  const total = state.processed + state.remaining;
+  const lines: string[] = [];
+  const last = state.lastControl;
+  if (state.status === 'GONE') {
+    lines.push('**Status GONE**: the job row no longer exists in the store (retention removed it); this workflow has ended.');
+    return lines.join('\n\n');
+  }
+  if (state.status === 'PAUSED' && state.haltReason) lines.push(`**Status PAUSED: halted by the system**: ${state.haltReason}`);
+  else if (state.status === 'PAUSED')
+    lines.push(
+      `**Status PAUSED** by ${last?.action === 'pause' ? last.principal : 'an operator'}${last?.action === 'pause' && last.reason ? `: ${last.reason}` : ''}`,
+    );
+  else if (state.status === 'ABORTED')
+    lines.push(
+      `**Status ABORTED** by ${last?.action === 'abort' ? last.principal : 'an operator'}${last?.action === 'abort' && last.reason ? `: ${last.reason}` : ''}`,
+    );
+  else if (state.status === 'FAILED') lines.push(`**Status FAILED**${last?.action === 'fail' && last.reason ? `: ${last.reason}` : ''}`);
+  else lines.push(`**Status ${state.status}**`);
+  lines.push(
+    `**Progress** ${state.processed} of ${plural(total, 'item')} processed (${state.admitted} admitted, ${state.processed - state.admitted} skipped), ${state.remaining} remaining; ` +
+      `re-driven runs: ${state.running} running, ${state.succeeded} succeeded, ${state.failedAgain} failed again, ${state.remoteOutcomeUnknown} outcome unknown`,
+  );
+  lines.push(
+    `**Rate** at most ${state.ratePerSecond}/s, at most ${state.batchSize} in flight${state.canary !== null ? `; canary of ${state.canary} first` : ''}${state.unavailable ? '; waiting: an item could not be admitted (Temporal or Postgres did not answer)' : ''}`,
+  );
+  if (state.startedBy) lines.push(`**Started by** ${state.startedBy.principal}: ${state.startedBy.reason}`);
+  lines.push(`**Inspect** ${cli('show')}`);
+  if (state.status === 'PAUSED') lines.push(`**Then** ${cli('resume')} or ${cli('abort')}`);
+  else if (state.status === 'RUNNING')
+    lines.push(
+      `**Control** ${cli('pause')} or ${cli('abort')} (Request Cancellation here aborts it too; Terminate leaves it for the service to mark FAILED: docs/runbook.md)`,
+    );
+  return lines.join('\n\n');
+}

@@ -1,0 +1,88 @@
+/**
+ * The fleet figures' harnesses (`npm run bench -- --only jobrate,fleet,retention`) at tiny
+ * sizes, on the suite's Temporal and real Postgres: each runs its whole path (executions
+ * failed through the engine, bulk jobs created and watched over HTTP, a backlog seeded and
+ * drained by the real retention loop, ordinary submissions beside it) and renders its table.
+ * Only counts are asserted, never a time: every item admitted exactly once, every backlog
+ * record deleted with its attempt log and nothing else.
+ */
+import { describe, expect, inject, it } from 'vitest';
+import { measureFleet, renderFleet } from '../../bench/fleet';
+import { measureJobRate, renderJobRate } from '../../bench/job-rate';
+import { measureRetentionDrain, renderRetentionDrain } from '../../bench/retention-drain';
+import { createLog } from '../../src/log';
+
+const log = createLog({ level: 'silent' });
+const say = () => undefined;
+const meta = { date: 'today', load: '0', loadEnd: '0' };
+
+describe('fleet figures harness (smoke)', () => {
+  it('jobrate: re-drives every item once at each asked rate and counts the busiest second', async () => {
+    const result = await measureJobRate({ items: 4, rates: [5, 50], runs: 1, log, say, temporalAddress: inject('temporalAddress') });
+    expect(result.rates.map((r) => r.asked)).toEqual([5, 50]);
+    for (const figure of result.rates) {
+      expect(figure.perRun).toHaveLength(1);
+      expect(figure.perRun[0].admitted).toBe(4);
+      // Some second held at least one admission, and no window can hold more than the job's items.
+      expect(figure.perRun[0].busiestSecond).toBeGreaterThanOrEqual(1);
+      expect(figure.perRun[0].busiestSecond).toBeLessThanOrEqual(4);
+      expect(figure.perRun[0].achieved).toBeGreaterThan(0);
+    }
+    const table = renderJobRate(result, meta);
+    expect(table.match(/\| Busiest 1-second window of admissions \|/g)).toHaveLength(2);
+    expect(table).toContain('load average (1 / 5 / 15 min) 0 at the start and 0 at the end');
+  });
+
+  it('fleet, split roles: submissions idle and under a job, and a second job admitted behind the first one, the runs in a worker process of their own', async () => {
+    const result = await measureFleet({
+      items: 10,
+      secondItems: 3,
+      ratePerSecond: 50,
+      submitPerSecond: 10,
+      holdMs: 1000,
+      runs: 1,
+      roles: 'split',
+      log,
+      say,
+      temporalAddress: inject('temporalAddress'),
+    });
+    const [run] = result.perRun;
+    expect(run.jobA.admitted).toBe(10);
+    expect(run.jobB.admitted).toBe(3);
+    // As many idle submissions as job A's admissions last at its rate (at least 5), every one answered 202.
+    expect(run.idle.n).toBe(5);
+    expect(run.underJob.n).toBeGreaterThanOrEqual(1);
+    expect(run.previousRunsOpen.atCreation).toBeLessThanOrEqual(10);
+    expect(run.firstAdmissionMs).toBeGreaterThanOrEqual(0);
+    const table = renderFleet(result, meta);
+    expect(table).toContain('| Ordinary submission p99, ms |');
+    expect(table).toContain("| Job B's first admission after its creation, ms");
+    expect(table).toContain('Split roles: the API in one process');
+  });
+
+  it('retention: drains exactly the seeded backlog, with its attempt log, and nothing of the live store', async () => {
+    const result = await measureRetentionDrain({
+      records: 3000,
+      live: 400,
+      intervalMs: 1000,
+      dutyCycle: 0.5,
+      batchSize: 500,
+      submitPerSecond: 5,
+      idleSubmissions: 5,
+      capMs: 600_000,
+      log,
+      say,
+      temporalAddress: inject('temporalAddress'),
+    });
+    expect(result.backlogRecords).toBe(3000);
+    expect(result.drained).toBe(true);
+    expect(result.deleted.execution_record).toBe(3000);
+    expect(result.deleted.execution_attempt).toBe(3000 * 5);
+    expect(result.liveRecordsAfter).toBe(result.liveRecordsBefore);
+    expect(result.idle.n).toBe(5);
+    expect(result.passes).toBeGreaterThanOrEqual(1);
+    const table = renderRetentionDrain(result, meta);
+    expect(table).toContain('| Drain of 3k records');
+    expect(table).toContain('| Ordinary submission p99, ms |');
+  });
+});

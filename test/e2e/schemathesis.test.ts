@@ -1,0 +1,100 @@
+/**
+ * The whole OpenAPI document, exercised by schemathesis (PyPI, installed into
+ * .tools/schemathesis by scripts/install-schemathesis.sh, which .ci/run calls) against the
+ * real service on loopback (real Postgres, the dev server): generated requests, valid and
+ * invalid, for every operation, at a bounded number of examples and a fixed seed. It fails
+ * on any 5xx and on any response whose status, content type, headers or body the document
+ * does not allow for that operation.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const TOOLS = join(ROOT, '.tools', 'schemathesis');
+/** Examples per operation in the fuzzing phase (the examples phase is bounded by the document itself). */
+const MAX_EXAMPLES = 10;
+const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_headers_conformance', 'response_schema_conformance'];
+
+let engine: TestEngine;
+let origin = '';
+
+beforeAll(async () => {
+  if (!existsSync(join(TOOLS, 'bin', 'st'))) throw new Error('schemathesis is not installed: run bash scripts/install-schemathesis.sh');
+  const key = { id: 'k1', key: randomBytes(32).toString('base64') };
+  engine = await startTestEngine(
+    [definePipeline({ name: 'ok', steps: [localStep('only', (input: unknown) => input)] })],
+    // The codec routes are in the document: serve them too.
+    { 'pipeline.server.port': 0, 'pipeline.codec.keys': JSON.stringify([key]) },
+    { http: true },
+  );
+  origin = `http://127.0.0.1:${engine.service.ports.http}`;
+  // Something to find: an execution in the tenant schemathesis' examples name.
+  await engine.start('acme', { pipeline: 'ok', executionId: 'order-1', input: {} });
+});
+afterAll(async () => {
+  await engine?.stop();
+});
+
+function schemathesis(args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(TOOLS, 'bin', 'st'), args, {
+      env: { ...process.env, PYTHONPATH: TOOLS, NO_COLOR: '1', SCHEMATHESIS_HOOKS: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('schemathesis over the whole document', () => {
+  it('finds no 5xx and no response the document does not allow', async () => {
+    const { code, output } = await schemathesis([
+      'run',
+      `${origin}/pipeline/openapi.json`,
+      '--url',
+      origin,
+      '--header',
+      `Authorization: Bearer ${ADMIN_TOKEN}`,
+      '--checks',
+      CHECKS.join(','),
+      // The coverage phase is left out: schemathesis 4.32's crashes in it on this document (a SystemError in hypothesis' lambda description).
+      '--phases',
+      'examples,fuzzing',
+      // How fast hypothesis generates data depends on the machine's load (a fresh-clone pair at
+      // load 10 failed its "too slow" check on the codec routes); what this test asserts is the
+      // answers, never the generator's speed.
+      '--suppress-health-check',
+      'too_slow',
+      '--max-examples',
+      String(MAX_EXAMPLES),
+      '--seed',
+      '20261126',
+      '--generation-deterministic',
+      '--workers',
+      '2',
+      '--request-timeout',
+      '70',
+      '--no-color',
+    ]);
+    // The whole report stays for a reader: .data/schemathesis/last-run.txt.
+    mkdirSync(join(ROOT, '.data', 'schemathesis'), { recursive: true });
+    writeFileSync(join(ROOT, '.data', 'schemathesis', 'last-run.txt'), output);
+    expect(code, output.slice(-20_000)).toBe(0);
+    // Every operation of the document was tested, and none ended in an error of the tool's own.
+    const selected = /Selected: (\d+)\/(\d+)/.exec(output);
+    const tested = /Tested: (\d+)/.exec(output);
+    expect(selected && tested && [Number(selected[1]), Number(tested[1])], output.slice(-5_000)).toEqual([Number(selected?.[2]), Number(selected?.[2])]);
+    expect(output).not.toMatch(/Runtime Error|ST\d{3} /);
+    // It generated requests in earnest: at least a handful per operation.
+    const generated = Number(/(\d+) generated/.exec(output)?.[1] ?? 0);
+    expect(generated, output.slice(-5_000)).toBeGreaterThanOrEqual(5 * Number(selected?.[2] ?? 0));
+  });
+});

@@ -1,0 +1,35 @@
+/**
+ * A test fixture (a .ts file run through tsx) in a process of its own, started and waited on
+ * until its stdout matches `ready` (the port it got, "ready", …). A process that exits first
+ * fails the wait with its exit code; one that is not ready in time is killed. `output()` is everything it printed so far.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { until } from './until';
+
+export interface FixtureProcess {
+  child: ChildProcess;
+  /** what `ready` matched */
+  match: RegExpExecArray;
+  output: () => string;
+}
+
+export async function startFixture(fixture: string, env: NodeJS.ProcessEnv, ready: RegExp, cap: number, what: string): Promise<FixtureProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (chunk) => (out += chunk));
+  try {
+    await until(
+      () => {
+        if (child.exitCode !== null) throw new Error(`${fixture} exited with ${child.exitCode} before it was ready`);
+        return ready.test(out);
+      },
+      cap,
+      what,
+    );
+  } catch (err) {
+    // A fixture that never got ready is not left running behind the failed test.
+    if (child.exitCode === null) child.kill('SIGKILL');
+    throw err;
+  }
+  return { child, match: ready.exec(out)!, output: () => out };
+}

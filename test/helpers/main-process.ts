@@ -1,0 +1,88 @@
+/**
+ * `src/main.ts` run as `npm start` runs it, in its own process, on the embedded default: a
+ * fresh data dir and every port 0 (the service binds free ones and names them in its
+ * `service_started` line). Call `cleanUpMainProcesses()` in afterAll: it SIGKILLs what is
+ * still running and removes the data dirs.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { until } from './until';
+
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+export function cleanUpMainProcesses(): void {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/** This process's environment without any setting of the service's own. */
+const cleanEnv = () => {
+  const env = { ...process.env };
+  for (const key of Object.keys(env))
+    if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS' || key === 'PORT') delete env[key];
+  return env;
+};
+
+/** A fresh data dir, and every port 0. */
+function freshEnv(): Record<string, string> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipeline-main-'));
+  dirs.push(dataDir);
+  return {
+    PIPELINE_DATA_DIR: dataDir,
+    PIPELINE_SERVER_PORT: '0',
+    PIPELINE_TEMPORAL_DEV_SERVER_PORT: '0',
+    PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: '0',
+    PIPELINE_DEMO_REST_PORT: '0',
+    PIPELINE_DEMO_GRPC_PORT: '0',
+  };
+}
+
+/** Runs the service (`node --import tsx`, or the `tsx` launcher `npm start` uses) with `env` over a clean one. */
+export function startMain(env: Record<string, string>, command: 'node' | 'tsx' = 'node') {
+  const child =
+    command === 'node'
+      ? spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(join('node_modules', '.bin', 'tsx'), ['src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (chunk) => (output.stdout += chunk));
+  child.stderr!.on('data', (chunk) => (output.stderr += chunk));
+  return { child, output };
+}
+
+export const logLines = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+
+/** Starts the service with `extra` over fresh settings and waits for its `service_started` line, which carries the ports it bound. */
+export async function startMainUp(extra: Record<string, string>, command: 'node' | 'tsx' = 'node') {
+  const env = { ...freshEnv(), ...extra };
+  const started = startMain(env, command);
+  const { child, output } = started;
+  await until(
+    () => {
+      if (child.exitCode !== null) throw new Error(`${command} src/main.ts exited ${child.exitCode}: ${output.stderr}`);
+      return output.stdout.includes('"service_started"');
+    },
+    120_000,
+    'the service to start',
+  );
+  const lines = logLines(output.stdout);
+  const ports: { http: number; temporal: number; temporalUi: number; demoRest: number | null; demoGrpc: number | null } = lines.find(
+    (l) => l.event === 'service_started',
+  ).ports;
+  return { ...started, env, lines, ports };
+}
+
+/** Starts the service with `env` over fresh settings and waits for it to exit. */
+export async function startMainExpectingExit(env: Record<string, string>) {
+  const { child, output } = startMain({ ...freshEnv(), ...env });
+  const [code] = await once(child, 'exit');
+  return { code, output };
+}

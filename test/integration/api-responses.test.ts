@@ -1,0 +1,198 @@
+/**
+ * Every route answers what its document says (issue 21): one valid request per operation of
+ * the generated OpenAPI document, over HTTP to the real service (real Postgres, the dev
+ * server, a worker that runs the executions), and each answer's body validated with a JSON
+ * Schema validator (ajv, draft 2020-12 as OpenAPI 3.1 uses) against the document's schema
+ * for that status and media type. A status the document does not list for the operation
+ * fails the test, and so does an operation of the document no request reached.
+ */
+import { randomBytes } from 'node:crypto';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline, localStep } from '../../src/pipeline/define';
+import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
+import { scaled } from '../helpers/time-scale';
+
+const failing = localStep(
+  'charge',
+  () => {
+    throw Object.assign(new Error('ledger refused the charge'), { code: 'LEDGER_DOWN' });
+  },
+  { retry: { limit: 0 } },
+);
+const pipelines = [
+  definePipeline({ name: 'ok', steps: [localStep('only', (input: unknown) => ({ echoed: input }))] }),
+  definePipeline({ name: 'pay', steps: [localStep('prepare', (input: unknown) => input), failing] }),
+];
+/** FAILED executions: one re-driven alone, the others by one bulk job. */
+const FAILED_IDS = Array.from({ length: 11 }, (_, i) => `pay-${i + 1}`);
+const JOB_IDS = FAILED_IDS.slice(1);
+
+let engine: TestEngine;
+let base = '';
+let document: any;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats.default(ajv);
+/** Each operation a request reached, as `METHOD /document/path`, with the statuses it answered. */
+const reached = new Map<string, number[]>();
+const validators = new Map<string, ValidateFunction>();
+
+function validatorFor(schema: object): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let validate = validators.get(key);
+  if (!validate) {
+    // The response schema with the document's components beside it, so its `#/components/…` references resolve.
+    validate = ajv.compile({ ...schema, components: document.components });
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+/** The document's schema for this operation's answer with `status`, or a failure saying it has none. */
+function documentedSchema(method: string, path: string, status: number, mediaType: string): object {
+  const operation = document.paths[path]?.[method.toLowerCase()];
+  if (!operation) throw new Error(`${method} ${path} is not in the document`);
+  const response = operation.responses[String(status)];
+  if (!response) throw new Error(`${method} ${path} answered ${status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`);
+  const schema = response.content?.[mediaType]?.schema;
+  if (!schema)
+    throw new Error(`${method} ${path} ${status}: the document has no ${mediaType} schema (it has ${Object.keys(response.content ?? {}).join(', ')})`);
+  return schema;
+}
+
+/**
+ * Sends one request to the operation `METHOD path` (the document's path; `params` fill its
+ * `{placeholders}`), checks the status is `expected`, validates the body against the
+ * document, and answers the body.
+ */
+async function call(
+  method: 'GET' | 'POST',
+  path: string,
+  expected: number,
+  options: { params?: Record<string, string>; query?: string; body?: unknown } = {},
+): Promise<any> {
+  const concrete = path.replace(/\{([A-Za-z]+)\}/g, (_, name: string) => {
+    const value = options.params?.[name];
+    if (value === undefined) throw new Error(`no value for {${name}} in ${path}`);
+    return encodeURIComponent(value);
+  });
+  const res = await fetch(`${base}${concrete}${options.query ? `?${options.query}` : ''}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
+  });
+  const text = await res.text();
+  const body = text ? JSON.parse(text) : undefined;
+  if (res.status !== expected) throw new Error(`${method} ${concrete}: expected ${expected}, got ${res.status}: ${text.slice(0, 500)}`);
+  const mediaType = (res.headers.get('content-type') ?? '').split(';')[0].trim();
+  const validate = validatorFor(documentedSchema(method, path, res.status, mediaType));
+  if (!validate(body)) {
+    throw new Error(`${method} ${concrete} ${res.status}: the body does not match the document: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 1000)}`);
+  }
+  const key = `${method} ${path}`;
+  reached.set(key, [...(reached.get(key) ?? []), res.status]);
+  return body;
+}
+
+const P = '/pipeline';
+const T = { tenantId: 'acme' };
+
+beforeAll(async () => {
+  const keys = JSON.stringify([{ id: 'k1', key: randomBytes(32).toString('base64') }]);
+  engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0, 'pipeline.codec.keys': keys }, { http: true });
+  base = `http://127.0.0.1:${engine.service.ports.http!}`;
+  document = await (await fetch(`${base}${P}/openapi.json`)).json();
+  await Promise.all(FAILED_IDS.map((executionId) => engine.start('acme', { pipeline: 'pay', executionId, input: { amount: 1 } })));
+  await Promise.all(FAILED_IDS.map((executionId) => engine.waitFor('acme', executionId, ['FAILED'], scaled(120_000))));
+});
+afterAll(async () => {
+  await engine?.stop();
+});
+
+describe('the validator', () => {
+  it('refuses a body that does not match the document (so a mismatch fails this file)', async () => {
+    const path = `${P}/admin/tenants/{tenantId}/executions/{executionId}`;
+    const record = await call('GET', path, 200, { params: { ...T, executionId: 'pay-1' } });
+    const validate = validatorFor(documentedSchema('GET', path, 200, 'application/json'));
+    expect(validate(record)).toBe(true);
+    const { version: _version, ...withoutVersion } = record;
+    expect(validate(withoutVersion)).toBe(false);
+    expect(validate({ ...record, status: 'ASLEEP' })).toBe(false);
+    expect(validate({ ...record, attempt: '1' })).toBe(false);
+  });
+});
+
+describe('one valid request per route, each answer validated against the document', () => {
+  it('the service routes: executions, results, checkpoints, reads, triage, pipelines, DLQ, history', async () => {
+    const started = await call('POST', `${P}/api/tenants/{tenantId}/executions`, 202, {
+      params: T,
+      body: { pipeline: 'ok', executionId: 'ok-1', input: { n: 1 } },
+    });
+    expect(started.dispatch).toMatch(/^(started|pending)$/);
+    await engine.waitFor('acme', 'ok-1', ['SUCCEEDED'], scaled(120_000));
+    const result = await call('GET', `${P}/api/tenants/{tenantId}/executions/{executionId}/result`, 200, {
+      params: { ...T, executionId: 'ok-1' },
+      query: 'wait=30s',
+    });
+    expect(result.output).toEqual({ echoed: { n: 1 } });
+    await call('POST', `${P}/api/tenants/{tenantId}/checkpoints`, 202, { params: T, body: { handoffKey: 'handoff-1', pipeline: 'ok', records: [{ a: 1 }] } });
+
+    const list = await call('GET', `${P}/admin/tenants/{tenantId}/executions`, 200, { params: T, query: 'limit=5' });
+    expect(list.items.length).toBeGreaterThan(0);
+    await call('GET', `${P}/admin/tenants/{tenantId}/executions/{executionId}/effects`, 200, { params: { ...T, executionId: 'pay-1' } });
+    const story = await call('GET', `${P}/admin/tenants/{tenantId}/executions/{executionId}/history`, 200, { params: { ...T, executionId: 'pay-1' } });
+    expect(story.dlq.length).toBe(1);
+    await call('GET', `${P}/admin/tenants/{tenantId}/rejects`, 200, { params: T });
+    await call('GET', `${P}/admin/tenants/{tenantId}/triage`, 200, { params: T, query: 'window=15m' });
+    await call('GET', `${P}/admin/triage`, 200);
+    const versions = await call('GET', `${P}/admin/tenants/{tenantId}/pipelines`, 200, { params: T });
+    expect(versions.items.map((p: { pipeline: string }) => p.pipeline).sort()).toEqual(['ok', 'pay']);
+    const dlq = await call('GET', `${P}/admin/tenants/{tenantId}/dlq`, 200, { params: T, query: 'terminalReason=retry_exhausted' });
+    expect(dlq.items.length).toBe(FAILED_IDS.length);
+    const groups = await call('GET', `${P}/admin/tenants/{tenantId}/dlq/groups`, 200, { params: T });
+    expect(groups.items[0].count).toBe(FAILED_IDS.length);
+  });
+
+  it('a single re-drive: its dry run and the re-drive itself', async () => {
+    const path = `${P}/admin/tenants/{tenantId}/executions/{executionId}/redrive`;
+    const params = { ...T, executionId: 'pay-1' };
+    const record = await call('GET', `${P}/admin/tenants/{tenantId}/executions/{executionId}`, 200, { params });
+    const body = { expectedVersion: record.version, reason: 'ledger back', allowFailed: true };
+    const preview = await call('POST', path, 200, { params, query: 'dryRun=true', body });
+    expect(preview.admitted).toBe(true);
+    const accepted = await call('POST', path, 202, { params, body });
+    expect(accepted.status).toBe('QUEUED');
+  });
+
+  it('a bulk job: dry run, start, list, read, pause, resume, abort', async () => {
+    const path = `${P}/admin/tenants/{tenantId}/redrive-jobs`;
+    // 0.1 items a second: the job cannot finish within 90 s of its start, whatever the machine's speed, so it is RUNNING for the controls below.
+    const body = { selection: { executionIds: JOB_IDS }, reason: 'ledger back', allowFailed: true, ratePerSecond: 0.1, batchSize: 1 };
+    const plan = await call('POST', path, 200, { params: T, query: 'dryRun=true', body });
+    expect([plan.matched, plan.wouldAdmit]).toEqual([JOB_IDS.length, JOB_IDS.length]);
+    const job = await call('POST', path, 202, { params: T, body });
+    const params = { ...T, jobId: job.jobId };
+    const page = await call('GET', path, 200, { params: T });
+    expect(page.items.map((j: { jobId: string }) => j.jobId)).toContain(job.jobId);
+    await call('GET', `${path}/{jobId}`, 200, { params });
+    expect((await call('POST', `${path}/{jobId}/pause`, 200, { params, body: { reason: 'looking' } })).status).toBe('PAUSED');
+    expect((await call('POST', `${path}/{jobId}/resume`, 200, { params, body: {} })).status).toBe('RUNNING');
+    expect((await call('POST', `${path}/{jobId}/abort`, 200, { params, body: { reason: 'enough' } })).status).toBe('ABORTED');
+  });
+
+  it('the root routes: liveness, readiness, the codec pair', async () => {
+    await call('GET', '/healthz', 200);
+    await call('GET', '/readyz', 200);
+    const plain = { metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('{"a":1}').toString('base64') };
+    const encoded = await call('POST', '/codec/encode', 200, { body: { payloads: [plain] } });
+    const decoded = await call('POST', '/codec/decode', 200, { body: encoded });
+    expect(decoded.payloads).toEqual([plain]);
+  });
+
+  it('every operation of the document was reached', () => {
+    const operations = Object.entries(document.paths).flatMap(([path, item]: [string, any]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(operations.length).toBeGreaterThanOrEqual(24);
+    expect(operations.filter((operation) => !reached.has(operation))).toEqual([]);
+  });
+});

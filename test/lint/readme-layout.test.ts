@@ -1,0 +1,23 @@
+/** The README's "Layout" section names every folder and top-level file of src/, and nothing that is not there. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const section = readme.split(/^## /m).find((part) => part.startsWith('Layout\n')) ?? '';
+const entries = readdirSync(join(root, 'src'), { withFileTypes: true });
+
+describe('README layout', () => {
+  it('names every folder of src/, and no folder that does not exist', () => {
+    const folders = entries.filter((e) => e.isDirectory()).map((e) => `src/${e.name}/`);
+    const named = [...section.matchAll(/`(src\/[a-z-]+\/)`/g)].map((m) => m[1]);
+    expect([...new Set(named)].sort()).toEqual(folders.sort());
+  });
+
+  it('names every top-level source file of src/', () => {
+    const files = entries.filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')).map((e) => e.name);
+    const missing = files.filter((name) => !section.includes(`\`${name}\``));
+    expect(missing).toEqual([]);
+  });
+});
