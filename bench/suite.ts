@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { serve } from '@hono/node-server';
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
@@ -91,6 +91,8 @@ interface Bench {
   /** every store on the bench's database (store/stores.ts) */
   stores: Stores;
   dispatcher: Dispatcher;
+  /** starts what stayed pending on the bench's task queue (a figure with its own queue pauses it) */
+  sweeper: Sweeper;
   executions: ExecutionService;
   taskQueue: string;
   address: string;
@@ -101,6 +103,51 @@ interface Bench {
   runEngine(pipeline: string, input?: unknown): Promise<string>;
   /** one bare workflow of `steps` no-op activities, to its end; returns the workflowId */
   runBare(steps: number, failTimes?: number): Promise<string>;
+}
+
+/** How often the benchmarks' sweepers look for starts that stayed pending. */
+const SWEEP_MS = 1000;
+
+interface Sweeper {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * As in the service: a start Temporal did not answer in time stays pending, and a sweeper starts
+ * it (on a loaded machine a start can miss its 5 s deadline; with no sweeper that execution never
+ * runs and a benchmark waits for it forever). On a pool of its own, so the round-trip figure does
+ * not count its queries; one sweeper at a time per database, since the sweeper starts every
+ * pending row on its own task queue.
+ */
+function sweeperFor(url: string, client: Client, registry: PipelineRegistry, taskQueue: string, log: Log): Sweeper & { close(): Promise<void> } {
+  const db = createPgDb(url, { max: 2 });
+  const dispatcher = new Dispatcher(db, client, registry, taskQueue, log);
+  const sweeper = {
+    start: () => dispatcher.startSweeper(SWEEP_MS),
+    stop: () => dispatcher.stopSweeper(),
+    close: async () => {
+      await dispatcher.stopSweeper();
+      await db.close();
+    },
+  };
+  sweeper.start();
+  return sweeper;
+}
+
+/**
+ * Waits for a run's result. A start that stayed pending has no run yet: the sweeper starts it,
+ * so until then "not found" means "not started yet", not an error.
+ */
+async function resultOf(client: Client, workflowId: string, pending: boolean): Promise<unknown> {
+  for (;;) {
+    try {
+      return await client.workflow.getHandle(workflowId).result();
+    } catch (err) {
+      if (!(pending && err instanceof WorkflowNotFoundError)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, SWEEP_MS));
+    }
+  }
 }
 
 const WORKER_OPTIONS = { maxConcurrentActivityTaskExecutions: 100, maxConcurrentWorkflowTaskExecutions: 40, maxCachedWorkflows: 1000 };
@@ -127,6 +174,7 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
   const connection = await Connection.connect({ address, interceptors: [countCalls] });
   const client = new Client({ connection });
   const dispatcher = new Dispatcher(database.db, client, registry, taskQueue, log);
+  const sweeper = sweeperFor(database.url, client, registry, taskQueue, log);
   const executions = new ExecutionService(store, stores.definitions, registry, dispatcher, log);
   const nativeConnection = await NativeConnection.connect({ address });
   const worker = await Worker.create({
@@ -156,11 +204,13 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     address,
     temporalPid: devServer?.pid,
     temporalCalls,
+    sweeper,
     async runEngine(pipeline, input = null) {
       const executionId = nextId(pipeline);
-      await executions.start(TENANT, { pipeline, executionId, input });
-      await client.workflow.getHandle(workflowIdFor(TENANT, executionId)).result();
-      return workflowIdFor(TENANT, executionId);
+      const outcome = await executions.start(TENANT, { pipeline, executionId, input });
+      const workflowId = workflowIdFor(TENANT, executionId);
+      await resultOf(client, workflowId, outcome.dispatch === 'pending');
+      return workflowId;
     },
     async runBare(steps, failTimes = 0) {
       const handle = await client.workflow.start('bareWorkflow', { workflowId: nextId('bare'), taskQueue, args: [steps, null, failTimes] });
@@ -186,6 +236,7 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     if (wanted('memory')) figures.workerMemory = await measureMemory(bench);
     if (wanted('dlq')) figures.dlqPublish = await measureDlq(bench);
   } finally {
+    await sweeper.close();
     worker.shutdown();
     await workerDone;
     await nativeConnection.close();
@@ -602,6 +653,9 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // Pending starts of this figure belong on the memory worker's queue: its own sweeper meanwhile.
+  await ctx.sweeper.stop();
+  const memSweeper = sweeperFor(ctx.database.url, ctx.client, ctx.registry, taskQueue, ctx.log);
   try {
     let out = '';
     child.stdout!.on('data', (chunk) => (out += chunk));
@@ -625,12 +679,26 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
       }
       return spread(values, 1);
     };
-    const waitUntil = async (sql: string, params: unknown[], count: number) => {
+    /** Waits until `count` executions whose id starts with `prefix` meet `condition` (SQL on the record). */
+    const waitUntil = async (prefix: string, condition: string, count: number) => {
       const deadline = Date.now() + 300_000;
       for (;;) {
-        const result = await ctx.store.db.query<{ n: number }>(sql, params);
+        const result = await ctx.store.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE $1 AND ${condition}`,
+          [`${prefix}-%`],
+        );
         if (result.rows[0].n >= count) return;
-        if (Date.now() > deadline) throw new Error(`memory benchmark: only ${result.rows[0].n}/${count} reached the state`);
+        if (Date.now() > deadline) {
+          // Say where the others are, so a run that stops here can be read without a rerun.
+          const where = await ctx.store.db.query<{ status: string; attempt: number; dispatch: string | null; n: number }>(
+            `SELECT r.status, r.attempt, d.status AS dispatch, count(*)::int AS n
+               FROM execution_record r LEFT JOIN execution_dispatch d USING (tenant_id, execution_id)
+              WHERE r.execution_id LIKE $1 GROUP BY 1, 2, 3 ORDER BY 4 DESC`,
+            [`${prefix}-%`],
+          );
+          const states = where.rows.map((row) => `${row.n} ${row.status} attempt ${row.attempt} dispatch ${row.dispatch ?? 'none'}`).join('; ');
+          throw new Error(`memory benchmark: only ${result.rows[0].n}/${count} ${prefix}-* executions reached ${condition} (${states})`);
+        }
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     };
@@ -646,15 +714,15 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
       await memExecutions.start(TENANT, { pipeline: 'noop1', executionId: `warm-${i}` });
       await memExecutions.start(TENANT, { pipeline: 'retry1', executionId: `warm-retry-${i}`, input: { failTimes: 1 } });
     });
-    await waitUntil(`SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE 'warm-%' AND status = 'SUCCEEDED'`, [], 2 * WARM_UP);
+    await waitUntil('warm', `status = 'SUCCEEDED'`, 2 * WARM_UP);
     const idle = await sample();
     ctx.say(`memory: idle ${idle.median} MB (after ${2 * WARM_UP} warm-up executions); parking ${options.memoryCount}`);
     await admitMany('park', 'park');
-    await waitUntil(`SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE 'park-%' AND attempt >= 2`, [], options.memoryCount);
+    await waitUntil('park', 'attempt >= 2', options.memoryCount);
     const parked = await sample();
     ctx.say(`memory: parked ${parked.median} MB; starting ${options.memoryCount} running`);
     await admitMany('sleepy', 'sleepy');
-    await waitUntil(`SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE 'sleepy-%' AND status = 'RUNNING'`, [], options.memoryCount);
+    await waitUntil('sleepy', `status = 'RUNNING'`, options.memoryCount);
     const running = await sample();
     const per1000 = (delta: number) => Number(((delta * 1000) / options.memoryCount).toFixed(1));
     for (const prefix of ['park', 'sleepy']) {
@@ -676,6 +744,8 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
       mbPer1000Running: per1000(running.median - parked.median),
     };
   } finally {
+    await memSweeper.close();
+    ctx.sweeper.start();
     child.kill('SIGKILL');
   }
 }
