@@ -56,6 +56,14 @@ export interface JobTickState {
   startedBy?: { principal: string; reason: string };
 }
 
+/** An item's next admission slot falls after this tick's deadline: it is left SELECTED for the next tick. */
+class SlotPastTick extends Error {
+  constructor() {
+    super('the next admission slot is past this tick');
+    this.name = 'SlotPastTick';
+  }
+}
+
 export class RedriveJobTicks {
   constructor(
     readonly store: RedriveJobStore,
@@ -89,6 +97,9 @@ export class RedriveJobTicks {
     // The rate is a ceiling: admission statements are spaced 1/rate apart, from the job's
     // latest admission (in an earlier tick too), never sooner; time lost to a slow tick is not
     // made up in a burst. A refused item never takes a slot: skips do not count against the rate.
+    // The spacing here is on this process's clock; the admission statement holds it on the
+    // store's (ExecutionStore.admitRedrive's gate), so a statement that waited for a connection
+    // or a lock cannot land closer to the previous one than 1/rate.
     const interval = 1000 / job.ratePerSecond;
     const lastAdmitted = counts.lastAdmittedAt ? Date.parse(counts.lastAdmittedAt) : -Infinity;
     let nextAt = Math.max(Date.now(), lastAdmitted + interval);
@@ -105,17 +116,25 @@ export class RedriveJobTicks {
           outOfTime = true; // not this tick's: it stays SELECTED for the next
           return;
         }
-        // The slot is taken once the item's checks passed, right before its admission statement.
+        // The slot is taken once the item's checks passed, right before its admission statement
+        // (again if the statement's own gate found the job's last admission too recent).
         const slot = async () => {
           const at = Math.max(nextAt, Date.now());
+          if (at > deadline) throw new SlotPastTick();
           nextAt = at + interval;
           if (at > Date.now()) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
         };
         try {
-          await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, { jobId, beforeAdmit: slot });
+          await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, {
+            jobId,
+            beforeAdmit: slot,
+            jobSpacingMs: interval,
+          });
           this.metrics?.redriveJobItems.inc({ outcome: 'admitted' });
         } catch (err) {
-          if (err instanceof PipelineError && err.status < 500) {
+          if (err instanceof SlotPastTick) {
+            outOfTime = true; // nothing changed: the item stays SELECTED for the next tick
+          } else if (err instanceof PipelineError && err.status < 500) {
             if (await this.store.skip(tenantId, jobId, item.executionId, err.code)) {
               this.metrics?.redriveJobItems.inc({ outcome: 'skipped' });
               this.log.info({ event: 'redrive_job_item_skipped', tenantId, jobId, executionId: item.executionId, code: err.code });

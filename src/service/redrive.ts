@@ -9,6 +9,7 @@
  * The DLQ is never read destructively, deleted from or replayed.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ExecutionNotFoundError, PipelineError, RedriveRefusedError, TemporalUnavailableError, VersionMismatchError } from '../errors';
 import type { Log } from '../log';
@@ -16,7 +17,7 @@ import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore } from '../store/definition-store';
 import { effectKey, type CommandEffect, type EffectStore } from '../store/effect-store';
-import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
+import { AdmissionTooSoonError, type ExecutionRecord, type ExecutionStatus, type ExecutionStore } from '../store/execution-store';
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import { ACTIVE_EXECUTION_STATUSES, isOneOf, type RedriveMode } from '../spec-words';
@@ -188,13 +189,16 @@ export class RedriveService {
    * `options.jobId`: the bulk job admitting this item (its audit row and job item say so).
    * `options.beforeAdmit`: awaited once every check has passed, right before the admission
    * statement (a bulk job's rate ceiling spaces admissions there, so a refused item costs no slot).
+   * `options.jobSpacingMs`: the job's rate as the least time between its admissions, held by the
+   * admission statement on the store's clock; a statement the gate refuses changed nothing, and
+   * the admission waits for its next slot (`beforeAdmit` again) and is tried again.
    */
   async redrive(
     tenantId: string,
     executionId: string,
     body: RedriveRequest,
     principal: string,
-    options: { jobId?: string; beforeAdmit?: () => Promise<void> } = {},
+    options: { jobId?: string; beforeAdmit?: () => Promise<void>; jobSpacingMs?: number } = {},
   ): Promise<RedriveAccepted> {
     const { record, plan } = await this.evaluate(tenantId, executionId, body);
     const redriveId = randomUUID();
@@ -207,8 +211,7 @@ export class RedriveService {
       trace: traceCarrier(),
       by: { principal, reason: body.reason.slice(0, 500) },
     };
-    await options.beforeAdmit?.();
-    const moved = await this.store.admitRedrive({
+    const admit = () => this.store.admitRedrive({
       tenantId,
       executionId,
       expectedVersion: body.expectedVersion,
@@ -229,7 +232,18 @@ export class RedriveService {
       releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
       lease: this.dispatcher.lease(),
       jobId: options.jobId ?? null,
+      jobSpacingMs: options.jobSpacingMs ?? null,
     });
+    let moved: Awaited<ReturnType<typeof admit>> | undefined;
+    while (moved === undefined) {
+      await (options.beforeAdmit?.() ?? (options.jobSpacingMs ? sleep(options.jobSpacingMs) : undefined));
+      try {
+        moved = await admit();
+      } catch (err) {
+        if (!(err instanceof AdmissionTooSoonError)) throw err;
+        this.log.debug({ event: 'redrive_job_admission_spaced', tenantId, executionId, jobId: err.jobId, spacingMs: err.spacingMs });
+      }
+    }
     if (!moved) {
       const current = await this.store.get(tenantId, executionId);
       throw new VersionMismatchError(executionId, current?.version ?? null, `execution ${executionId} changed while the re-drive was admitted`);

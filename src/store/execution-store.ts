@@ -181,6 +181,20 @@ export interface EffectChange {
   errorCode?: string | null;
 }
 
+/**
+ * A bulk job's admission refused by its rate gate: the job admitted another item less than
+ * `spacingMs` ago on the store's clock. Nothing changed; the admission may be tried again.
+ */
+export class AdmissionTooSoonError extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly spacingMs: number,
+  ) {
+    super(`bulk job ${jobId} admitted an item less than ${spacingMs} ms ago`);
+    this.name = 'AdmissionTooSoonError';
+  }
+}
+
 export class ExecutionStore {
   constructor(readonly db: Db) {}
 
@@ -276,27 +290,43 @@ export class ExecutionStore {
     lease: DispatchLease;
     /** the bulk job admitting it: the audit row and the record name it, and the job's item turns ADMITTED and is counted in this statement */
     jobId?: string | null;
+    /**
+     * With `jobId`: the job's rate as the least time between two of its admissions, on the store's
+     * clock. The statement takes the job row's lock, and admits nothing when the job's previous
+     * admission is more recent than that: it throws AdmissionTooSoonError, and nothing changed.
+     */
+    jobSpacingMs?: number | null;
     /** the definition version the execution was pinned to when the checks read it */
     fromPipelineVersion: number;
     /** re-pin the execution to another definition (the audited opt-in); absent = keep the pinned one */
     definition?: { version: number; fingerprint: string; stepCount: number };
   }): Promise<ExecutionRecord | null> {
     const a = admission;
-    const result = await this.db.query<ExecutionRecordRow>(
-      `WITH moved AS (
+    const spacing = a.jobId && a.jobSpacingMs ? Math.max(1, Math.floor(a.jobSpacingMs)) : null;
+    const result = await this.db.query<Partial<ExecutionRecordRow> & { gate_closed: boolean }>(
+      // gate: a job's admissions, one at a time under its row's lock, at least $22 ms apart on
+      // clock_timestamp() (read after the lock is had). A refused statement changes nothing else;
+      // an admitted one stamps its item with the gate's time, so the stamps are the spacing.
+      `WITH gate AS (
+         UPDATE redrive_job SET last_admission_at = clock_timestamp()
+         WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16
+           AND (last_admission_at IS NULL OR clock_timestamp() >= last_admission_at + $22::integer * interval '1 millisecond')
+         RETURNING last_admission_at AS at),
+       moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
            redrive_count = redrive_count + 1, updated_at = now(),
            pipeline_version = COALESCE($17, pipeline_version), definition_fingerprint = COALESCE($18, definition_fingerprint),
            step_count = COALESCE($19, step_count), redrive_job_id = $16
          WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
+           AND ($22::integer IS NULL OR EXISTS (SELECT 1 FROM gate))
          RETURNING *),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
            from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, from_pipeline_version, to_pipeline_version)
          SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version FROM moved),
        job_item AS (
-         UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = now()
+         UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = coalesce((SELECT at FROM gate), now())
          WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)
          RETURNING ${ITEM_COUNTED}),
        job_count AS (${countItems('job_item')}),
@@ -307,7 +337,8 @@ export class ExecutionStore {
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
          WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_name = $20 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
            AND EXISTS (SELECT 1 FROM moved))
-       SELECT * FROM moved`,
+       SELECT moved.*, $22::integer IS NOT NULL AND NOT EXISTS (SELECT 1 FROM gate) AS gate_closed
+       FROM (SELECT 1) AS one LEFT JOIN moved ON true`,
       [
         a.tenantId,
         a.executionId,
@@ -330,9 +361,12 @@ export class ExecutionStore {
         a.definition?.stepCount ?? null,
         a.resumeStepName,
         a.fromPipelineVersion,
+        spacing,
       ],
     );
-    if (result.rowCount) return toRecord(result.rows[0]);
+    const answer = result.rows[0];
+    if (answer.gate_closed) throw new AdmissionTooSoonError(a.jobId!, spacing!);
+    if (answer.execution_id) return toRecord(answer as ExecutionRecordRow);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
     const own = await this.db.query<ExecutionRecordRow & { admitted_version: number; admitted_attempt: number }>(
       `SELECT r.*, a.to_version AS admitted_version, a.attempt AS admitted_attempt FROM redrive_audit a

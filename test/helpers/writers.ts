@@ -66,9 +66,10 @@ export function writers(db: Db) {
     /**
      * `jobId`: admitted as that bulk job's item (it turns ADMITTED and is counted in the same
      * statement). Answers false when another admission (another `redriveId`) moved the record
-     * first; `mustWin` (default) expects it to win.
+     * first; `mustWin` (default) expects it to win. `jobSpacingMs`: the job's rate gate (an
+     * admission it refuses throws AdmissionTooSoonError and changes nothing).
      */
-    async redriven(tenantId: string, executionId: string, options: { jobId?: string; redriveId?: string; mustWin?: boolean } = {}) {
+    async redriven(tenantId: string, executionId: string, options: { jobId?: string; redriveId?: string; mustWin?: boolean; jobSpacingMs?: number } = {}) {
       const record = (await store.get(tenantId, executionId))!;
       // A racing admission that already moved the record (read after it): as the service's own
       // status check would, this one has nothing to re-drive and loses.
@@ -92,6 +93,7 @@ export function writers(db: Db) {
         releaseAmbiguousEffect: unknown,
         lease: { owner: 'test', ms: 60_000 },
         jobId: options.jobId,
+        jobSpacingMs: options.jobSpacingMs,
       });
       if (options.mustWin ?? true) expect(admitted?.status).toBe('QUEUED');
       return admitted !== null;

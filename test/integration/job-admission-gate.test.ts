@@ -1,0 +1,115 @@
+/**
+ * A bulk job's rate is held by its admission statement on the store's clock
+ * (ExecutionStore.admitRedrive's gate, migration 20261127220000): two admissions of one job
+ * are never closer than the job's spacing, however many lanes race, and a refused admission
+ * changes nothing. Proven on the real Postgres by the stamps the statements wrote, never by
+ * how long anything took.
+ */
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { createPgDb } from '../../src/store/db';
+import { AdmissionTooSoonError } from '../../src/store/execution-store';
+import { RedriveJobStore } from '../../src/store/redrive-job-store';
+import { eachLimited } from '../../src/service/redrive-job-request';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { scaled } from '../helpers/time-scale';
+import { writers } from '../helpers/writers';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** `count` FAILED executions `prefix0…` selected by one RUNNING job. */
+async function failedJob(db: ReturnType<typeof createPgDb>, jobId: string, count: number) {
+  const write = writers(db);
+  const ids = Array.from({ length: count }, (_, i) => `${jobId}-e${i}`);
+  await eachLimited(ids, 8, async (id) => {
+    await write.created('t', id);
+    await write.failed('t', id, 'HTTP_503');
+  });
+  const versions = await db.query<{ execution_id: string; version: number }>(`SELECT execution_id, version FROM execution_record WHERE execution_id = ANY($1)`, [
+    ids,
+  ]);
+  await new RedriveJobStore(db).create({
+    tenantId: 't',
+    jobId,
+    principal: 'ops',
+    reason: 'test',
+    request: {},
+    batchSize: count,
+    ratePerSecond: 10,
+    canary: null,
+    haltOn: {},
+    selection: { items: versions.rows.map((row) => ({ executionId: row.execution_id, expectedVersion: row.version })), excluded: {} },
+  });
+  return { write, ids };
+}
+
+describe("a bulk job's admission gate", () => {
+  it('refuses an admission sooner than the spacing after the last one, and the refusal changes nothing', async () => {
+    const db = createPgDb(database.url, { max: 4 });
+    onTestFinished(() => db.close());
+    const { write, ids } = await failedJob(db, 'gate-1', 2);
+    const hour = 3_600_000;
+    expect(await write.redriven('t', ids[0], { jobId: 'gate-1', jobSpacingMs: hour })).toBe(true);
+    const snapshot = async () =>
+      (
+        await db.query(
+          `SELECT r.status, r.version, i.state, i.processed_at,
+                  (SELECT count(*)::int FROM redrive_audit a WHERE a.execution_id = r.execution_id) AS audits,
+                  (SELECT count(*)::int FROM execution_dispatch d WHERE d.execution_id = r.execution_id) AS dispatches
+             FROM execution_record r JOIN redrive_job_item i USING (tenant_id, execution_id) WHERE r.execution_id = $1`,
+          [ids[1]],
+        )
+      ).rows[0];
+    const before = await snapshot();
+    const gateBefore = (await db.query(`SELECT last_admission_at FROM redrive_job WHERE job_id = 'gate-1'`)).rows[0];
+    await expect(write.redriven('t', ids[1], { jobId: 'gate-1', jobSpacingMs: hour })).rejects.toBeInstanceOf(AdmissionTooSoonError);
+    expect(await snapshot()).toEqual(before);
+    expect(before).toMatchObject({ status: 'FAILED', state: 'SELECTED', processed_at: null, audits: 0 });
+    expect((await db.query(`SELECT last_admission_at FROM redrive_job WHERE job_id = 'gate-1'`)).rows[0]).toEqual(gateBefore);
+    expect((await new RedriveJobStore(db).counts('t', 'gate-1')).admitted).toBe(1);
+    // Another job, or a re-drive of no job, is not held by this job's gate.
+    const other = await failedJob(db, 'gate-2', 1);
+    expect(await other.write.redriven('t', other.ids[0], { jobId: 'gate-2', jobSpacingMs: hour })).toBe(true);
+  });
+
+  it('spaces the admissions of many racing lanes at least the spacing apart on the stamps the statements wrote', async () => {
+    const lanes = 8;
+    const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000) });
+    onTestFinished(() => db.close());
+    const { write, ids } = await failedJob(db, 'gate-3', 16);
+    // Wide enough that a loaded machine's slow statements cannot space the lanes by themselves.
+    const spacingMs = 100;
+    let refused = 0;
+    await eachLimited(ids, lanes, async (id) => {
+      for (;;) {
+        try {
+          expect(await write.redriven('t', id, { jobId: 'gate-3', jobSpacingMs: spacingMs })).toBe(true);
+          return;
+        } catch (err) {
+          if (!(err instanceof AdmissionTooSoonError)) throw err;
+          refused++;
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+      }
+    });
+    const stamps = await db.query<{ at: string }>(
+      `SELECT (extract(epoch FROM processed_at) * 1000000)::bigint::text AS at FROM redrive_job_item
+        WHERE job_id = 'gate-3' AND state = 'ADMITTED' ORDER BY processed_at`,
+    );
+    expect(stamps.rows).toHaveLength(ids.length);
+    const micros = stamps.rows.map((row) => BigInt(row.at));
+    const gaps = micros.slice(1).map((at, i) => Number(at - micros[i]) / 1000);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs);
+    // Eight lanes at once: the gate did refuse some (else this proved nothing about racing).
+    expect(refused).toBeGreaterThan(0);
+    const jobs = new RedriveJobStore(db);
+    expect(await jobs.counts('t', 'gate-3')).toEqual(await jobs.recount('t', 'gate-3'));
+    const last = await db.query(`SELECT last_admission_at = (SELECT max(processed_at) FROM redrive_job_item WHERE job_id = 'gate-3') AS same FROM redrive_job WHERE job_id = 'gate-3'`);
+    expect(last.rows[0]).toEqual({ same: true });
+  });
+});
