@@ -683,10 +683,9 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
     const waitUntil = async (prefix: string, condition: string, count: number) => {
       const deadline = Date.now() + 300_000;
       for (;;) {
-        const result = await ctx.store.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE $1 AND ${condition}`,
-          [`${prefix}-%`],
-        );
+        const result = await ctx.store.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM execution_record WHERE execution_id LIKE $1 AND ${condition}`, [
+          `${prefix}-%`,
+        ]);
         if (result.rows[0].n >= count) return;
         if (Date.now() > deadline) {
           // Say where the others are, so a run that stops here can be read without a rerun.

@@ -211,29 +211,30 @@ export class RedriveService {
       trace: traceCarrier(),
       by: { principal, reason: body.reason.slice(0, 500) },
     };
-    const admit = () => this.store.admitRedrive({
-      tenantId,
-      executionId,
-      expectedVersion: body.expectedVersion,
-      fromStatus: record.status,
-      resumeStepIndex: plan.resumeStepIndex,
-      resumeStepName: plan.target.resumeStepName,
-      fromPipelineVersion: record.pipelineVersion,
-      definition: plan.target.switched
-        ? { version: plan.target.definition.version, fingerprint: plan.target.definition.fingerprint, stepCount: plan.target.definition.steps.length }
-        : undefined,
-      redriveId,
-      principal,
-      reason: body.reason,
-      request: body,
-      mode: plan.mode,
-      confirmedDisposition: body.confirmedDisposition ?? null,
-      dispatchSpec: spec,
-      releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
-      lease: this.dispatcher.lease(),
-      jobId: options.jobId ?? null,
-      jobSpacingMs: options.jobSpacingMs ?? null,
-    });
+    const admit = () =>
+      this.store.admitRedrive({
+        tenantId,
+        executionId,
+        expectedVersion: body.expectedVersion,
+        fromStatus: record.status,
+        resumeStepIndex: plan.resumeStepIndex,
+        resumeStepName: plan.target.resumeStepName,
+        fromPipelineVersion: record.pipelineVersion,
+        definition: plan.target.switched
+          ? { version: plan.target.definition.version, fingerprint: plan.target.definition.fingerprint, stepCount: plan.target.definition.steps.length }
+          : undefined,
+        redriveId,
+        principal,
+        reason: body.reason,
+        request: body,
+        mode: plan.mode,
+        confirmedDisposition: body.confirmedDisposition ?? null,
+        dispatchSpec: spec,
+        releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
+        lease: this.dispatcher.lease(),
+        jobId: options.jobId ?? null,
+        jobSpacingMs: options.jobSpacingMs ?? null,
+      });
     let moved: Awaited<ReturnType<typeof admit>> | undefined;
     while (moved === undefined) {
       await (options.beforeAdmit?.() ?? (options.jobSpacingMs ? sleep(options.jobSpacingMs) : undefined));

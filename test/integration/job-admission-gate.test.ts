@@ -30,9 +30,10 @@ async function failedJob(db: ReturnType<typeof createPgDb>, jobId: string, count
     await write.created('t', id);
     await write.failed('t', id, 'HTTP_503');
   });
-  const versions = await db.query<{ execution_id: string; version: number }>(`SELECT execution_id, version FROM execution_record WHERE execution_id = ANY($1)`, [
-    ids,
-  ]);
+  const versions = await db.query<{ execution_id: string; version: number }>(
+    `SELECT execution_id, version FROM execution_record WHERE execution_id = ANY($1)`,
+    [ids],
+  );
   await new RedriveJobStore(db).create({
     tenantId: 't',
     jobId,
@@ -109,7 +110,9 @@ describe("a bulk job's admission gate", () => {
     expect(refused).toBeGreaterThan(0);
     const jobs = new RedriveJobStore(db);
     expect(await jobs.counts('t', 'gate-3')).toEqual(await jobs.recount('t', 'gate-3'));
-    const last = await db.query(`SELECT last_admission_at = (SELECT max(processed_at) FROM redrive_job_item WHERE job_id = 'gate-3') AS same FROM redrive_job WHERE job_id = 'gate-3'`);
+    const last = await db.query(
+      `SELECT last_admission_at = (SELECT max(processed_at) FROM redrive_job_item WHERE job_id = 'gate-3') AS same FROM redrive_job WHERE job_id = 'gate-3'`,
+    );
     expect(last.rows[0]).toEqual({ same: true });
   });
 });
