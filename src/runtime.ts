@@ -266,7 +266,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
 
   const { executions: store, effects, dlq, definitions, signals } = stores;
   const taskQueue = config['pipeline.temporal.task-queue'];
-  const dispatcher = new Dispatcher(db, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout']);
+  const dispatcher = new Dispatcher(db, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout'], config['pipeline.redrive-job.priority']);
   const dlqProvider = createDlqProvider(config, log);
   const relay = dlqProvider ? new DlqRelay(dlq, dlqProvider, log) : undefined;
   if (dlqProvider) stack.push(() => dlqProvider.close());
@@ -350,7 +350,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       jobStores.effects,
       jobStores.definitions,
       registry,
-      new Dispatcher(jobStore, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout']),
+      new Dispatcher(jobStore, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout'], config['pipeline.redrive-job.priority']),
       client,
       log,
       metrics,

@@ -49,6 +49,10 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PIPELINE_STORE_POOL_SIZE: '0' })).toThrow(/pipeline\.store\.pool-size/);
     expect(() => loadConfig({ PIPELINE_STORE_ACQUIRE_TIMEOUT: 'never' })).toThrow(/pipeline\.store\.acquire-timeout/);
     expect(() => loadConfig({ PIPELINE_REDRIVE_JOB_POOL_SIZE: 'many' })).toThrow(/pipeline\.redrive-job\.pool-size/);
+    // A job's runs' Temporal priority: 4 by default, 1–5, anything else names the key.
+    expect(loadConfig({})['pipeline.redrive-job.priority']).toBe(4);
+    expect(loadConfig({ PIPELINE_REDRIVE_JOB_PRIORITY: '5' })['pipeline.redrive-job.priority']).toBe(5);
+    for (const bad of ['0', '6', '2.5', 'low']) expect(() => loadConfig({ PIPELINE_REDRIVE_JOB_PRIORITY: bad })).toThrow(/pipeline\.redrive-job\.priority/);
   });
 
   it('names the key of an unknown DLQ provider and lists the known ones', () => {

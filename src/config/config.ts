@@ -183,6 +183,12 @@ export const ConfigSchema = z.object({
   'pipeline.store.acquire-timeout': duration('pipeline.store.acquire-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
   /** Connections of bulk re-drive jobs' own pool (their admissions never take the live traffic's); a tick admits twice as many items at once. Postgres only. Default 8. */
   'pipeline.redrive-job.pool-size': intFromString.pipe(z.number().min(1, 'must be at least 1').max(100)).default(8),
+  /**
+   * Temporal task priority (1 highest … 5 lowest) of the runs a bulk re-drive job admits; live
+   * executions and single re-drives keep Temporal's default, 3. On the pipeline task queue, the
+   * workers take a job's backlog only after the live traffic's tasks. Default 4; 3 turns it off.
+   */
+  'pipeline.redrive-job.priority': intFromString.pipe(z.number().int().min(1, 'must be 1 to 5').max(5, 'must be 1 to 5')).default(4),
   /** Task queue of bulk re-drive jobs' workflow and activities; every worker serves it. Default: pipeline.temporal.task-queue + `-redrive-jobs`. */
   'pipeline.redrive-job.task-queue': z.string().min(1).optional(),
   /** Temporal frontend address. Absent = TEMPORAL_ADDRESS or the temporal CLI's profile, else the embedded dev server. */

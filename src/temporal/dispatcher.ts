@@ -59,6 +59,8 @@ export class Dispatcher {
     private readonly log: Log,
     /** deadline of the Temporal calls of one start (`pipeline.temporal.call-timeout`) */
     readonly callTimeoutMs = 5000,
+    /** Temporal priority key of the runs a bulk job admits (`pipeline.redrive-job.priority`); others keep the default */
+    readonly jobPriorityKey = 4,
   ) {
     this.rows = new DispatchStore(db);
   }
@@ -138,6 +140,8 @@ export class Dispatcher {
         taskQueue: this.taskQueue,
         args: [run],
         memo: { dispatchId },
+        // A bulk job's runs (and their activities, which inherit it) wait behind live work on the shared task queue.
+        ...(spec.redrive?.jobId ? { priority: { priorityKey: this.jobPriorityKey } } : {}),
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
         workflowIdConflictPolicy: 'FAIL',
         typedSearchAttributes: new TypedSearchAttributes([

@@ -151,6 +151,12 @@ describe('bulk re-drive of a failure group', () => {
       expect(runs.get(`pipeline/acme/${id}`), id).toBe(2);
       expect(ledgerCalls.get(id), id).toBe(2);
     }
+    // The job's runs wait behind live work on the pipeline task queue: Temporal priority 4
+    // (pipeline.redrive-job.priority); the execution's first, live run kept the default.
+    const priorities: (number | undefined)[] = [];
+    for await (const run of engine.service.client.workflow.list({ query: `WorkflowId = "pipeline/acme/refused-1"` }))
+      priorities.push((await engine.service.client.workflow.getHandle(run.workflowId, run.runId).describe()).priority?.priorityKey);
+    expect(priorities.sort()).toEqual([4, undefined]);
     // The other group: untouched.
     for (const id of idsOf('timeout', TIMEOUT)) expect(runs.get(`pipeline/acme/${id}`), id).toBe(1);
     expect((await groups()).map((g) => [g.groupId, g.count])).toEqual([[timeoutGroup, TIMEOUT]]);
