@@ -52,10 +52,14 @@ describe('fleet figures harness (smoke)', () => {
     // As many idle submissions as job A's admissions last at its rate (at least 5), every one answered 202.
     expect(run.idle.n).toBe(5);
     expect(run.underJob.n).toBeGreaterThanOrEqual(1);
+    // Each submission's execution counted to SUCCEEDED (completion() refuses one that did not).
+    expect(run.idleDone.n).toBe(5);
+    expect(run.underJobDone.n).toBe(run.underJob.n);
     expect(run.previousRunsOpen.atCreation).toBeLessThanOrEqual(10);
     expect(run.firstAdmissionMs).toBeGreaterThanOrEqual(0);
     const table = renderFleet(result, meta);
     expect(table).toContain('| Ordinary submission p99, ms |');
+    expect(table).toContain('| Their executions, admission → SUCCEEDED p99, ms |');
     expect(table).toContain("| Job B's first admission after its creation, ms");
     expect(table).toContain('Split roles: the API in one process');
   });
@@ -84,5 +88,6 @@ describe('fleet figures harness (smoke)', () => {
     const table = renderRetentionDrain(result, meta);
     expect(table).toContain('| Drain of 3k records');
     expect(table).toContain('| Ordinary submission p99, ms |');
+    expect(table).toContain('| Their executions, admission → SUCCEEDED p99, ms |');
   });
 });
