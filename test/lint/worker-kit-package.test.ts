@@ -149,6 +149,16 @@ describe('the worker kit package', () => {
     expect(keys.filter((key) => kit.parseIdempotencyKey(key) !== null)).toHaveLength(4);
   });
 
+  it("continues the orchestrator's trace as the orchestrator does (withRemoteParent, the same code)", () => {
+    const withRemoteParent = (file: string) => {
+      const source = readFileSync(file, 'utf8');
+      const start = source.indexOf('export async function withRemoteParent');
+      expect(start, file).toBeGreaterThanOrEqual(0);
+      return source.slice(start, source.indexOf('\n}\n', start) + 2);
+    };
+    expect(withRemoteParent(join(kitRoot, 'src', 'trace-context.ts'))).toBe(withRemoteParent(join(root, 'src', 'trace-context.ts')));
+  });
+
   it('is named as the README says a worker team installs it', () => {
     expect(manifest.name).toBe('@pipeline-orchestrator/worker-kit');
     expect(readFileSync(join(kitRoot, 'README.md'), 'utf8')).toContain(`npm install ${manifest.name}`);
