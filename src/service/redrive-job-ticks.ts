@@ -15,6 +15,8 @@
 import { PipelineError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { JobNotAdmittingError } from '../store/execution-store';
 import type { JobCounts, RedriveJobStore } from '../store/redrive-job-store';
 import type { RedriveJobStatus } from '../store/redrive-job-store';
 import { dueItems, type HaltOn, type Pace } from '../workflows/redrive-job-policy';
@@ -116,24 +118,32 @@ export class RedriveJobTicks {
           outOfTime = true; // not this tick's: it stays SELECTED for the next
           return;
         }
-        // The slot is taken once the item's checks passed, right before its admission statement
-        // (again if the statement's own gate found the job's last admission too recent).
+        // The slot is taken once the item's checks passed, right before its admission statement.
         const slot = async () => {
           const at = Math.max(nextAt, Date.now());
           if (at > deadline) throw new SlotPastTick();
           nextAt = at + interval;
-          if (at > Date.now()) await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
+          if (at > Date.now()) await sleep(at - Date.now());
+        };
+        // The statement's own gate found the job's previous admission too recent on the store's
+        // clock: wait what is left of the spacing (the next slots move with it), within this tick.
+        const tooSoon = async (waitMs: number) => {
+          if (Date.now() + waitMs > deadline) throw new SlotPastTick();
+          nextAt = Math.max(nextAt, Date.now() + waitMs + interval);
+          await sleep(waitMs);
         };
         try {
           await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, {
             jobId,
             beforeAdmit: slot,
             jobSpacingMs: interval,
+            onTooSoon: tooSoon,
           });
           this.metrics?.redriveJobItems.inc({ outcome: 'admitted' });
         } catch (err) {
-          if (err instanceof SlotPastTick) {
-            outOfTime = true; // nothing changed: the item stays SELECTED for the next tick
+          if (err instanceof SlotPastTick || err instanceof JobNotAdmittingError) {
+            // Nothing changed: the item stays SELECTED for the next tick (a job no longer RUNNING is read again below).
+            outOfTime = true;
           } else if (err instanceof PipelineError && err.status < 500) {
             if (await this.store.skip(tenantId, jobId, item.executionId, err.code)) {
               this.metrics?.redriveJobItems.inc({ outcome: 'skipped' });

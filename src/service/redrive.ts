@@ -191,14 +191,15 @@ export class RedriveService {
    * statement (a bulk job's rate ceiling spaces admissions there, so a refused item costs no slot).
    * `options.jobSpacingMs`: the job's rate as the least time between its admissions, held by the
    * admission statement on the store's clock; a statement the gate refuses changed nothing, and
-   * the admission waits for its next slot (`beforeAdmit` again) and is tried again.
+   * is tried again after `options.onTooSoon(waitMs)` (default: a sleep of the time left), which
+   * may throw to give up. A job no longer RUNNING throws JobNotAdmittingError.
    */
   async redrive(
     tenantId: string,
     executionId: string,
     body: RedriveRequest,
     principal: string,
-    options: { jobId?: string; beforeAdmit?: () => Promise<void>; jobSpacingMs?: number } = {},
+    options: { jobId?: string; beforeAdmit?: () => Promise<void>; jobSpacingMs?: number; onTooSoon?: (waitMs: number) => Promise<void> } = {},
   ): Promise<RedriveAccepted> {
     const { record, plan } = await this.evaluate(tenantId, executionId, body);
     const redriveId = randomUUID();
@@ -235,14 +236,17 @@ export class RedriveService {
         jobId: options.jobId ?? null,
         jobSpacingMs: options.jobSpacingMs ?? null,
       });
+    await options.beforeAdmit?.();
     let moved: Awaited<ReturnType<typeof admit>> | undefined;
-    while (moved === undefined) {
-      await (options.beforeAdmit?.() ?? (options.jobSpacingMs ? sleep(options.jobSpacingMs) : undefined));
+    for (let refused = 0; moved === undefined;) {
       try {
         moved = await admit();
       } catch (err) {
         if (!(err instanceof AdmissionTooSoonError)) throw err;
-        this.log.debug({ event: 'redrive_job_admission_spaced', tenantId, executionId, jobId: err.jobId, spacingMs: err.spacingMs });
+        // The job's previous admission, on the store's clock, is less than its spacing ago:
+        // try again when the rest of the spacing is over (no new slot is taken for it).
+        if (++refused === 10) this.log.warn({ event: 'redrive_job_admission_held', tenantId, executionId, jobId: err.jobId, refused, waitMs: err.waitMs });
+        await (options.onTooSoon ?? sleep)(err.waitMs);
       }
     }
     if (!moved) {

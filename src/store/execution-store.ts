@@ -183,15 +183,28 @@ export interface EffectChange {
 
 /**
  * A bulk job's admission refused by its rate gate: the job admitted another item less than
- * `spacingMs` ago on the store's clock. Nothing changed; the admission may be tried again.
+ * `spacingMs` ago on the store's clock. Nothing changed; the admission may be tried again in
+ * `waitMs` (what is left of the spacing, read under the job row's lock).
  */
 export class AdmissionTooSoonError extends Error {
   constructor(
     readonly jobId: string,
     readonly spacingMs: number,
+    readonly waitMs: number,
   ) {
-    super(`bulk job ${jobId} admitted an item less than ${spacingMs} ms ago`);
+    super(`bulk job ${jobId} admitted an item less than ${spacingMs} ms ago; next in ${waitMs} ms`);
     this.name = 'AdmissionTooSoonError';
+  }
+}
+
+/** A bulk job's admission refused because the job is no longer RUNNING (paused, aborted, ended) or is gone. Nothing changed. */
+export class JobNotAdmittingError extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly jobStatus: string | null,
+  ) {
+    super(jobStatus ? `bulk job ${jobId} is ${jobStatus}: it admits nothing` : `bulk job ${jobId} does not exist`);
+    this.name = 'JobNotAdmittingError';
   }
 }
 
@@ -293,7 +306,8 @@ export class ExecutionStore {
     /**
      * With `jobId`: the job's rate as the least time between two of its admissions, on the store's
      * clock. The statement takes the job row's lock, and admits nothing when the job's previous
-     * admission is more recent than that: it throws AdmissionTooSoonError, and nothing changed.
+     * admission is more recent than that (AdmissionTooSoonError, with the time left) or the job
+     * is not RUNNING (JobNotAdmittingError); either way nothing changed.
      */
     jobSpacingMs?: number | null;
     /** the definition version the execution was pinned to when the checks read it */
@@ -302,16 +316,23 @@ export class ExecutionStore {
     definition?: { version: number; fingerprint: string; stepCount: number };
   }): Promise<ExecutionRecord | null> {
     const a = admission;
-    const spacing = a.jobId && a.jobSpacingMs ? Math.max(1, Math.floor(a.jobSpacingMs)) : null;
-    const result = await this.db.query<Partial<ExecutionRecordRow> & { gate_closed: boolean }>(
-      // gate: a job's admissions, one at a time under its row's lock, at least $22 ms apart on
-      // clock_timestamp() (read after the lock is had). A refused statement changes nothing else;
-      // an admitted one stamps its item with the gate's time, so the stamps are the spacing.
+    // Rounded up: a shorter spacing would let a second hold more than the rate.
+    const spacing = a.jobId && a.jobSpacingMs ? Math.max(1, Math.ceil(a.jobSpacingMs)) : null;
+    const result = await this.db.query<Partial<ExecutionRecordRow> & { job_status: string | null; gate_open: boolean | null; wait_ms: number | null }>(
+      // A bulk job's admissions ($22 = its spacing in ms): one at a time under the job row's lock
+      // (gate, read after the lock is had, so it sees the previous admission's stamp), only while
+      // the job is RUNNING, and at least $22 ms after the previous one on clock_timestamp(). A
+      // stamp over a second in the future (the store's clock stepped back) does not hold the gate
+      // shut. A refused
+      // statement changes nothing; an admitted one stamps the job and its item with the gate's
+      // time, so the stamps are the spacing. No job ($22 null): no gate, no lock.
       `WITH gate AS (
-         UPDATE redrive_job SET last_admission_at = clock_timestamp()
-         WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16
-           AND (last_admission_at IS NULL OR clock_timestamp() >= last_admission_at + $22::integer * interval '1 millisecond')
-         RETURNING last_admission_at AS at),
+         SELECT status, last_admission_at, clock_timestamp() AS at FROM redrive_job
+         WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 FOR UPDATE),
+       open AS (
+         SELECT at FROM gate WHERE status = 'RUNNING'
+           AND (last_admission_at IS NULL OR last_admission_at > at + interval '1 second'
+                OR at >= last_admission_at + $22::integer * interval '1 millisecond')),
        moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
@@ -319,14 +340,17 @@ export class ExecutionStore {
            pipeline_version = COALESCE($17, pipeline_version), definition_fingerprint = COALESCE($18, definition_fingerprint),
            step_count = COALESCE($19, step_count), redrive_job_id = $16
          WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
-           AND ($22::integer IS NULL OR EXISTS (SELECT 1 FROM gate))
+           AND ($22::integer IS NULL OR EXISTS (SELECT 1 FROM open))
          RETURNING *),
+       stamp AS (
+         UPDATE redrive_job SET last_admission_at = (SELECT at FROM open)
+         WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 AND EXISTS (SELECT 1 FROM moved)),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
            from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, from_pipeline_version, to_pipeline_version)
          SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version FROM moved),
        job_item AS (
-         UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = coalesce((SELECT at FROM gate), now())
+         UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = coalesce((SELECT at FROM open), now())
          WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)
          RETURNING ${ITEM_COUNTED}),
        job_count AS (${countItems('job_item')}),
@@ -337,7 +361,8 @@ export class ExecutionStore {
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
          WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_name = $20 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
            AND EXISTS (SELECT 1 FROM moved))
-       SELECT moved.*, $22::integer IS NOT NULL AND NOT EXISTS (SELECT 1 FROM gate) AS gate_closed
+       SELECT moved.*, (SELECT status FROM gate) AS job_status, EXISTS (SELECT 1 FROM open) AS gate_open,
+         (SELECT ceil(extract(epoch FROM last_admission_at + $22::integer * interval '1 millisecond' - at) * 1000)::int FROM gate) AS wait_ms
        FROM (SELECT 1) AS one LEFT JOIN moved ON true`,
       [
         a.tenantId,
@@ -365,7 +390,10 @@ export class ExecutionStore {
       ],
     );
     const answer = result.rows[0];
-    if (answer.gate_closed) throw new AdmissionTooSoonError(a.jobId!, spacing!);
+    if (spacing !== null && !answer.gate_open) {
+      if (answer.job_status !== 'RUNNING') throw new JobNotAdmittingError(a.jobId!, answer.job_status);
+      throw new AdmissionTooSoonError(a.jobId!, spacing, Math.max(1, Math.min(spacing, answer.wait_ms ?? spacing)));
+    }
     if (answer.execution_id) return toRecord(answer as ExecutionRecordRow);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
     const own = await this.db.query<ExecutionRecordRow & { admitted_version: number; admitted_attempt: number }>(

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createPgDb } from '../../src/store/db';
-import { AdmissionTooSoonError } from '../../src/store/execution-store';
+import { AdmissionTooSoonError, JobNotAdmittingError } from '../../src/store/execution-store';
 import { RedriveJobStore } from '../../src/store/redrive-job-store';
 import { eachLimited } from '../../src/service/redrive-job-request';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
@@ -50,14 +50,14 @@ async function failedJob(db: ReturnType<typeof createPgDb>, jobId: string, count
 }
 
 describe("a bulk job's admission gate", () => {
-  it('refuses an admission sooner than the spacing after the last one, and the refusal changes nothing', async () => {
+  it('refuses an admission sooner than the spacing after the last one, or for a job not RUNNING, and the refusal changes nothing', async () => {
     const db = createPgDb(database.url, { max: 4 });
     onTestFinished(() => db.close());
-    const { write, ids } = await failedJob(db, 'gate-1', 2);
+    const { write, ids } = await failedJob(db, 'gate-1', 3);
     const hour = 3_600_000;
     expect(await write.redriven('t', ids[0], { jobId: 'gate-1', jobSpacingMs: hour })).toBe(true);
-    const snapshot = async () =>
-      (
+    const snapshot = async () => ({
+      item: (
         await db.query(
           `SELECT r.status, r.version, i.state, i.processed_at,
                   (SELECT count(*)::int FROM redrive_audit a WHERE a.execution_id = r.execution_id) AS audits,
@@ -65,53 +65,82 @@ describe("a bulk job's admission gate", () => {
              FROM execution_record r JOIN redrive_job_item i USING (tenant_id, execution_id) WHERE r.execution_id = $1`,
           [ids[1]],
         )
-      ).rows[0];
+      ).rows[0],
+      job: (await db.query(`SELECT status, last_admission_at FROM redrive_job WHERE job_id = 'gate-1'`)).rows[0],
+      counts: await new RedriveJobStore(db).counts('t', 'gate-1'),
+    });
     const before = await snapshot();
-    const gateBefore = (await db.query(`SELECT last_admission_at FROM redrive_job WHERE job_id = 'gate-1'`)).rows[0];
-    await expect(write.redriven('t', ids[1], { jobId: 'gate-1', jobSpacingMs: hour })).rejects.toBeInstanceOf(AdmissionTooSoonError);
+    expect(before.item).toMatchObject({ status: 'FAILED', state: 'SELECTED', processed_at: null, audits: 0 });
+    expect(before.counts.admitted).toBe(1);
+    const refusal = await write.redriven('t', ids[1], { jobId: 'gate-1', jobSpacingMs: hour }).catch((err: unknown) => err);
+    expect(refusal).toBeInstanceOf(AdmissionTooSoonError);
+    // It says how long is left, never more than the spacing.
+    expect((refusal as AdmissionTooSoonError).waitMs).toBeGreaterThan(0);
+    expect((refusal as AdmissionTooSoonError).waitMs).toBeLessThanOrEqual(hour);
     expect(await snapshot()).toEqual(before);
-    expect(before).toMatchObject({ status: 'FAILED', state: 'SELECTED', processed_at: null, audits: 0 });
-    expect((await db.query(`SELECT last_admission_at FROM redrive_job WHERE job_id = 'gate-1'`)).rows[0]).toEqual(gateBefore);
-    expect((await new RedriveJobStore(db).counts('t', 'gate-1')).admitted).toBe(1);
-    // Another job, or a re-drive of no job, is not held by this job's gate.
-    const other = await failedJob(db, 'gate-2', 1);
+    // A paused job admits nothing, whatever the spacing: the pause holds at the statement.
+    await db.query(`UPDATE redrive_job SET status = 'PAUSED', last_admission_at = NULL WHERE job_id = 'gate-1'`);
+    const paused = await snapshot();
+    await expect(write.redriven('t', ids[2], { jobId: 'gate-1', jobSpacingMs: 1 })).rejects.toBeInstanceOf(JobNotAdmittingError);
+    expect(await snapshot()).toEqual(paused);
+    // Another job, and a re-drive of no job, are not held by this job's gate.
+    const other = await failedJob(db, 'gate-2', 2);
     expect(await other.write.redriven('t', other.ids[0], { jobId: 'gate-2', jobSpacingMs: hour })).toBe(true);
+    expect(await other.write.redriven('t', other.ids[1])).toBe(true);
   });
 
-  it('spaces the admissions of many racing lanes at least the spacing apart on the stamps the statements wrote', async () => {
+  it('lets exactly one of many lanes racing in one spacing through; the others change nothing', async () => {
     const lanes = 8;
     const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000) });
     onTestFinished(() => db.close());
-    const { write, ids } = await failedJob(db, 'gate-3', 16);
-    // Wide enough that a loaded machine's slow statements cannot space the lanes by themselves.
-    const spacingMs = 100;
-    let refused = 0;
+    const { write, ids } = await failedJob(db, 'gate-3', lanes);
+    const outcomes = await Promise.all(
+      ids.map((id) =>
+        write.redriven('t', id, { jobId: 'gate-3', jobSpacingMs: 3_600_000 }).then(
+          () => 'admitted',
+          (err: unknown) => (err instanceof AdmissionTooSoonError ? 'too soon' : err),
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === 'admitted')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'too soon')).toHaveLength(lanes - 1);
+    const rows = await db.query(`SELECT state, count(*)::int AS n FROM redrive_job_item WHERE job_id = 'gate-3' GROUP BY 1 ORDER BY 1`);
+    expect(rows.rows).toEqual([
+      { state: 'ADMITTED', n: 1 },
+      { state: 'SELECTED', n: lanes - 1 },
+    ]);
+    expect((await db.query(`SELECT count(*)::int AS n FROM redrive_audit WHERE job_id = 'gate-3'`)).rows[0].n).toBe(1);
+  });
+
+  it('spaces the admissions of lanes that wait out the refusals at least the spacing apart on the stamps the statements wrote', async () => {
+    const lanes = 8;
+    const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000) });
+    onTestFinished(() => db.close());
+    const { write, ids } = await failedJob(db, 'gate-4', 16);
+    const spacingMs = 40;
     await eachLimited(ids, lanes, async (id) => {
       for (;;) {
         try {
-          expect(await write.redriven('t', id, { jobId: 'gate-3', jobSpacingMs: spacingMs })).toBe(true);
+          expect(await write.redriven('t', id, { jobId: 'gate-4', jobSpacingMs: spacingMs })).toBe(true);
           return;
         } catch (err) {
           if (!(err instanceof AdmissionTooSoonError)) throw err;
-          refused++;
-          await new Promise((resolve) => setTimeout(resolve, 2));
+          await new Promise((resolve) => setTimeout(resolve, err.waitMs));
         }
       }
     });
     const stamps = await db.query<{ at: string }>(
       `SELECT (extract(epoch FROM processed_at) * 1000000)::bigint::text AS at FROM redrive_job_item
-        WHERE job_id = 'gate-3' AND state = 'ADMITTED' ORDER BY processed_at`,
+        WHERE job_id = 'gate-4' AND state = 'ADMITTED' ORDER BY processed_at`,
     );
     expect(stamps.rows).toHaveLength(ids.length);
     const micros = stamps.rows.map((row) => BigInt(row.at));
     const gaps = micros.slice(1).map((at, i) => Number(at - micros[i]) / 1000);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs);
-    // Eight lanes at once: the gate did refuse some (else this proved nothing about racing).
-    expect(refused).toBeGreaterThan(0);
     const jobs = new RedriveJobStore(db);
-    expect(await jobs.counts('t', 'gate-3')).toEqual(await jobs.recount('t', 'gate-3'));
+    expect(await jobs.counts('t', 'gate-4')).toEqual(await jobs.recount('t', 'gate-4'));
     const last = await db.query(
-      `SELECT last_admission_at = (SELECT max(processed_at) FROM redrive_job_item WHERE job_id = 'gate-3') AS same FROM redrive_job WHERE job_id = 'gate-3'`,
+      `SELECT last_admission_at = (SELECT max(processed_at) FROM redrive_job_item WHERE job_id = 'gate-4') AS same FROM redrive_job WHERE job_id = 'gate-4'`,
     );
     expect(last.rows[0]).toEqual({ same: true });
   });

@@ -154,7 +154,9 @@ describe('the worker kit package', () => {
       const source = readFileSync(file, 'utf8');
       const start = source.indexOf('export async function withRemoteParent');
       expect(start, file).toBeGreaterThanOrEqual(0);
-      return source.slice(start, source.indexOf('\n}\n', start) + 2);
+      const end = source.indexOf('\n}\n', start);
+      expect(end, file).toBeGreaterThan(start);
+      return source.slice(start, end + 2);
     };
     expect(withRemoteParent(join(kitRoot, 'src', 'trace-context.ts'))).toBe(withRemoteParent(join(root, 'src', 'trace-context.ts')));
   });
