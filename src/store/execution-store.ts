@@ -182,9 +182,9 @@ export interface EffectChange {
 }
 
 /**
- * A bulk job's admission refused by its rate gate: the job admitted another item less than
- * `spacingMs` ago on the store's clock. Nothing changed; the admission may be tried again in
- * `waitMs` (what is left of the spacing, read under the job row's lock).
+ * A bulk job's admission refused by its rate gate: on the store's clock, the job's next admission
+ * is not due yet (one per `spacingMs`). Nothing changed; the admission may be tried again in
+ * `waitMs` (read under the job row's lock).
  */
 export class AdmissionTooSoonError extends Error {
   constructor(
@@ -192,7 +192,7 @@ export class AdmissionTooSoonError extends Error {
     readonly spacingMs: number,
     readonly waitMs: number,
   ) {
-    super(`bulk job ${jobId} admitted an item less than ${spacingMs} ms ago; next in ${waitMs} ms`);
+    super(`bulk job ${jobId} admits one item per ${spacingMs} ms: its next admission is in ${waitMs} ms`);
     this.name = 'AdmissionTooSoonError';
   }
 }
@@ -305,8 +305,8 @@ export class ExecutionStore {
     jobId?: string | null;
     /**
      * With `jobId`: the job's rate as the least time between two of its admissions, on the store's
-     * clock. The statement takes the job row's lock, and admits nothing when the job's previous
-     * admission is more recent than that (AdmissionTooSoonError, with the time left) or the job
+     * clock. The statement takes the job row's lock, and admits nothing before the job's next
+     * admission time less half a spacing (AdmissionTooSoonError, with the time left) or when the job
      * is not RUNNING (JobNotAdmittingError); either way nothing changed.
      */
     jobSpacingMs?: number | null;
@@ -319,20 +319,22 @@ export class ExecutionStore {
     // Rounded up: a shorter spacing would let a second hold more than the rate.
     const spacing = a.jobId && a.jobSpacingMs ? Math.max(1, Math.ceil(a.jobSpacingMs)) : null;
     const result = await this.db.query<Partial<ExecutionRecordRow> & { job_status: string | null; gate_open: boolean | null; wait_ms: number | null }>(
-      // A bulk job's admissions ($22 = its spacing in ms): one at a time under the job row's lock
-      // (gate, read after the lock is had, so it sees the previous admission's stamp), only while
-      // the job is RUNNING, and at least $22 ms after the previous one on clock_timestamp(). A
-      // stamp over a second in the future (the store's clock stepped back) does not hold the gate
-      // shut. A refused
-      // statement changes nothing; an admitted one stamps the job and its item with the gate's
-      // time, so the stamps are the spacing. No job ($22 null): no gate, no lock.
+      // A bulk job's admissions ($22 = its spacing in ms, 1/rate): one at a time under the job
+      // row's lock (gate, read after the lock is had, so it sees the previous admission's
+      // stamp), only while the job is RUNNING, and paced by a generic cell rate algorithm on
+      // clock_timestamp(): admitted once the clock reaches the job's next_admission_at less half
+      // a spacing, which then moves to max(itself, now) + spacing. The half spacing absorbs a
+      // statement that came late without a burst: any 1 s window holds at most the rate + 1, and
+      // n admissions span at least (n - 1.5) spacings. A next time over a second and a spacing
+      // ahead (the store's clock stepped back) does not hold the gate shut. A refused statement
+      // changes nothing and answers the time left; no job ($22 null): no gate, no lock.
       `WITH gate AS (
-         SELECT status, last_admission_at, clock_timestamp() AS at FROM redrive_job
+         SELECT status, next_admission_at AS due, clock_timestamp() AS at FROM redrive_job
          WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 FOR UPDATE),
        open AS (
-         SELECT at FROM gate WHERE status = 'RUNNING'
-           AND (last_admission_at IS NULL OR last_admission_at > at + interval '1 second'
-                OR at >= last_admission_at + $22::integer * interval '1 millisecond')),
+         SELECT at, greatest(coalesce(due, at), at) + $22::integer * interval '1 millisecond' AS next_due FROM gate
+         WHERE status = 'RUNNING' AND (due IS NULL OR at >= due - $22::integer * interval '0.5 millisecond'
+           OR due > at + interval '1 second' + $22::integer * interval '1 millisecond')),
        moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
@@ -343,7 +345,7 @@ export class ExecutionStore {
            AND ($22::integer IS NULL OR EXISTS (SELECT 1 FROM open))
          RETURNING *),
        stamp AS (
-         UPDATE redrive_job SET last_admission_at = (SELECT at FROM open)
+         UPDATE redrive_job SET next_admission_at = (SELECT next_due FROM open)
          WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 AND EXISTS (SELECT 1 FROM moved)),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
@@ -362,7 +364,7 @@ export class ExecutionStore {
          WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_name = $20 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
            AND EXISTS (SELECT 1 FROM moved))
        SELECT moved.*, (SELECT status FROM gate) AS job_status, EXISTS (SELECT 1 FROM open) AS gate_open,
-         (SELECT ceil(extract(epoch FROM last_admission_at + $22::integer * interval '1 millisecond' - at) * 1000)::int FROM gate) AS wait_ms
+         (SELECT ceil(extract(epoch FROM due - $22::integer * interval '0.5 millisecond' - at) * 1000)::int FROM gate) AS wait_ms
        FROM (SELECT 1) AS one LEFT JOIN moved ON true`,
       [
         a.tenantId,

@@ -66,7 +66,7 @@ describe("a bulk job's admission gate", () => {
           [ids[1]],
         )
       ).rows[0],
-      job: (await db.query(`SELECT status, last_admission_at FROM redrive_job WHERE job_id = 'gate-1'`)).rows[0],
+      job: (await db.query(`SELECT status, next_admission_at FROM redrive_job WHERE job_id = 'gate-1'`)).rows[0],
       counts: await new RedriveJobStore(db).counts('t', 'gate-1'),
     });
     const before = await snapshot();
@@ -79,7 +79,7 @@ describe("a bulk job's admission gate", () => {
     expect((refusal as AdmissionTooSoonError).waitMs).toBeLessThanOrEqual(hour);
     expect(await snapshot()).toEqual(before);
     // A paused job admits nothing, whatever the spacing: the pause holds at the statement.
-    await db.query(`UPDATE redrive_job SET status = 'PAUSED', last_admission_at = NULL WHERE job_id = 'gate-1'`);
+    await db.query(`UPDATE redrive_job SET status = 'PAUSED', next_admission_at = NULL WHERE job_id = 'gate-1'`);
     const paused = await snapshot();
     await expect(write.redriven('t', ids[2], { jobId: 'gate-1', jobSpacingMs: 1 })).rejects.toBeInstanceOf(JobNotAdmittingError);
     expect(await snapshot()).toEqual(paused);
@@ -112,7 +112,7 @@ describe("a bulk job's admission gate", () => {
     expect((await db.query(`SELECT count(*)::int AS n FROM redrive_audit WHERE job_id = 'gate-3'`)).rows[0].n).toBe(1);
   });
 
-  it('spaces the admissions of lanes that wait out the refusals at least the spacing apart on the stamps the statements wrote', async () => {
+  it('paces the admissions of lanes that wait out the refusals at the cell rate, on the stamps the statements wrote', async () => {
     const lanes = 8;
     const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000) });
     onTestFinished(() => db.close());
@@ -134,14 +134,18 @@ describe("a bulk job's admission gate", () => {
         WHERE job_id = 'gate-4' AND state = 'ADMITTED' ORDER BY processed_at`,
     );
     expect(stamps.rows).toHaveLength(ids.length);
-    const micros = stamps.rows.map((row) => BigInt(row.at));
-    const gaps = micros.slice(1).map((at, i) => Number(at - micros[i]) / 1000);
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs);
+    const ms = stamps.rows.map((row) => Number(BigInt(row.at)) / 1000);
+    // The cell rate: admissions i < j are at least (j - i - 1/2) spacings apart, so no two
+    // closer than half a spacing, and no 1 s window holds more than the rate + 1.
+    for (let i = 0; i < ms.length; i++)
+      for (let j = i + 1; j < ms.length; j++) expect(ms[j] - ms[i], `admissions ${i} and ${j}`).toBeGreaterThanOrEqual((j - i - 0.5) * spacingMs);
     const jobs = new RedriveJobStore(db);
     expect(await jobs.counts('t', 'gate-4')).toEqual(await jobs.recount('t', 'gate-4'));
-    const last = await db.query(
-      `SELECT last_admission_at = (SELECT max(processed_at) FROM redrive_job_item WHERE job_id = 'gate-4') AS same FROM redrive_job WHERE job_id = 'gate-4'`,
+    // The next admission is at least a spacing after the last one.
+    const next = await db.query(
+      `SELECT next_admission_at >= (SELECT max(processed_at) FROM redrive_job_item WHERE job_id = 'gate-4') + interval '${spacingMs} milliseconds' AS ahead
+         FROM redrive_job WHERE job_id = 'gate-4'`,
     );
-    expect(last.rows[0]).toEqual({ same: true });
+    expect(next.rows[0]).toEqual({ ahead: true });
   });
 });
