@@ -324,7 +324,7 @@ export class ExecutionStore {
       // stamp), only while the job is RUNNING, and paced by a generic cell rate algorithm on
       // clock_timestamp(): admitted once the clock reaches the job's next_admission_at less half
       // a spacing, which then moves to max(itself, now) + spacing. The half spacing absorbs a
-      // statement that came late without a burst: any 1 s window holds at most the rate + 1, and
+      // statement that came late without a burst (no 1 s window holds more than the rate + 1), and
       // n admissions span at least (n - 1.5) spacings. A next time over a second and a spacing
       // ahead (the store's clock stepped back) does not hold the gate shut. A refused statement
       // changes nothing and answers the time left; no job ($22 null): no gate, no lock.
