@@ -185,8 +185,8 @@ export const ConfigSchema = z.object({
   'pipeline.redrive-job.pool-size': intFromString.pipe(z.number().min(1, 'must be at least 1').max(100)).default(8),
   /**
    * Temporal task priority (1 highest … 5 lowest) of the runs a bulk re-drive job admits; live
-   * executions and single re-drives keep Temporal's default, 3. On the pipeline task queue, the
-   * workers take a job's backlog only after the live traffic's tasks. Default 4; 3 turns it off.
+   * executions and single re-drives keep Temporal's default, 3. On the pipeline task queue, Temporal
+   * hands workers live tasks ahead of a job's backlog (within each partition). Default 4; 3 turns it off.
    */
   'pipeline.redrive-job.priority': intFromString.pipe(z.number().int().min(1, 'must be 1 to 5').max(5, 'must be 1 to 5')).default(4),
   /** Task queue of bulk re-drive jobs' workflow and activities; every worker serves it. Default: pipeline.temporal.task-queue + `-redrive-jobs`. */
