@@ -13,4 +13,19 @@ export const bareActivities = {
     if (Context.current().info.attempt <= failTimes) throw ApplicationFailure.retryable('flaky', 'BenchFlaky');
     return value;
   },
+  /** The memory figure's bare `park`: a dependency that stays down. */
+  async down(): Promise<never> {
+    throw ApplicationFailure.retryable('dependency down', 'BenchDown');
+  },
+  /** The memory figure's bare `sleepy`: a long call that ends early when cancelled. */
+  async sleep(value: unknown): Promise<unknown> {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, 600_000);
+      Context.current().cancellationSignal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve(null);
+      });
+    });
+    return value;
+  },
 };

@@ -68,9 +68,11 @@ export function renderTable(results: BenchResults): string {
   if (f.workerMemory) {
     const m = f.workerMemory;
     rows.push(
-      `| 5a | Worker RSS MB per 1,000 executions parked in retry backoff | ${m.mbPer1000Parked} | | idle ${m.idle.median} MB → ${m.parkedInRetryBackoff.median} MB | ≤ 70 |`,
+      `| 5a | Worker RSS MB per 1,000 executions parked in retry backoff (idle → parked) | ${m.mbPer1000Parked} (${m.idle.median} → ${m.parkedInRetryBackoff.median} MB) | ${m.bare ? `${m.bare.mbPer1000Parked} (${m.bare.idle.median} → ${m.bare.parkedInRetryBackoff.median} MB)` : ''} | ${m.parkedRatio ?? ''} | ≤ 70 |`,
     );
-    rows.push(`| 5b | Worker RSS MB per 1,000 executions running | ${m.mbPer1000Running} | | → ${m.parkedPlusRunning.median} MB | report |`);
+    rows.push(
+      `| 5b | Worker RSS MB per 1,000 executions running (→ with them) | ${m.mbPer1000Running} (→ ${m.parkedPlusRunning.median} MB) | ${m.bare ? `${m.bare.mbPer1000Running} (→ ${m.bare.parkedPlusRunning.median} MB)` : ''} | | report |`,
+    );
   }
   if (f.dlqPublish) {
     rows.push(`| 6 | DLQ publish, provider postgres, envelopes/s (concurrency 16) | ${s(f.dlqPublish.postgres.rate)} | | | report |`);

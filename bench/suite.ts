@@ -639,10 +639,38 @@ async function waitForQuiet(database: TestDatabase, client: Client, taskQueue: s
 /** Executions of each warm-up pipeline the memory worker runs to their end before "idle" is sampled. */
 const WARM_UP = 20;
 
+/** What one worker process's RSS did: idle, with N parked in retry backoff, with N more running. */
+interface MemoryVariant {
+  idle: Spread;
+  parkedInRetryBackoff: Spread;
+  parkedPlusRunning: Spread;
+  mbPer1000Parked: number;
+  mbPer1000Running: number;
+}
+
+/**
+ * Worker memory per parked and per running execution, for the engine and for bare Temporal in the
+ * same run (each in a worker process of its own, with the same worker options): bare is the SDK's
+ * own per-run state, so the ratio says what the engine adds to it.
+ */
 async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
   const { options } = ctx;
-  ctx.say(`worker memory with ${options.memoryCount} executions`);
-  const taskQueue = `bench-mem-${randomBytes(4).toString('hex')}`;
+  ctx.say(`worker memory with ${options.memoryCount} executions, engine then bare`);
+  const engine = await memoryVariant(ctx, 'engine');
+  const bare = await memoryVariant(ctx, 'bare');
+  return {
+    unit: 'MB RSS of the worker process',
+    count: options.memoryCount,
+    warmUpExecutions: 2 * WARM_UP,
+    ...engine,
+    bare,
+    parkedRatio: bare.mbPer1000Parked > 0 ? Number((engine.mbPer1000Parked / bare.mbPer1000Parked).toFixed(2)) : null,
+  };
+}
+
+async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare'): Promise<MemoryVariant> {
+  const { options } = ctx;
+  const taskQueue = `bench-mem-${variant}-${randomBytes(4).toString('hex')}`;
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
     env: {
       ...process.env,
@@ -650,17 +678,19 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
       DATABASE_URL: ctx.database.url,
       TASK_QUEUE: taskQueue,
       ACTIVITY_SLOTS: String(options.memoryCount + 50),
+      BARE: variant === 'bare' ? '1' : '0',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   // Pending starts of this figure belong on the memory worker's queue: its own sweeper meanwhile.
   await ctx.sweeper.stop();
   const memSweeper = sweeperFor(ctx.database.url, ctx.client, ctx.registry, taskQueue, ctx.log);
+  const started: string[] = [];
   try {
     let out = '';
     child.stdout!.on('data', (chunk) => (out += chunk));
     while (!out.includes('ready')) {
-      if (child.exitCode !== null) throw new Error('memory worker exited');
+      if (child.exitCode !== null) throw new Error(`memory worker (${variant}) exited`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // Same store and registry, but runs go to the memory worker's own task queue.
@@ -679,7 +709,7 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
       }
       return spread(values, 1);
     };
-    /** Waits until `count` executions whose id starts with `prefix` meet `condition` (SQL on the record). */
+    /** Engine: waits until `count` executions whose id starts with `prefix` meet `condition` (SQL on the record). */
     const waitUntil = async (prefix: string, condition: string, count: number) => {
       const deadline = Date.now() + 300_000;
       for (;;) {
@@ -701,48 +731,88 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     };
-    const admitMany = async (pipeline: string, prefix: string) =>
-      pool(options.memoryCount, 32, async (i) => {
-        await memExecutions.start(TENANT, { pipeline, executionId: `${prefix}-${i}` });
+    /** Bare: waits until each workflow's one activity is where `reached` says (read by describe, once per run that got there). */
+    const waitEach = async (ids: string[], what: string, reached: (activity: { attempt?: number | null; state?: number | null } | undefined) => boolean) => {
+      const deadline = Date.now() + 300_000;
+      let left = ids;
+      while (left.length > 0) {
+        const still: string[] = [];
+        await pool(left.length, 16, async (i) => {
+          const description = await ctx.client.workflow.getHandle(left[i]).describe();
+          if (!reached(description.raw.pendingActivities?.[0] ?? undefined)) still.push(left[i]);
+        });
+        left = still;
+        if (left.length === 0) return;
+        if (Date.now() > deadline) throw new Error(`memory benchmark (bare): ${left.length}/${ids.length} runs not ${what} after 300 s`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    };
+    const startBare = async (workflow: string, prefix: string, count: number, concurrency: number) => {
+      const ids = Array.from({ length: count }, (_, i) => `${prefix}-${taskQueue}-${i}`);
+      started.push(...ids);
+      await pool(count, concurrency, async (i) => {
+        await ctx.client.workflow.start(workflow, { workflowId: ids[i], taskQueue, args: [null] });
       });
+      return ids;
+    };
+    const STARTED = 2; // PENDING_ACTIVITY_STATE_STARTED
 
     // Warm the worker first (its workflow thread and bundle, the activity and failure paths, its
     // Postgres connections): "idle" is a worker that has run executions and holds none, so the
     // deltas below are per execution, not the first execution's one-off costs spread over N.
-    await pool(WARM_UP, 8, async (i) => {
-      await memExecutions.start(TENANT, { pipeline: 'noop1', executionId: `warm-${i}` });
-      await memExecutions.start(TENANT, { pipeline: 'retry1', executionId: `warm-retry-${i}`, input: { failTimes: 1 } });
-    });
-    await waitUntil('warm', `status = 'SUCCEEDED'`, 2 * WARM_UP);
+    if (variant === 'engine') {
+      await pool(WARM_UP, 8, async (i) => {
+        await memExecutions.start(TENANT, { pipeline: 'noop1', executionId: `warm-${i}` });
+        await memExecutions.start(TENANT, { pipeline: 'retry1', executionId: `warm-retry-${i}`, input: { failTimes: 1 } });
+      });
+      await waitUntil('warm', `status = 'SUCCEEDED'`, 2 * WARM_UP);
+    } else {
+      const warm = await startBare('bareWarmWorkflow', 'bare-warm', 2 * WARM_UP, 8);
+      await Promise.all(warm.map((id) => ctx.client.workflow.getHandle(id).result()));
+    }
     const idle = await sample();
-    ctx.say(`memory: idle ${idle.median} MB (after ${2 * WARM_UP} warm-up executions); parking ${options.memoryCount}`);
-    await admitMany('park', 'park');
-    await waitUntil('park', 'attempt >= 2', options.memoryCount);
+    ctx.say(`memory (${variant}): idle ${idle.median} MB (after ${2 * WARM_UP} warm-up executions); parking ${options.memoryCount}`);
+    if (variant === 'engine') {
+      await pool(options.memoryCount, 32, async (i) => {
+        await memExecutions.start(TENANT, { pipeline: 'park', executionId: `park-${i}` });
+      });
+      await waitUntil('park', 'attempt >= 2', options.memoryCount);
+    } else {
+      const parked = await startBare('bareParkWorkflow', 'bare-park', options.memoryCount, 32);
+      await waitEach(parked, 'parked in retry backoff', (activity) => (activity?.attempt ?? 0) >= 2);
+    }
     const parked = await sample();
-    ctx.say(`memory: parked ${parked.median} MB; starting ${options.memoryCount} running`);
-    await admitMany('sleepy', 'sleepy');
-    await waitUntil('sleepy', `status = 'RUNNING'`, options.memoryCount);
+    ctx.say(`memory (${variant}): parked ${parked.median} MB; starting ${options.memoryCount} running`);
+    if (variant === 'engine') {
+      await pool(options.memoryCount, 32, async (i) => {
+        await memExecutions.start(TENANT, { pipeline: 'sleepy', executionId: `sleepy-${i}` });
+      });
+      await waitUntil('sleepy', `status = 'RUNNING'`, options.memoryCount);
+    } else {
+      const running = await startBare('bareSleepyWorkflow', 'bare-sleepy', options.memoryCount, 32);
+      await waitEach(running, 'running their activity', (activity) => activity?.state === STARTED);
+    }
     const running = await sample();
     const per1000 = (delta: number) => Number(((delta * 1000) / options.memoryCount).toFixed(1));
-    for (const prefix of ['park', 'sleepy']) {
-      await pool(options.memoryCount, 32, async (i) => {
-        await ctx.client.workflow
-          .getHandle(workflowIdFor(TENANT, `${prefix}-${i}`))
-          .terminate('benchmark over')
-          .catch(() => undefined);
-      });
+    if (variant === 'engine') {
+      for (const prefix of ['park', 'sleepy']) {
+        for (let i = 0; i < options.memoryCount; i++) started.push(workflowIdFor(TENANT, `${prefix}-${i}`));
+      }
     }
     return {
-      unit: 'MB RSS of the worker process',
-      count: options.memoryCount,
       idle,
-      warmUpExecutions: 2 * WARM_UP,
       parkedInRetryBackoff: parked,
       parkedPlusRunning: running,
       mbPer1000Parked: per1000(parked.median - idle.median),
       mbPer1000Running: per1000(running.median - parked.median),
     };
   } finally {
+    await pool(started.length, 32, async (i) => {
+      await ctx.client.workflow
+        .getHandle(started[i])
+        .terminate('benchmark over')
+        .catch(() => undefined);
+    });
     await memSweeper.close();
     ctx.sweeper.start();
     child.kill('SIGKILL');

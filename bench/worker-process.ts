@@ -1,7 +1,10 @@
 /**
  * A worker in its own process, so the memory benchmark reads the RSS of a worker and
- * nothing else. Prints "ready" once polling.
+ * nothing else. Prints "ready" once polling. `BARE=1`: the bare variant (the SDK and
+ * `bare-workflows.ts` only: no store, no engine activities).
  */
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { loadConfig } from '../src/config/config';
 import { createLog } from '../src/log';
 import { PipelineRegistry } from '../src/pipeline/registry';
@@ -10,21 +13,35 @@ import { EffectStore } from '../src/store/effect-store';
 import { ExecutionStore } from '../src/store/execution-store';
 import { installSdkLogging } from '../src/temporal/sdk-logging';
 import { createEngineWorker } from '../src/temporal/worker';
+import { bareActivities } from './bare';
 import { benchPipelines } from './pipelines';
 
 const log = createLog({ level: 'error' });
 installSdkLogging(log, 'ERROR');
-const db = createPgDb(process.env.DATABASE_URL!, { max: 20 });
-const config = loadConfig({}, { 'pipeline.auth.tokens': [] });
 const slots = Number(process.env.ACTIVITY_SLOTS ?? 1100);
 // Every parked run stays cached unless MAX_CACHED_WORKFLOWS bounds the cache (the trade BENCHMARKS.md measures).
 const cached = Number(process.env.MAX_CACHED_WORKFLOWS ?? slots);
-const { worker } = await createEngineWorker({
-  address: process.env.TEMPORAL_ADDRESS!,
-  namespace: 'default',
-  taskQueue: process.env.TASK_QUEUE!,
-  deps: { store: new ExecutionStore(db), effects: new EffectStore(db), registry: new PipelineRegistry(config, benchPipelines), log },
-  worker: { maxConcurrentActivityTaskExecutions: slots, maxCachedWorkflows: cached, maxConcurrentWorkflowTaskExecutions: Math.min(40, cached) },
-});
+const options = { maxConcurrentActivityTaskExecutions: slots, maxCachedWorkflows: cached, maxConcurrentWorkflowTaskExecutions: Math.min(40, cached) };
+const taskQueue = process.env.TASK_QUEUE!;
+let worker: Worker;
+if (process.env.BARE === '1') {
+  worker = await Worker.create({
+    connection: await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL('./bare-workflows.ts', import.meta.url)),
+    activities: bareActivities,
+    ...options,
+  });
+} else {
+  const db = createPgDb(process.env.DATABASE_URL!, { max: 20 });
+  const config = loadConfig({}, { 'pipeline.auth.tokens': [] });
+  ({ worker } = await createEngineWorker({
+    address: process.env.TEMPORAL_ADDRESS!,
+    namespace: 'default',
+    taskQueue,
+    deps: { store: new ExecutionStore(db), effects: new EffectStore(db), registry: new PipelineRegistry(config, benchPipelines), log },
+    worker: options,
+  }));
+}
 process.stdout.write('ready\n');
 await worker.run();

@@ -51,6 +51,9 @@ describe('benchmark harness (smoke)', () => {
     expect(stepCommit.middleStep.sharedBuffers).toBeLessThanOrEqual(bounds.stepCommit.middleStepSharedBuffers);
     expect(stepCommit.lastStep.sharedBuffers).toBeLessThanOrEqual(bounds.stepCommit.lastStepSharedBuffers);
     expect(workerMemory.idle.median).toBeGreaterThan(0);
+    // The bare variant parked and ran its runs too (its waits would have thrown otherwise).
+    expect(workerMemory.bare.idle.median).toBeGreaterThan(0);
+    expect(workerMemory.bare.parkedPlusRunning.median).toBeGreaterThan(0);
     expect(dlqPublish.postgres.rate.median).toBeGreaterThan(0);
     expect(results.figures.redriveThroughput).toMatchObject({ measured: true, count: 2 });
     expect(results.figures.redriveThroughput.ratio.median).toBeGreaterThan(0);
