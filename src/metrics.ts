@@ -130,6 +130,21 @@ export class Metrics {
     );
   }
 
+  /**
+   * `pipeline_worker_cached_workflows`: runs this process's workers hold in their workflow caches,
+   * read at scrape time (registered only in a process that runs the workers).
+   */
+  observeWorkflowCache(read: () => number): void {
+    new Gauge({
+      name: 'pipeline_worker_cached_workflows',
+      help: "Pipeline runs this process's workers hold in their workflow caches (bounded by pipeline.orchestrator.worker.max-cached-workflows per worker)",
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+
   /** Error codes as label values: the first MAX_CODES seen, then OTHER. */
   code(errorCode: string): string {
     if (this.codes.has(errorCode)) return errorCode;

@@ -36,7 +36,7 @@ import { connectWaiting } from './temporal/connect-wait';
 import { startDevServer, type DevServer } from './temporal/dev-server';
 import { Dispatcher } from './temporal/dispatcher';
 import { installSdkLogging } from './temporal/sdk-logging';
-import { createEngineWorker } from './temporal/worker';
+import { createEngineWorker, workflowCacheOptions } from './temporal/worker';
 import { ALL_SEARCH_ATTRIBUTES } from './workflows/search-attributes';
 import { CheckpointPublisher } from './service/checkpoints';
 import { ExecutionService } from './service/executions';
@@ -369,6 +369,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
         shutdownGraceTime: grace,
         shutdownForceTime: grace + Math.min(grace, 10_000),
         dataConverter,
+        ...workflowCacheOptions(config['pipeline.orchestrator.worker.max-cached-workflows']),
         ...(workflowBundle && !tracing ? { workflowBundle: { codePath: workflowBundle } } : {}),
         ...tracing?.worker,
       },
@@ -376,6 +377,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     worker = created.worker;
     jobWorker = created.jobWorker;
     const workers = [worker, ...(jobWorker ? [jobWorker] : [])];
+    metrics.observeWorkflowCache(() => workers.reduce((n, w) => n + w.getStatus().numCachedWorkflows, 0));
     const runs = workers.map((w) =>
       w.run().catch((err) => {
         if (!stopping) throw err;

@@ -53,6 +53,19 @@ describe('loadConfig', () => {
     expect(loadConfig({})['pipeline.redrive-job.priority']).toBe(4);
     expect(loadConfig({ PIPELINE_REDRIVE_JOB_PRIORITY: '5' })['pipeline.redrive-job.priority']).toBe(5);
     for (const bad of ['0', '6', '2.5', 'low']) expect(() => loadConfig({ PIPELINE_REDRIVE_JOB_PRIORITY: bad })).toThrow(/pipeline\.redrive-job\.priority/);
+    // The worker's workflow cache: the SDK's default when unset; 0 (off) or at least 2, a whole number.
+    expect(loadConfig({})['pipeline.orchestrator.worker.max-cached-workflows']).toBeUndefined();
+    for (const [text, n] of [
+      ['0', 0],
+      ['2', 2],
+      ['250', 250],
+    ] as const)
+      expect(loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_MAX_CACHED_WORKFLOWS: text })['pipeline.orchestrator.worker.max-cached-workflows']).toBe(n);
+    expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_MAX_CACHED_WORKFLOWS: '1' })).toThrow(
+      /pipeline\.orchestrator\.worker\.max-cached-workflows: must be 0 \(no cache\) or at least 2/,
+    );
+    for (const bad of ['-3', '2.5', 'lots'])
+      expect(() => loadConfig({ PIPELINE_ORCHESTRATOR_WORKER_MAX_CACHED_WORKFLOWS: bad })).toThrow(/pipeline\.orchestrator\.worker\.max-cached-workflows/);
   });
 
   it('names the key of an unknown DLQ provider and lists the known ones', () => {

@@ -89,6 +89,23 @@ export const ConfigSchema = z.object({
    * a second of CPU. Ignored with tracing on, whose workflow interceptors are bundled in at start.
    */
   'pipeline.orchestrator.worker.workflow-bundle': z.string().min(1).optional(),
+  /**
+   * Runs a worker keeps in memory between their workflow tasks (Temporal's sticky cache). A run
+   * waiting out a retry backoff or a long step stays cached: about 0.2 MB of the worker's RSS each,
+   * the SDK's own per-run state (bare Temporal's runs cost the same: BENCHMARKS.md, row 5a). Past
+   * this many, the least recently used run is evicted and replays its history when it next wakes.
+   * Unset (default): the SDK's own, from the heap size (about 600 per GiB of heap above 200 MiB;
+   * about 2,300 with Node's 4 GiB default). 0 turns the cache off (every workflow task replays).
+   */
+  'pipeline.orchestrator.worker.max-cached-workflows': intFromString
+    .pipe(
+      z
+        .number()
+        .min(0, 'must be ≥ 0')
+        .max(1_000_000)
+        .refine((n) => n !== 1, 'must be 0 (no cache) or at least 2'),
+    )
+    .optional(),
   /** Retries after the first attempt. Default 5 (up to 6 attempts); 0 is valid. */
   'pipeline.defaults.retry-limit': intFromString.pipe(z.number().min(0, 'must be ≥ 0').max(1000)).default(5),
   /** Base delay before the first retry, ms. Default 1000. */

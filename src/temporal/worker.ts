@@ -37,6 +37,20 @@ export interface EngineWorkerOptions {
   worker?: Partial<WorkerOptions>;
 }
 
+/** The SDK's default number of workflow tasks a worker runs at once. */
+const SDK_WORKFLOW_TASK_SLOTS = 40;
+
+/**
+ * Worker options for `pipeline.orchestrator.worker.max-cached-workflows`: absent leaves the SDK's
+ * heap-derived default. A cache smaller than the SDK's workflow task slots also lowers those slots
+ * (a task needs its run cached while it runs), which the SDK would otherwise do with a warning.
+ */
+export function workflowCacheOptions(maxCached: number | undefined): Partial<WorkerOptions> {
+  if (maxCached === undefined) return {};
+  if (maxCached === 0 || maxCached >= SDK_WORKFLOW_TASK_SLOTS) return { maxCachedWorkflows: maxCached };
+  return { maxCachedWorkflows: maxCached, maxConcurrentWorkflowTaskExecutions: maxCached };
+}
+
 /** Activity tasks of bulk jobs one worker runs at once (each admits up to the jobs' pool size in parallel). */
 const JOB_ACTIVITY_SLOTS = 4;
 
