@@ -1,15 +1,17 @@
 /**
- * The bulk re-drive job's workflow alone, on Temporal's time-skipping test server with
- * mocked activities over an in-memory job (the store's part): the canary that passes and
+ * The bulk re-drive job's workflow alone, on Temporal's time-skipping test server (the pause
+ * test on the dev server: withDevServer says why) with mocked activities over an in-memory job
+ * (the store's part): the canary that passes and
  * the one that halts, haltOn, pause / resume / abort by signal, activities that keep
  * failing (bounded: the job ends FAILED with the reason), and continue-as-new forced through
  * a lower history limit in the workflow's input, with the canary and counts carried over.
  */
-import { ApplicationFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { randomBytes } from 'node:crypto';
+import { ApplicationFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
-import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { JobTickState, RedriveJobActivities } from '../../src/activities/redrive-job-activities';
 import { WORKFLOWS_PATH } from '../../src/temporal/worker';
 import { DEFAULT_HALT_ON } from '../../src/contract/requests';
@@ -127,20 +129,50 @@ class FakeJob {
   }
 }
 
+/** Where a job's workflow runs: the time-skipping test server (default) or the shared dev server. */
+interface Server {
+  client: Client;
+  nativeConnection: NativeConnection;
+  /** prefix of workflow ids and task queues (the dev server is shared with other files) */
+  prefix: string;
+}
+
 /** Starts the job's workflow on a fresh task queue and worker over `activities`; `body` runs while the worker does. */
 async function withJob<T>(
   input: Omit<RedriveJobInput, 'tenantId' | 'jobId'>,
   activities: RedriveJobActivities,
   body: (handle: WorkflowHandle<typeof redriveJobWorkflow>) => Promise<T>,
+  server: Server = { client: env.client, nativeConnection: env.nativeConnection, prefix: '' },
 ): Promise<T> {
-  const taskQueue = `job-wf-${++queue}`;
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities });
-  const handle = await env.client.workflow.start(redriveJobWorkflow, {
-    args: [{ tenantId: 't', jobId: `job-${queue}`, ...input }],
-    workflowId: `redrive-job/t/job-${queue}`,
+  const n = ++queue;
+  const taskQueue = `${server.prefix}job-wf-${n}`;
+  const worker = await Worker.create({ connection: server.nativeConnection, taskQueue, workflowBundle: bundle, activities });
+  const handle = await server.client.workflow.start(redriveJobWorkflow, {
+    args: [{ tenantId: 't', jobId: `${server.prefix}job-${n}`, ...input }],
+    workflowId: `redrive-job/t/${server.prefix}job-${n}`,
     taskQueue,
   });
   return worker.runUntil(body(handle));
+}
+
+/**
+ * The shared Temporal dev server, for a test that needs real time and signals racing timers.
+ * The time-skipping test server refuses a workflow task completion that cancels a timer which
+ * fired meanwhile ("invalid history builder state for action") and then never times the task out
+ * nor sends another (temporalio/sdk-java#3088, #2606): the run hangs with its history ending
+ * TimerStarted, WorkflowExecutionSignaled, WorkflowTaskScheduled, WorkflowTaskStarted. A real
+ * server drops the buffered fire and records TimerCanceled.
+ */
+async function withDevServer<T>(body: (server: Server) => Promise<T>): Promise<T> {
+  const address = inject('temporalAddress');
+  const nativeConnection = await NativeConnection.connect({ address });
+  const connection = await Connection.connect({ address });
+  try {
+    return await body({ client: new Client({ connection }), nativeConnection, prefix: `${randomBytes(4).toString('hex')}-` });
+  } finally {
+    await connection.close();
+    await nativeConnection.close();
+  }
 }
 
 const outcomeOf = (promise: Promise<unknown>) =>
@@ -199,48 +231,48 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
 
   it('pause, resume and abort by signal: a paused job admits nothing, the wake-up ends its paused wait at once, abort ends the workflow', async () => {
     // Real time here: a paused job sleeps a minute between reads, and each wake-up must end that wait
-    // early. Time skipping is held off for the whole test (the test server skips whenever no lock is
-    // held, and a lock taken here is released below whatever the server's count was before).
-    await env.connection.testService!.lockTimeSkipping({});
-    try {
-      await pauseResumeAbort();
-    } finally {
-      await env.connection.testService!.unlockTimeSkipping({});
-    }
+    // early; each wake-up also cancels a pacing timer that may fire at the same moment, which the
+    // time-skipping server cannot take (withDevServer). So this test runs on the dev server.
+    await withDevServer(pauseResumeAbort);
   });
 
-  async function pauseResumeAbort() {
+  async function pauseResumeAbort(server: Server) {
     const job = new FakeJob(1000, { ratePerSecond: 5 });
     const isPausedTimer = (e: { timerStartedEventAttributes?: { startToFireTimeout?: { seconds?: unknown } | null } | null }) =>
       String(e.timerStartedEventAttributes?.startToFireTimeout?.seconds) === '60';
-    const history = await withJob({}, job.activities(), async (handle) => {
-      const pausedWaits = async () => ((await handle.fetchHistory()).events ?? []).filter(isPausedTimer).length;
-      // On a timeout, say what the workflow and the job were doing (a CI failure is read from its output alone).
-      const waitFor = (check: () => Promise<boolean>, what: string) =>
-        until(check, 60_000, what).catch(async (err: Error) => {
-          const events = ((await handle.fetchHistory().catch(() => ({ events: [] }))).events ?? []).map((e) => String(e.eventType));
-          const describe = await handle.describe().catch((e: Error) => ({ status: { name: e.message } }));
-          err.message += `; workflow ${describe.status.name}, job ${job.status} with ${job.admitted.length} admitted, last calls ${JSON.stringify(job.calls.slice(-4))}, last events ${events.slice(-12).join(',')} (${events.length} in all)`;
-          throw err;
-        });
-      await waitFor(async () => job.admitted.length >= 2, 'two admissions');
-      job.status = 'PAUSED';
-      await handle.signal(redriveJobWake);
-      await waitFor(async () => (await pausedWaits()) >= 1, 'the workflow to wait paused');
-      const atPause = job.admitted.length;
-      job.status = 'RUNNING';
-      await handle.signal(redriveJobWake);
-      await waitFor(async () => job.admitted.length >= atPause + 2, 'two admissions after resume');
-      job.status = 'PAUSED';
-      await handle.signal(redriveJobWake);
-      await waitFor(async () => (await pausedWaits()) >= 2, 'the workflow to wait paused again');
-      const atAbort = job.admitted.length;
-      job.status = 'ABORTED';
-      await handle.signal(redriveJobWake);
-      expect(await handle.result()).toEqual({ status: 'ABORTED', processed: atAbort });
-      expect(job.admitted).toHaveLength(atAbort);
-      return handle.fetchHistory();
-    });
+    const history = await withJob(
+      {},
+      job.activities(),
+      async (handle) => {
+        const pausedWaits = async () => ((await handle.fetchHistory()).events ?? []).filter(isPausedTimer).length;
+        // On a timeout, say what the workflow and the job were doing (a CI failure is read from its output alone).
+        const waitFor = (check: () => Promise<boolean>, what: string) =>
+          until(check, 60_000, what).catch(async (err: Error) => {
+            const events = ((await handle.fetchHistory().catch(() => ({ events: [] }))).events ?? []).map((e) => String(e.eventType));
+            const describe = await handle.describe().catch((e: Error) => ({ status: { name: e.message } }));
+            err.message += `; workflow ${describe.status.name}, job ${job.status} with ${job.admitted.length} admitted, last calls ${JSON.stringify(job.calls.slice(-4))}, last events ${events.slice(-12).join(',')} (${events.length} in all)`;
+            throw err;
+          });
+        await waitFor(async () => job.admitted.length >= 2, 'two admissions');
+        job.status = 'PAUSED';
+        await handle.signal(redriveJobWake);
+        await waitFor(async () => (await pausedWaits()) >= 1, 'the workflow to wait paused');
+        const atPause = job.admitted.length;
+        job.status = 'RUNNING';
+        await handle.signal(redriveJobWake);
+        await waitFor(async () => job.admitted.length >= atPause + 2, 'two admissions after resume');
+        job.status = 'PAUSED';
+        await handle.signal(redriveJobWake);
+        await waitFor(async () => (await pausedWaits()) >= 2, 'the workflow to wait paused again');
+        const atAbort = job.admitted.length;
+        job.status = 'ABORTED';
+        await handle.signal(redriveJobWake);
+        expect(await handle.result()).toEqual({ status: 'ABORTED', processed: atAbort });
+        expect(job.admitted).toHaveLength(atAbort);
+        return handle.fetchHistory();
+      },
+      server,
+    );
     // Each wake-up ended the minute-long paused wait early: its timer was cancelled, never fired.
     const events = history.events ?? [];
     const pausedTimerIds = new Set(events.filter(isPausedTimer).map((e) => e.timerStartedEventAttributes!.timerId));
