@@ -671,7 +671,7 @@ async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
 async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare'): Promise<MemoryVariant> {
   const { options } = ctx;
   const taskQueue = `bench-mem-${variant}-${randomBytes(4).toString('hex')}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
     env: {
       ...process.env,
       TEMPORAL_ADDRESS: ctx.address,
@@ -701,9 +701,20 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare'): Promise<Me
       new Dispatcher(ctx.store.db, ctx.client, ctx.registry, taskQueue, ctx.log),
       ctx.log,
     );
+    /** A full collection in the worker first: the figure is memory the runs hold, not garbage V8 has not collected yet. */
+    const collect = async () => {
+      const answered = out.split('gc\n').length;
+      child.kill('SIGUSR2');
+      const deadline = Date.now() + 30_000;
+      while (out.split('gc\n').length === answered) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`memory worker (${variant}) did not answer its collection`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
     const sample = async () => {
       const values: number[] = [];
       for (let i = 0; i < (options.memorySamples ?? Math.max(5, options.runs)); i++) {
+        await collect();
         values.push(rssMb(child.pid!));
         await new Promise((resolve) => setTimeout(resolve, 500));
       }

@@ -1,7 +1,7 @@
 /**
  * A worker in its own process, so the memory benchmark reads the RSS of a worker and
  * nothing else. Prints "ready" once polling. `BARE=1`: the bare variant (the SDK and
- * `bare-workflows.ts` only: no store, no engine activities).
+ * `bare-workflows.ts` only: no store, no engine activities). SIGUSR2: a full garbage collection.
  */
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -43,5 +43,11 @@ if (process.env.BARE === '1') {
     worker: options,
   }));
 }
+// The benchmark samples memory held, not garbage not yet collected: SIGUSR2 runs a full
+// collection (the process is started with --expose-gc) and answers "gc".
+process.on('SIGUSR2', () => {
+  globalThis.gc?.();
+  process.stdout.write('gc\n');
+});
 process.stdout.write('ready\n');
 await worker.run();
