@@ -73,6 +73,12 @@ export function renderTable(results: BenchResults): string {
     rows.push(
       `| 5b | Worker RSS MB per 1,000 executions running (→ with them) | ${m.mbPer1000Running} (→ ${m.parkedPlusRunning.median} MB) | ${m.bare ? `${m.bare.mbPer1000Running} (→ ${m.bare.parkedPlusRunning.median} MB)` : ''} | | report |`,
     );
+    if (m.boundedCache) {
+      const b = m.boundedCache;
+      rows.push(
+        `| 5c | Worker RSS MB per 1,000 parked, workflow cache bounded to ${b.maxCachedWorkflows} (\`max-cached-workflows\`) | ${b.engine.mbPer1000Parked} (${b.engine.idle.median} → ${b.engine.parkedInRetryBackoff.median} MB) | ${b.bare.mbPer1000Parked} (${b.bare.idle.median} → ${b.bare.parkedInRetryBackoff.median} MB) | ${b.parkedRatio ?? ''} | ≤ 70 |`,
+      );
+    }
   }
   if (f.dlqPublish) {
     rows.push(`| 6 | DLQ publish, provider postgres, envelopes/s (concurrency 16) | ${s(f.dlqPublish.postgres.rate)} | | | report |`);

@@ -655,22 +655,31 @@ interface MemoryVariant {
  */
 async function measureMemory(ctx: Bench): Promise<Record<string, unknown>> {
   const { options } = ctx;
-  ctx.say(`worker memory with ${options.memoryCount} executions, engine then bare`);
+  // The bound: a tenth of the runs (pipeline.orchestrator.worker.max-cached-workflows; at least 2, the SDK's least).
+  const bound = Math.max(2, Math.ceil(options.memoryCount / 10));
+  ctx.say(`worker memory with ${options.memoryCount} executions: engine and bare, each with every run cached, then with a cache of ${bound}`);
+  const ratio = (engine: MemoryVariant, bare: MemoryVariant) =>
+    bare.mbPer1000Parked > 0 ? Number((engine.mbPer1000Parked / bare.mbPer1000Parked).toFixed(2)) : null;
   const engine = await memoryVariant(ctx, 'engine');
   const bare = await memoryVariant(ctx, 'bare');
+  const boundedEngine = await memoryVariant(ctx, 'engine', bound);
+  const boundedBare = await memoryVariant(ctx, 'bare', bound);
   return {
-    unit: 'MB RSS of the worker process',
+    unit: 'MB RSS of the worker process, each sample after a full collection',
     count: options.memoryCount,
     warmUpExecutions: 2 * WARM_UP,
     ...engine,
     bare,
-    parkedRatio: bare.mbPer1000Parked > 0 ? Number((engine.mbPer1000Parked / bare.mbPer1000Parked).toFixed(2)) : null,
+    parkedRatio: ratio(engine, bare),
+    boundedCache: { maxCachedWorkflows: bound, engine: boundedEngine, bare: boundedBare, parkedRatio: ratio(boundedEngine, boundedBare) },
   };
 }
 
-async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare'): Promise<MemoryVariant> {
+/** One worker process, engine or bare, its workflow cache bounded to `maxCached` when given (else it holds every run). */
+async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare', maxCached?: number): Promise<MemoryVariant> {
   const { options } = ctx;
-  const taskQueue = `bench-mem-${variant}-${randomBytes(4).toString('hex')}`;
+  const tag = randomBytes(4).toString('hex');
+  const taskQueue = `bench-mem-${variant}-${tag}`;
   const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(new URL('./worker-process.ts', import.meta.url))], {
     env: {
       ...process.env,
@@ -679,6 +688,7 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare'): Promise<Me
       TASK_QUEUE: taskQueue,
       ACTIVITY_SLOTS: String(options.memoryCount + 50),
       BARE: variant === 'bare' ? '1' : '0',
+      ...(maxCached ? { MAX_CACHED_WORKFLOWS: String(maxCached) } : {}),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -773,32 +783,33 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare'): Promise<Me
     // deltas below are per execution, not the first execution's one-off costs spread over N.
     if (variant === 'engine') {
       await pool(WARM_UP, 8, async (i) => {
-        await memExecutions.start(TENANT, { pipeline: 'noop1', executionId: `warm-${i}` });
-        await memExecutions.start(TENANT, { pipeline: 'retry1', executionId: `warm-retry-${i}`, input: { failTimes: 1 } });
+        await memExecutions.start(TENANT, { pipeline: 'noop1', executionId: `warm-${tag}-${i}` });
+        await memExecutions.start(TENANT, { pipeline: 'retry1', executionId: `warm-${tag}-retry-${i}`, input: { failTimes: 1 } });
       });
-      await waitUntil('warm', `status = 'SUCCEEDED'`, 2 * WARM_UP);
+      await waitUntil(`warm-${tag}`, `status = 'SUCCEEDED'`, 2 * WARM_UP);
     } else {
       const warm = await startBare('bareWarmWorkflow', 'bare-warm', 2 * WARM_UP, 8);
       await Promise.all(warm.map((id) => ctx.client.workflow.getHandle(id).result()));
     }
     const idle = await sample();
-    ctx.say(`memory (${variant}): idle ${idle.median} MB (after ${2 * WARM_UP} warm-up executions); parking ${options.memoryCount}`);
+    const label = `${variant}${maxCached ? `, cache ${maxCached}` : ''}`;
+    ctx.say(`memory (${label}): idle ${idle.median} MB (after ${2 * WARM_UP} warm-up executions); parking ${options.memoryCount}`);
     if (variant === 'engine') {
       await pool(options.memoryCount, 32, async (i) => {
-        await memExecutions.start(TENANT, { pipeline: 'park', executionId: `park-${i}` });
+        await memExecutions.start(TENANT, { pipeline: 'park', executionId: `park-${tag}-${i}` });
       });
-      await waitUntil('park', 'attempt >= 2', options.memoryCount);
+      await waitUntil(`park-${tag}`, 'attempt >= 2', options.memoryCount);
     } else {
       const parked = await startBare('bareParkWorkflow', 'bare-park', options.memoryCount, 32);
       await waitEach(parked, 'parked in retry backoff', (activity) => (activity?.attempt ?? 0) >= 2);
     }
     const parked = await sample();
-    ctx.say(`memory (${variant}): parked ${parked.median} MB; starting ${options.memoryCount} running`);
+    ctx.say(`memory (${label}): parked ${parked.median} MB; starting ${options.memoryCount} running`);
     if (variant === 'engine') {
       await pool(options.memoryCount, 32, async (i) => {
-        await memExecutions.start(TENANT, { pipeline: 'sleepy', executionId: `sleepy-${i}` });
+        await memExecutions.start(TENANT, { pipeline: 'sleepy', executionId: `sleepy-${tag}-${i}` });
       });
-      await waitUntil('sleepy', `status = 'RUNNING'`, options.memoryCount);
+      await waitUntil(`sleepy-${tag}`, `status = 'RUNNING'`, options.memoryCount);
     } else {
       const running = await startBare('bareSleepyWorkflow', 'bare-sleepy', options.memoryCount, 32);
       await waitEach(running, 'running their activity', (activity) => activity?.state === STARTED);
@@ -807,7 +818,7 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare'): Promise<Me
     const per1000 = (delta: number) => Number(((delta * 1000) / options.memoryCount).toFixed(1));
     if (variant === 'engine') {
       for (const prefix of ['park', 'sleepy']) {
-        for (let i = 0; i < options.memoryCount; i++) started.push(workflowIdFor(TENANT, `${prefix}-${i}`));
+        for (let i = 0; i < options.memoryCount; i++) started.push(workflowIdFor(TENANT, `${prefix}-${tag}-${i}`));
       }
     }
     return {

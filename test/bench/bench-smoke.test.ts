@@ -54,6 +54,9 @@ describe('benchmark harness (smoke)', () => {
     // The bare variant parked and ran its runs too (its waits would have thrown otherwise).
     expect(workerMemory.bare.idle.median).toBeGreaterThan(0);
     expect(workerMemory.bare.parkedPlusRunning.median).toBeGreaterThan(0);
+    expect(workerMemory.boundedCache.maxCachedWorkflows).toBe(2);
+    expect(workerMemory.boundedCache.engine.parkedPlusRunning.median).toBeGreaterThan(0);
+    expect(workerMemory.boundedCache.bare.parkedPlusRunning.median).toBeGreaterThan(0);
     expect(dlqPublish.postgres.rate.median).toBeGreaterThan(0);
     expect(results.figures.redriveThroughput).toMatchObject({ measured: true, count: 2 });
     expect(results.figures.redriveThroughput.ratio.median).toBeGreaterThan(0);
