@@ -79,6 +79,11 @@ export function renderTable(results: BenchResults): string {
         `| 5c | Worker RSS MB per 1,000 parked, workflow cache bounded to ${b.maxCachedWorkflows} (\`max-cached-workflows\`) | ${b.engine.mbPer1000Parked} (${b.engine.idle.median} → ${b.engine.parkedInRetryBackoff.median} MB) | ${b.bare.mbPer1000Parked} (${b.bare.idle.median} → ${b.bare.parkedInRetryBackoff.median} MB) | ${b.parkedRatio ?? ''} | ≤ 70 |`,
       );
     }
+    if (m.bare) {
+      rows.push(
+        `| 5d | V8 heap MB per 1,000 parked after a full collection (every run cached; cache bounded) | ${m.heapMbPer1000Parked}; ${m.boundedCache?.engine.heapMbPer1000Parked ?? ''} | ${m.bare.heapMbPer1000Parked}; ${m.boundedCache?.bare.heapMbPer1000Parked ?? ''} | | report |`,
+      );
+    }
   }
   if (f.dlqPublish) {
     rows.push(`| 6 | DLQ publish, provider postgres, envelopes/s (concurrency 16) | ${s(f.dlqPublish.postgres.rate)} | | | report |`);

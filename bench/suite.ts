@@ -641,11 +641,13 @@ const WARM_UP = 20;
 
 /** What one worker process's RSS did: idle, with N parked in retry backoff, with N more running. */
 interface MemoryVariant {
-  idle: Spread;
-  parkedInRetryBackoff: Spread;
-  parkedPlusRunning: Spread;
+  idle: Spread & { heapUsedMb: number };
+  parkedInRetryBackoff: Spread & { heapUsedMb: number };
+  parkedPlusRunning: Spread & { heapUsedMb: number };
   mbPer1000Parked: number;
   mbPer1000Running: number;
+  /** V8 heap in use after a full collection, per 1,000 parked: the runs' JavaScript state alone */
+  heapMbPer1000Parked: number;
 }
 
 /**
@@ -712,23 +714,27 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare', maxCached?:
       ctx.log,
     );
     /** A full collection in the worker first: the figure is memory the runs hold, not garbage V8 has not collected yet. */
-    const collect = async () => {
-      const answered = out.split('gc\n').length;
+    const collect = async (): Promise<number> => {
+      const answers = () => [...out.matchAll(/^gc (\S+)$/gm)];
+      const answered = answers().length;
       child.kill('SIGUSR2');
       const deadline = Date.now() + 30_000;
-      while (out.split('gc\n').length === answered) {
+      while (answers().length === answered) {
         if (Date.now() > deadline || child.exitCode !== null) throw new Error(`memory worker (${variant}) did not answer its collection`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
+      return Number(answers().at(-1)![1]);
     };
+    /** RSS after a full collection, and V8's heap in use then (the runs' JavaScript state). */
     const sample = async () => {
       const values: number[] = [];
+      const heap: number[] = [];
       for (let i = 0; i < (options.memorySamples ?? Math.max(5, options.runs)); i++) {
-        await collect();
+        heap.push(await collect());
         values.push(rssMb(child.pid!));
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
-      return spread(values, 1);
+      return { ...spread(values, 1), heapUsedMb: spread(heap, 1).median };
     };
     /** Engine: waits until `count` executions whose id starts with `prefix` meet `condition` (SQL on the record). */
     const waitUntil = async (prefix: string, condition: string, count: number) => {
@@ -827,6 +833,7 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare', maxCached?:
       parkedPlusRunning: running,
       mbPer1000Parked: per1000(parked.median - idle.median),
       mbPer1000Running: per1000(running.median - parked.median),
+      heapMbPer1000Parked: per1000(parked.heapUsedMb - idle.heapUsedMb),
     };
   } finally {
     await pool(started.length, 32, async (i) => {

@@ -44,10 +44,11 @@ if (process.env.BARE === '1') {
   }));
 }
 // The benchmark samples memory held, not garbage not yet collected: SIGUSR2 runs a full
-// collection (the process is started with --expose-gc) and answers "gc".
+// collection (the process is started with --expose-gc) and answers "gc <V8 heap used, MB>".
 process.on('SIGUSR2', () => {
   globalThis.gc?.();
-  process.stdout.write('gc\n');
+  // What V8 holds after it (MB): the part of RSS that is the runs' JavaScript state.
+  process.stdout.write(`gc ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(2)}\n`);
 });
 process.stdout.write('ready\n');
 await worker.run();
