@@ -715,7 +715,7 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare', maxCached?:
     );
     /** A full collection in the worker first: the figure is memory the runs hold, not garbage V8 has not collected yet. */
     const collect = async (): Promise<number> => {
-      const answers = () => [...out.matchAll(/^gc (\S+)$/gm)];
+      const answers = () => [...out.matchAll(/^gc (\S+)\n/gm)];
       const answered = answers().length;
       child.kill('SIGUSR2');
       const deadline = Date.now() + 30_000;
@@ -801,6 +801,10 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare', maxCached?:
     const label = `${variant}${maxCached ? `, cache ${maxCached}` : ''}`;
     ctx.say(`memory (${label}): idle ${idle.median} MB (after ${2 * WARM_UP} warm-up executions); parking ${options.memoryCount}`);
     if (variant === 'engine') {
+      // Their runs are terminated at the end whatever happens (the bare ones are listed as they start).
+      for (const prefix of ['park', 'sleepy']) {
+        for (let i = 0; i < options.memoryCount; i++) started.push(workflowIdFor(TENANT, `${prefix}-${tag}-${i}`));
+      }
       await pool(options.memoryCount, 32, async (i) => {
         await memExecutions.start(TENANT, { pipeline: 'park', executionId: `park-${tag}-${i}` });
       });
@@ -822,11 +826,6 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare', maxCached?:
     }
     const running = await sample();
     const per1000 = (delta: number) => Number(((delta * 1000) / options.memoryCount).toFixed(1));
-    if (variant === 'engine') {
-      for (const prefix of ['park', 'sleepy']) {
-        for (let i = 0; i < options.memoryCount; i++) started.push(workflowIdFor(TENANT, `${prefix}-${tag}-${i}`));
-      }
-    }
     return {
       idle,
       parkedInRetryBackoff: parked,

@@ -21,7 +21,16 @@ installSdkLogging(log, 'ERROR');
 const slots = Number(process.env.ACTIVITY_SLOTS ?? 1100);
 // Every parked run stays cached unless MAX_CACHED_WORKFLOWS bounds the cache (the trade BENCHMARKS.md measures).
 const cached = Number(process.env.MAX_CACHED_WORKFLOWS ?? slots);
-const options = { maxConcurrentActivityTaskExecutions: slots, maxCachedWorkflows: cached, maxConcurrentWorkflowTaskExecutions: Math.min(40, cached) };
+// debugMode runs the workflows on this process's main thread instead of the SDK's workflow thread
+// (the same per-run state, the same reusable V8 context), so the collection below reaches them:
+// a worker thread has a heap of its own that the main thread's gc() never touches.
+if (typeof globalThis.gc !== 'function') throw new Error('bench/worker-process.ts must run with --expose-gc (its memory samples follow a full collection)');
+const options = {
+  maxConcurrentActivityTaskExecutions: slots,
+  maxCachedWorkflows: cached,
+  maxConcurrentWorkflowTaskExecutions: Math.min(40, cached),
+  debugMode: true,
+};
 const taskQueue = process.env.TASK_QUEUE!;
 let worker: Worker;
 if (process.env.BARE === '1') {
@@ -46,7 +55,7 @@ if (process.env.BARE === '1') {
 // The benchmark samples memory held, not garbage not yet collected: SIGUSR2 runs a full
 // collection (the process is started with --expose-gc) and answers "gc <V8 heap used, MB>".
 process.on('SIGUSR2', () => {
-  globalThis.gc?.();
+  globalThis.gc!();
   // What V8 holds after it (MB): the part of RSS that is the runs' JavaScript state.
   process.stdout.write(`gc ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(2)}\n`);
 });

@@ -131,16 +131,17 @@ export class Metrics {
   }
 
   /**
-   * `pipeline_worker_cached_workflows`: runs this process's workers hold in their workflow caches,
-   * read at scrape time (registered only in a process that runs the workers).
+   * `pipeline_worker_cached_workflows{task_queue}`: runs each of this process's workers holds in its
+   * workflow cache, read at scrape time (registered only in a process that runs the workers).
    */
-  observeWorkflowCache(read: () => number): void {
-    new Gauge({
+  observeWorkflowCache(read: () => { taskQueue: string; cached: number }[]): void {
+    new Gauge<'task_queue'>({
       name: 'pipeline_worker_cached_workflows',
-      help: "Pipeline runs this process's workers hold in their workflow caches (bounded by pipeline.orchestrator.worker.max-cached-workflows per worker)",
+      help: "Runs this process's workers hold in their workflow caches, by task queue (each bounded by pipeline.orchestrator.worker.max-cached-workflows)",
+      labelNames: ['task_queue'],
       registers: [this.registry],
       collect() {
-        this.set(read());
+        for (const { taskQueue, cached } of read()) this.set({ task_queue: taskQueue }, cached);
       },
     });
   }

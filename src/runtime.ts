@@ -377,7 +377,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     worker = created.worker;
     jobWorker = created.jobWorker;
     const workers = [worker, ...(jobWorker ? [jobWorker] : [])];
-    metrics.observeWorkflowCache(() => workers.reduce((n, w) => n + w.getStatus().numCachedWorkflows, 0));
+    metrics.observeWorkflowCache(() => workers.map((w) => ({ taskQueue: w.options.taskQueue, cached: w.getStatus().numCachedWorkflows })));
     const runs = workers.map((w) =>
       w.run().catch((err) => {
         if (!stopping) throw err;

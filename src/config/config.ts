@@ -91,9 +91,10 @@ export const ConfigSchema = z.object({
   'pipeline.orchestrator.worker.workflow-bundle': z.string().min(1).optional(),
   /**
    * Runs a worker keeps in memory between their workflow tasks (Temporal's sticky cache). A run
-   * waiting out a retry backoff or a long step stays cached: about 0.2 MB of the worker's RSS each,
-   * the SDK's own per-run state (bare Temporal's runs cost the same: BENCHMARKS.md, row 5a). Past
-   * this many, the least recently used run is evicted and replays its history when it next wakes.
+   * waiting out a retry backoff or a long step stays cached: about 0.1–0.2 MB of the worker's RSS
+   * each, the SDK's own per-run state (bare Temporal's parked runs measured as much or more:
+   * BENCHMARKS.md, rows 5a–5d). Past this many, the least recently used run is evicted and replays
+   * its history when it next wakes. Below 40 it also caps the workflow tasks a worker runs at once.
    * Unset (default): the SDK's own, from the heap size (about 600 per GiB of heap above 200 MiB;
    * about 2,300 with Node's 4 GiB default). 0 turns the cache off (every workflow task replays).
    */

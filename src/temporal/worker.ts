@@ -42,8 +42,9 @@ const SDK_WORKFLOW_TASK_SLOTS = 40;
 
 /**
  * Worker options for `pipeline.orchestrator.worker.max-cached-workflows`: absent leaves the SDK's
- * heap-derived default. A cache smaller than the SDK's workflow task slots also lowers those slots
- * (a task needs its run cached while it runs), which the SDK would otherwise do with a warning.
+ * heap-derived default. A cache smaller than the SDK's 40 workflow task slots also lowers those
+ * slots to the cache's size (a task needs its run cached while it runs); the SDK (1.24) does not do
+ * it by itself when the slots are left at their default.
  */
 export function workflowCacheOptions(maxCached: number | undefined): Partial<WorkerOptions> {
   if (maxCached === undefined) return {};

@@ -152,7 +152,12 @@ async function withJob<T>(
     workflowId: `redrive-job/t/${server.prefix}job-${n}`,
     taskQueue,
   });
-  return worker.runUntil(body(handle));
+  try {
+    return await worker.runUntil(body(handle));
+  } finally {
+    // The dev server outlives this file: a run a failed test left open must not linger there.
+    if (server.prefix) await handle.terminate('test over').catch(() => undefined);
+  }
 }
 
 /**
