@@ -185,12 +185,19 @@ async function connectNamingSettings<C extends { close(): Promise<void> }>(conne
  * connection was closed meanwhile: a retry that fires after close throws "Channel has been
  * shut down" from the timer, an uncaught exception that ends the process (seen when the
  * service stops while Temporal does not answer). So once the client starts closing, no retry
- * is scheduled, and its close waits for the last one already scheduled to fire (at most the
+ * is scheduled, and its close waits until every retry already scheduled has fired (at most the
  * SDK's 5 s retry interval, plus jitter).
+ *
+ * "Has fired" is known from a timer, not from the wall clock: the SDK calls `setTimeout(retry,
+ * delay)` right after `delayFunction` returns, so a timer of `delay + 1` set inside it, in the same
+ * turn, counts from the same loop time and expires strictly after the retry's (Node runs timers in
+ * order of expiry). A wait computed from `Date.now()` could end first under load, when the loop's
+ * cached time lags the clock (seen in CI: the retry then fired after close).
  */
 class RetryGate {
   private closing = false;
-  private lastRetryAt = 0;
+  private scheduled = 0;
+  private drained?: () => void;
   private readonly defaults = defaultGrpcRetryOptions();
 
   interceptor() {
@@ -198,7 +205,10 @@ class RetryGate {
       retryableDecider: (attempt, status) => !this.closing && this.defaults.retryableDecider(attempt, status),
       delayFunction: (attempt, status) => {
         const delay = this.defaults.delayFunction(attempt, status);
-        this.lastRetryAt = Math.max(this.lastRetryAt, Date.now() + delay);
+        this.scheduled++;
+        setTimeout(() => {
+          if (--this.scheduled === 0) this.drained?.();
+        }, delay + 1);
         return delay;
       },
     });
@@ -206,8 +216,7 @@ class RetryGate {
 
   async drain(): Promise<void> {
     this.closing = true;
-    const wait = this.lastRetryAt - Date.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 50));
+    if (this.scheduled > 0) await new Promise<void>((resolve) => (this.drained = resolve));
   }
 }
 
