@@ -258,20 +258,21 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
             err.message += `; workflow ${describe.status.name}, job ${job.status} with ${job.admitted.length} admitted, last calls ${JSON.stringify(job.calls.slice(-4))}, last events ${events.slice(-12).join(',')} (${events.length} in all)`;
             throw err;
           });
+        // The operator's move: the store says `status`, then the workflow is woken.
+        const operator = async (status: typeof job.status) => {
+          job.status = status;
+          await handle.signal(redriveJobWake);
+        };
         await waitFor(async () => job.admitted.length >= 2, 'two admissions');
-        job.status = 'PAUSED';
-        await handle.signal(redriveJobWake);
+        await operator('PAUSED');
         await waitFor(async () => (await pausedWaits()) >= 1, 'the workflow to wait paused');
         const atPause = job.admitted.length;
-        job.status = 'RUNNING';
-        await handle.signal(redriveJobWake);
+        await operator('RUNNING');
         await waitFor(async () => job.admitted.length >= atPause + 2, 'two admissions after resume');
-        job.status = 'PAUSED';
-        await handle.signal(redriveJobWake);
+        await operator('PAUSED');
         await waitFor(async () => (await pausedWaits()) >= 2, 'the workflow to wait paused again');
         const atAbort = job.admitted.length;
-        job.status = 'ABORTED';
-        await handle.signal(redriveJobWake);
+        await operator('ABORTED');
         expect(await handle.result()).toEqual({ status: 'ABORTED', processed: atAbort });
         expect(job.admitted).toHaveLength(atAbort);
         return handle.fetchHistory();
