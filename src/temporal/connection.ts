@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import type { Interceptor } from '@grpc/grpc-js';
 import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
 import type { ConfigDataSource } from '@temporalio/envconfig';
@@ -188,11 +189,14 @@ async function connectNamingSettings<C extends { close(): Promise<void> }>(conne
  * is scheduled, and its close waits until every retry already scheduled has fired (at most the
  * SDK's 5 s retry interval, plus jitter).
  *
- * "Has fired" is known from a timer, not from the wall clock: the SDK calls `setTimeout(retry,
- * delay)` right after `delayFunction` returns, so a timer of `delay + 1` set inside it, in the same
- * turn, counts from the same loop time and expires strictly after the retry's (Node runs timers in
- * order of expiry). A wait computed from `Date.now()` could end first under load, when the loop's
- * cached time lags the clock (seen in CI: the retry then fired after close).
+ * "Has fired" is counted where it happens, not guessed from time: `delayFunction` is called
+ * exactly once for each retry the SDK puts on a timer, and that retry, when it fires, opens its
+ * call through the `nextCall` this gate hands the SDK (every call after a call's first is a
+ * retry). The count drops as the retry's call is opened, so close runs only after the last one
+ * has its call: the channel's close then cancels that call, which settles because no retry is
+ * scheduled once closing. Two earlier versions waited on a clock (a `Date.now()` deadline, then
+ * a timer 1 ms longer than the retry's) and lost to the retry under load in CI: Node reads the
+ * clock again for each timer it creates, so a timer created later can expire first.
  */
 class RetryGate {
   private closing = false;
@@ -200,18 +204,28 @@ class RetryGate {
   private drained?: () => void;
   private readonly defaults = defaultGrpcRetryOptions();
 
-  interceptor() {
-    return makeGrpcRetryInterceptor({
+  interceptor(): Interceptor {
+    const retrying = makeGrpcRetryInterceptor({
       retryableDecider: (attempt, status) => !this.closing && this.defaults.retryableDecider(attempt, status),
       delayFunction: (attempt, status) => {
-        const delay = this.defaults.delayFunction(attempt, status);
         this.scheduled++;
-        setTimeout(() => {
-          if (--this.scheduled === 0) this.drained?.();
-        }, delay + 1);
-        return delay;
+        return this.defaults.delayFunction(attempt, status);
       },
     });
+    return (options, nextCall) => {
+      let opened = false;
+      return retrying(options, (callOptions) => {
+        if (!opened) {
+          opened = true;
+          return nextCall(callOptions);
+        }
+        try {
+          return nextCall(callOptions);
+        } finally {
+          if (--this.scheduled === 0) this.drained?.();
+        }
+      });
+    };
   }
 
   async drain(): Promise<void> {
