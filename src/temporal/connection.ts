@@ -202,6 +202,7 @@ class RetryGate {
   private closing = false;
   private scheduled = 0;
   private drained?: () => void;
+  private draining?: Promise<void>;
   private readonly defaults = defaultGrpcRetryOptions();
 
   interceptor(): Interceptor {
@@ -228,9 +229,12 @@ class RetryGate {
     };
   }
 
-  async drain(): Promise<void> {
+  /** Resolves once no retry is scheduled; every caller (a second close too) waits for the same moment. */
+  drain(): Promise<void> {
     this.closing = true;
-    if (this.scheduled > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    if (this.scheduled === 0) return Promise.resolve();
+    this.draining ??= new Promise<void>((resolve) => (this.drained = resolve));
+    return this.draining;
   }
 }
 

@@ -2,6 +2,12 @@
  * Temporal's time-skipping test server for workflow unit tests: the binary from
  * TEMPORAL_TEST_SERVER_PATH or .tools/temporal-test-server (scripts/install-temporal-test-server.sh),
  * else the SDK's own download (which needs the internet).
+ *
+ * A hazard of this server (temporalio/sdk-java#3088, #2606; it hung CI on 2026-11-28): when a
+ * signal wakes a run whose short timer fires while the worker handles that task, the worker's
+ * `CancelTimer` is refused and the task is never timed out or sent again, so the run hangs. A
+ * test that signals or cancels a run while one of its timers may fire runs on the dev server
+ * instead (as `redrive-job-workflow.test.ts`'s pause test does with `withDevServer`).
  */
 import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';

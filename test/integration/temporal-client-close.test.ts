@@ -28,7 +28,8 @@ async function closeDuringRetry(host: string, port: number, closeAfterMs: number
   );
   // Let attempts fail and their retries go onto timers, then close.
   await new Promise((resolve) => setTimeout(resolve, closeAfterMs));
-  await connection.close();
+  // Two closes at once (a shutdown path may close twice): both must end.
+  await Promise.all([connection.close(), connection.close()]);
   return Promise.race([call, new Promise((resolve) => setTimeout(() => resolve('still pending 10 s after close'), 10_000))]);
 }
 
