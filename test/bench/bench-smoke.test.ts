@@ -14,11 +14,12 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, inject, it } from 'vitest';
 import { renderTable } from '../../bench/report';
 import { runBenchmarks } from '../../bench/suite';
+import { scaled } from '../helpers/time-scale';
 
 const bounds = JSON.parse(readFileSync(new URL('../../bench/bounds.json', import.meta.url), 'utf8'));
 
 describe('benchmark harness (smoke)', () => {
-  it('measures every figure at the smallest sizes', async () => {
+  it('measures every figure at the smallest sizes', { timeout: scaled(600_000) }, async () => {
     const results = await runBenchmarks({
       n: 2,
       runs: 1,
@@ -67,5 +68,5 @@ describe('benchmark harness (smoke)', () => {
     expect(admission.temporalCalls).toEqual({ StartWorkflowExecution: bounds.redriveAdmission.temporalCalls });
     expect(admission.bareTemporalCalls).toEqual({ StartWorkflowExecution: 1 });
     expect(renderTable(results)).toContain('| 1 | Executions/s');
-  }, 600_000);
+  });
 });

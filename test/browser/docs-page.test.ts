@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 import { chromiumMissing, launchChromium, screenshotPath } from '../helpers/browser';
+import { scaled } from '../helpers/time-scale';
 
 const VERSION = JSON.parse(readFileSync('package.json', 'utf8')).version;
 let engine: TestEngine;
@@ -37,8 +38,8 @@ describe.skipIf(chromiumMissing)(`the API reference in a browser${chromiumMissin
         void dialog.dismiss();
       });
       await page.goto(`${base}/pipeline/docs`);
-      await page.waitForSelector('body[data-reference="ready"]', { timeout: 60_000 });
-      await page.waitForSelector('.opblock-tag-section', { timeout: 60_000 });
+      await page.waitForSelector('body[data-reference="ready"]', { timeout: scaled(60_000) });
+      await page.waitForSelector('.opblock-tag-section', { timeout: scaled(60_000) });
       expect(dialogs).toBe(0);
       expect((await page.locator('.info .version').first().textContent())?.trim()).toBe(VERSION);
       const tags = await page.locator('.opblock-tag').evaluateAll((els) => els.map((el) => el.getAttribute('data-tag')));
@@ -63,7 +64,7 @@ describe.skipIf(chromiumMissing)(`the API reference in a browser${chromiumMissin
       await block.locator('input[placeholder="executionId"]').fill('docs-1');
       await block.locator('button.execute').click();
       const status = block.locator('.live-responses-table tr.response .response-col_status').first();
-      await status.waitFor({ timeout: 30_000 });
+      await status.waitFor({ timeout: scaled(30_000) });
       expect((await status.textContent())?.trim()).toBe('200');
       expect(await block.locator('.live-responses-table .microlight').first().textContent()).toContain('"SUCCEEDED"');
       await page.screenshot({ path: screenshotPath('api-reference.png'), fullPage: false });

@@ -6,11 +6,12 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync, utimesSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { scaled } from '../helpers/time-scale';
 
 beforeAll(() => {
   const build = spawnSync(process.execPath, ['scripts/build.mjs'], { encoding: 'utf8' });
   expect(build.status, build.stderr).toBe(0);
-}, 120_000);
+}, scaled(120_000));
 
 describe('the production build', () => {
   it('answers pipeline-admin --help from dist/cli.js, with no TypeScript loader', () => {

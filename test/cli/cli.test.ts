@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePort } from '../../src/port-allocator';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
+import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
 let url: string;
@@ -119,7 +120,7 @@ beforeAll(async () => {
 });
 afterAll(async () => engine?.stop());
 
-describe('pipeline-admin', () => {
+describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
   it('redrive: answering no at the prompt changes nothing and exits 130', async () => {
     const before = await record('one');
     const run = await cli(['redrive', 'one', '--reason', 'ledger back', '--allow-failed'], { input: 'n\n' });
@@ -448,4 +449,4 @@ describe('pipeline-admin', () => {
     const down = await cli(['dlq', 'list'], { env: { PIPELINE_URL: `http://127.0.0.1:${nobody.port}/pipeline` } }).finally(() => nobody.release());
     expect([down.code, down.stderr]).toEqual([5, expect.stringContaining('connection refused')]);
   });
-}, 300_000);
+});

@@ -14,6 +14,7 @@ import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
 import { startWorkerProcess } from '../helpers/worker-process';
 import { ordersV1, ordersV2 } from '../fixtures/versioned-pipelines';
+import { scaled } from '../helpers/time-scale';
 
 // The API side plans runs from the shapes; the worker processes run the operators.
 const shape = () => () => null;
@@ -60,7 +61,7 @@ afterAll(async () => {
 });
 
 describe('a deploy that inserts a step', () => {
-  it('never makes a run or a re-drive execute the wrong step', { timeout: 400_000 }, async () => {
+  it('never makes a run or a re-drive execute the wrong step', { timeout: scaled(400_000) }, async () => {
     // Version 1 is deployed; settle is flaky in this worker process.
     const oldWorker = await startWorker({ VERSIONS: '1', FAIL_RETRYABLE: 'settle' });
     await engine.start('acme', { pipeline: 'orders', executionId: 'parked' });

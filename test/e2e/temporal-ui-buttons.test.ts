@@ -17,6 +17,7 @@ import { jobWorkflowId } from '../../src/service/redrive-jobs';
 import { resolveTemporalCli } from '../../src/temporal/cli';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
+import { scaled } from '../helpers/time-scale';
 
 const run = promisify(execFile);
 let engine: TestEngine;
@@ -48,7 +49,7 @@ const pipelines = [
 async function temporal(...args: string[]) {
   const cli = resolveTemporalCli();
   if (cli.type !== 'existing-path') throw new Error('the temporal CLI is not installed (bash scripts/install-temporal.sh)');
-  return run(cli.path, [...args, '--address', inject('temporalAddress'), '--namespace', 'default'], { timeout: 60_000 });
+  return run(cli.path, [...args, '--address', inject('temporalAddress'), '--namespace', 'default'], { timeout: scaled(60_000) });
 }
 const history = async (id: string) => (await engine.request('GET', `/admin/tenants/acme/executions/${id}/history`)).json() as Promise<any>;
 const record = async (id: string) => (await engine.service.store.get('acme', id))!;

@@ -2,6 +2,12 @@
  * An engine per test file: a fresh database, the shared dev server, a unique task
  * queue, and the real service composition (worker, dispatcher, API) with HTTP served
  * in-process through `app.request`. Logs are captured as parsed JSON lines.
+ *
+ * The dev server and its namespace are shared by every file of a run, and a run's workflow id
+ * is `pipeline/<tenant>/<executionId>`: two files that start the same (tenant, executionId) meet
+ * on one workflow id (a start may adopt the other file's open run, and a list by workflow id
+ * sees both). So each file uses a tenant or execution ids of its own, and a list of runs filters
+ * by `TaskQueue = engine.taskQueue`.
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -44,11 +50,15 @@ export interface TestEngine {
   stop(): Promise<void>;
 }
 
-/** Fast retries for tests: the formula is the same, the base is small. */
+/**
+ * Fast retries for tests: the formula is the same, the base is small. The heartbeat timeout
+ * stretches with the machine's load: the step heartbeats every third of it, and a heartbeat
+ * late past it (a busy event loop) would time the attempt out and deliver the step again.
+ */
 export const FAST_RETRY: ConfigInput = {
   'pipeline.defaults.retry-wait-ms': 50,
   'pipeline.defaults.max-backoff': 200,
-  'pipeline.orchestrator.worker.heartbeat-timeout': '5s',
+  'pipeline.orchestrator.worker.heartbeat-timeout': scaled(5000),
 };
 
 export async function startTestEngine(

@@ -96,15 +96,15 @@ async function call(
 }
 
 const P = '/pipeline';
-const T = { tenantId: 'acme' };
+const T = { tenantId: 'apiresp' };
 
 beforeAll(async () => {
   const keys = JSON.stringify([{ id: 'k1', key: randomBytes(32).toString('base64') }]);
   engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0, 'pipeline.codec.keys': keys }, { http: true });
   base = `http://127.0.0.1:${engine.service.ports.http!}`;
   document = await (await fetch(`${base}${P}/openapi.json`)).json();
-  await Promise.all(FAILED_IDS.map((executionId) => engine.start('acme', { pipeline: 'pay', executionId, input: { amount: 1 } })));
-  await Promise.all(FAILED_IDS.map((executionId) => engine.waitFor('acme', executionId, ['FAILED'], scaled(120_000))));
+  await Promise.all(FAILED_IDS.map((executionId) => engine.start('apiresp', { pipeline: 'pay', executionId, input: { amount: 1 } })));
+  await Promise.all(FAILED_IDS.map((executionId) => engine.waitFor('apiresp', executionId, ['FAILED'], scaled(120_000))));
 });
 afterAll(async () => {
   await engine?.stop();
@@ -130,7 +130,7 @@ describe('one valid request per route, each answer validated against the documen
       body: { pipeline: 'ok', executionId: 'ok-1', input: { n: 1 } },
     });
     expect(started.dispatch).toMatch(/^(started|pending)$/);
-    await engine.waitFor('acme', 'ok-1', ['SUCCEEDED'], scaled(120_000));
+    await engine.waitFor('apiresp', 'ok-1', ['SUCCEEDED'], scaled(120_000));
     const result = await call('GET', `${P}/api/tenants/{tenantId}/executions/{executionId}/result`, 200, {
       params: { ...T, executionId: 'ok-1' },
       query: 'wait=30s',

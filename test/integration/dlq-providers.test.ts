@@ -14,6 +14,7 @@ import type { DlqEnvelope } from '../../src/store/dlq-store';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startMoto, type Moto } from '../helpers/moto';
 import { until } from '../helpers/until';
+import { scaled } from '../helpers/time-scale';
 
 const failing = definePipeline({
   name: 'fails',
@@ -47,7 +48,7 @@ describe('sqs provider (moto)', () => {
     );
     sqs.destroy();
     engine = await startTestEngine([failing], { 'pipeline.orchestrator.dlq-provider': 'sqs', 'pipeline.orchestrator.dlq-url': QueueUrl! });
-  }, 60_000);
+  }, scaled(60_000));
   afterAll(async () => {
     await engine?.stop();
     await moto?.stop();
@@ -89,7 +90,7 @@ describe('rabbitmq provider', () => {
     await connection.close();
   });
 
-  it('retries a publish whose connection dropped, losing and duplicating nothing', async () => {
+  it('retries a publish whose connection dropped, losing and duplicating nothing', { timeout: scaled(60_000) }, async () => {
     const relay = engine.service.relay!;
     let dropped = 0;
     relay.beforePublish = async () => {
@@ -106,5 +107,5 @@ describe('rabbitmq provider', () => {
     expect(await relay.provider.backlog()).toBe(2);
     expect(await relay.publishPending()).toBe(0);
     expect(await relay.provider.backlog()).toBe(2);
-  }, 60_000);
+  });
 });

@@ -16,6 +16,7 @@ import { EffectStore } from '../../src/store/effect-store';
 import { FailureTypes, type TerminalDetails } from '../../src/workflows/types';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { deleteRecordBehindTheEngine } from '../helpers/unreachable-states';
+import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
 const invocations: Record<string, number> = {};
@@ -90,7 +91,7 @@ function expectTerminal(failure: unknown, errorCode: string): TerminalDetails {
 
 beforeAll(async () => {
   engine = await startTestEngine(pipelines);
-}, 120_000);
+}, scaled(120_000));
 afterAll(async () => {
   await engine?.stop();
 });

@@ -33,15 +33,15 @@ async function failAll(ways: ['refused' | 'timeout', number][]) {
     for (let n = 1; n <= count; n++) {
       const executionId = `${way}-${n}`;
       ids.push(executionId);
-      await engine.start('acme', { pipeline: 'book', executionId, input: { way, n } });
+      await engine.start('groups', { pipeline: 'book', executionId, input: { way, n } });
     }
   }
-  for (const id of ids) await engine.waitFor('acme', id, ['FAILED']);
+  for (const id of ids) await engine.waitFor('groups', id, ['FAILED']);
   return ids;
 }
 
 const groups = async (query = '') => {
-  const res = await engine.request('GET', `/admin/tenants/acme/dlq/groups${query}`);
+  const res = await engine.request('GET', `/admin/tenants/groups/dlq/groups${query}`);
   expect(res.status).toBe(200);
   return (await res.json()).items as any[];
 };
@@ -75,31 +75,31 @@ describe('DLQ failure groups', () => {
   });
 
   it('answers 400 for a bad query and 401 without a token', async () => {
-    const bad = await engine.request('GET', '/admin/tenants/acme/dlq/groups?terminalReason=nope');
+    const bad = await engine.request('GET', '/admin/tenants/groups/dlq/groups?terminalReason=nope');
     expect([bad.status, (await bad.json()).code]).toEqual([400, 'VALIDATION_FAILED']);
-    const anon = await engine.request('GET', '/admin/tenants/acme/dlq/groups', { token: null });
+    const anon = await engine.request('GET', '/admin/tenants/groups/dlq/groups', { token: null });
     expect(anon.status).toBe(401);
   });
 
   it('drops a re-driven execution from its group, and keeps its envelope in the DLQ', async () => {
     const before = await groups();
-    const record = await engine.service.store.get('acme', 'timeout-1');
+    const record = await engine.service.store.get('groups', 'timeout-1');
     healthy.add('timeout-1');
-    const res = await engine.request('POST', '/admin/tenants/acme/executions/timeout-1/redrive', {
+    const res = await engine.request('POST', '/admin/tenants/groups/executions/timeout-1/redrive', {
       body: { expectedVersion: record!.version, reason: 'ledger restored', allowFailed: true },
     });
     expect(res.status).toBe(202);
-    await engine.waitFor('acme', 'timeout-1', ['SUCCEEDED']);
+    await engine.waitFor('groups', 'timeout-1', ['SUCCEEDED']);
     const after = await groups();
     expect(after.find((g) => g.groupId === before[1].groupId).count).toBe(3);
-    const dlq = await engine.service.db.query(`SELECT 1 FROM execution_dlq WHERE tenant_id = 'acme'`);
+    const dlq = await engine.service.db.query(`SELECT 1 FROM execution_dlq WHERE tenant_id = 'groups'`);
     expect(dlq.rowCount).toBe(11);
   });
 });
 
 describe("an execution's story", () => {
   it('names every run, every committed attempt with its outcome, and the re-drive with who and why', async () => {
-    const res = await engine.request('GET', '/admin/tenants/acme/executions/timeout-1/history');
+    const res = await engine.request('GET', '/admin/tenants/groups/executions/timeout-1/history');
     expect(res.status).toBe(200);
     const story = await res.json();
     expect(ExecutionStory.safeParse(story).error).toBeUndefined(); // the documented shape
@@ -138,7 +138,7 @@ describe("an execution's story", () => {
   });
 
   it('answers 404 for an unknown execution', async () => {
-    const res = await engine.request('GET', '/admin/tenants/acme/executions/nobody/history');
+    const res = await engine.request('GET', '/admin/tenants/groups/executions/nobody/history');
     expect([res.status, (await res.json()).code]).toEqual([404, 'EXECUTION_NOT_FOUND']);
   });
 });

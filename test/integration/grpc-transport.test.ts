@@ -10,6 +10,7 @@ import { grpcClient } from '../../src/transports/grpc';
 import { createGrpcTransitionWorker, ensureDedupeSchema, type GrpcTransitionWorker } from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
 let workerDb: TestDatabase;
@@ -67,7 +68,7 @@ describe('gRPC transport', () => {
     expect(retries.map((l) => l.errorCode)).toEqual(['GRPC_UNAVAILABLE', 'GRPC_UNAVAILABLE']);
   });
 
-  it('parks DEADLINE_EXCEEDED as REMOTE_OUTCOME_UNKNOWN, with one warning, one outcome-unknown event and no retry', async () => {
+  it('parks DEADLINE_EXCEEDED as REMOTE_OUTCOME_UNKNOWN, with one warning, one outcome-unknown event and no retry', { timeout: scaled(30_000) }, async () => {
     await engine.start('acme', { pipeline: 'grpc', executionId: 'grpc-hang', input: { mode: 'hang', secret: SENTINEL } });
     const record = await engine.waitFor('acme', 'grpc-hang', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 20_000);
     expect(record.status).toBe('REMOTE_OUTCOME_UNKNOWN');
@@ -94,7 +95,7 @@ describe('gRPC transport', () => {
     expect(res.status).toBe(202);
     expect((await engine.waitFor('acme', 'grpc-hang', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 20_000)).status).toBe('SUCCEEDED');
     expect(handled['grpc-hang:0:2']).toBe(1);
-  }, 30_000);
+  });
 
   it('the gRPC kit runs the handler once for concurrent deliveries of one identity', async () => {
     const client = grpcClient(address);

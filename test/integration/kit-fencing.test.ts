@@ -34,6 +34,7 @@ import { createRestTransitionWorker, ensureDedupeSchema, LeaseLostError } from '
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster';
 import { startFixture } from '../helpers/fixture-process';
 import { until } from '../helpers/until';
+import { scaled } from '../helpers/time-scale';
 
 let cluster: PgCluster;
 let kitDb: Db;
@@ -81,7 +82,7 @@ beforeAll(async () => {
   kitUrl = `http://127.0.0.1:${boundPort(kit)}/transition`;
   runAgainKit = await serveHttp({ port: 0, hostname: '127.0.0.1', fetch: makeApp('run-again').fetch, key: 'test.kit-run-again-port' });
   runAgainUrl = `http://127.0.0.1:${boundPort(runAgainKit)}/transition`;
-}, 60_000);
+}, scaled(60_000));
 
 afterAll(async () => {
   for (const list of runs.values()) for (const run of list) run.release();
@@ -119,37 +120,45 @@ const leaseRanOut = (key: string) =>
   );
 
 describe('worker kit fencing', () => {
-  it('by default a database outage longer than the lease neither aborts the handler nor lets another delivery run it; its outcome is stored when the database is back', async () => {
-    const key = 'acme/park-1:0:1';
-    const first = deliver(kitUrl, key);
-    await until(() => runs.get(key)?.length === 1, 30_000, 'the first handler to run');
-    const [a] = runs.get(key)!;
+  it(
+    'by default a database outage longer than the lease neither aborts the handler nor lets another delivery run it; its outcome is stored when the database is back',
+    { timeout: scaled(180_000) },
+    async () => {
+      const key = 'acme/park-1:0:1';
+      const first = deliver(kitUrl, key);
+      await until(() => runs.get(key)?.length === 1, 30_000, 'the first handler to run');
+      const [a] = runs.get(key)!;
 
-    await cluster.crash();
-    await until(() => logs.some((l) => l.event === 'worker_kit_lease_expired' && l.idempotencyKey === key), 60_000, 'the kit to notice that the lease ran out');
-    expect(a.signal.aborted).toBe(false);
-    await cluster.start();
+      await cluster.crash();
+      await until(
+        () => logs.some((l) => l.event === 'worker_kit_lease_expired' && l.idempotencyKey === key),
+        60_000,
+        'the kit to notice that the lease ran out',
+      );
+      expect(a.signal.aborted).toBe(false);
+      await cluster.start();
 
-    // A redelivery while the first handler still runs: answered "in progress", the handler is not run again.
-    const second = await deliver(kitUrl, key);
-    expect(second.status).toBe(425);
-    expect(second.headers.get(IN_PROGRESS_HEADER)).toBe('true');
-    expect(runs.get(key)).toHaveLength(1);
+      // A redelivery while the first handler still runs: answered "in progress", the handler is not run again.
+      const second = await deliver(kitUrl, key);
+      expect(second.status).toBe(425);
+      expect(second.headers.get(IN_PROGRESS_HEADER)).toBe('true');
+      expect(runs.get(key)).toHaveLength(1);
 
-    a.release();
-    const answered = await first;
-    expect(answered.status).toBe(200);
-    expect(await answered.json()).toEqual({ run: 1 });
-    const replay = await deliver(kitUrl, key);
-    expect(replay.headers.get('idempotent-replayed')).toBe('true');
-    expect(await replay.json()).toEqual({ run: 1 });
-    expect(runs.get(key)).toHaveLength(1);
-    expect(a.signal.aborted).toBe(false);
-    expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_lost')).toEqual([]);
-    expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_expired')).toMatchObject([{ fence: 1, level: 'warn' }]);
-  }, 180_000);
+      a.release();
+      const answered = await first;
+      expect(answered.status).toBe(200);
+      expect(await answered.json()).toEqual({ run: 1 });
+      const replay = await deliver(kitUrl, key);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(await replay.json()).toEqual({ run: 1 });
+      expect(runs.get(key)).toHaveLength(1);
+      expect(a.signal.aborted).toBe(false);
+      expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_lost')).toEqual([]);
+      expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_expired')).toMatchObject([{ fence: 1, level: 'warn' }]);
+    },
+  );
 
-  it("with abandonedClaims 'run-again', a database outage longer than the lease aborts the handler's signal, and its late outcome changes nothing", async () => {
+  it("with abandonedClaims 'run-again', { timeout: scaled(180_000) }, a database outage longer than the lease aborts the handler's signal, and its late outcome changes nothing", async () => {
     const key = 'acme/fence-1:0:1';
     const kitUrl = runAgainUrl;
     const first = deliver(kitUrl, key);
@@ -196,9 +205,9 @@ describe('worker kit fencing', () => {
     expect(runs.get(key)).toHaveLength(2);
     expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_outcome_fenced')).toHaveLength(1);
     expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_lost')).toHaveLength(1);
-  }, 180_000);
+  });
 
-  it('a kit process killed while its outcome cannot be stored leaves the claim RAN: the next process answers "in progress", never runs again', async () => {
+  it('a kit process killed while its outcome cannot be stored leaves the claim RAN: the next process answers "in progress", { timeout: scaled(180_000) }, never runs again', async () => {
     const key = 'acme/ran-1:0:1';
     const handlerRuns = async () =>
       Number((await kitDb.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_handler_runs WHERE idempotency_key = $1', [key])).rows[0].n);
@@ -221,54 +230,58 @@ describe('worker kit fencing', () => {
     const lookup = await fetch(`${two.url}/${encodeURIComponent(key)}`);
     expect(await lookup.json()).toMatchObject({ recorded: true, state: 'RAN' });
     two.child.kill('SIGKILL');
-  }, 180_000);
+  });
 
-  it('a kit process killed after its handler returned while its Postgres was down (not even RAN written) never runs the handler again: the claim is abandoned', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kit-abandoned-'));
-    const runsFile = join(dir, 'runs');
-    const goFile = join(dir, 'go');
-    const key = 'acme/abandoned-1:0:1';
-    const handlerRuns = () =>
-      existsSync(runsFile)
-        ? readFileSync(runsFile, 'utf8')
-            .split('\n')
-            .filter((line) => line.startsWith(`${key} `)).length
-        : 0;
+  it(
+    'a kit process killed after its handler returned while its Postgres was down (not even RAN written) never runs the handler again: the claim is abandoned',
+    { timeout: scaled(180_000) },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'kit-abandoned-'));
+      const runsFile = join(dir, 'runs');
+      const goFile = join(dir, 'go');
+      const key = 'acme/abandoned-1:0:1';
+      const handlerRuns = () =>
+        existsSync(runsFile)
+          ? readFileSync(runsFile, 'utf8')
+              .split('\n')
+              .filter((line) => line.startsWith(`${key} `)).length
+          : 0;
 
-    const one = await startKitProcess({ KIT_RUNS_FILE: runsFile, KIT_GO_FILE: goFile });
-    const first = deliver(one.url, key, { answer: 'made its effect' });
-    await until(() => handlerRuns() === 1, 30_000, 'the handler to start');
-    await cluster.crash();
-    // The handler returns now: RAN and its outcome cannot be written, so the kit answers "in progress".
-    writeFileSync(goFile, '');
-    const answered = await first;
-    expect(answered.status).toBe(425);
-    expect(answered.headers.get(IN_PROGRESS_HEADER)).toBe('true');
-    one.child.kill('SIGKILL');
-    await once(one.child, 'exit');
+      const one = await startKitProcess({ KIT_RUNS_FILE: runsFile, KIT_GO_FILE: goFile });
+      const first = deliver(one.url, key, { answer: 'made its effect' });
+      await until(() => handlerRuns() === 1, 30_000, 'the handler to start');
+      await cluster.crash();
+      // The handler returns now: RAN and its outcome cannot be written, so the kit answers "in progress".
+      writeFileSync(goFile, '');
+      const answered = await first;
+      expect(answered.status).toBe(425);
+      expect(answered.headers.get(IN_PROGRESS_HEADER)).toBe('true');
+      one.child.kill('SIGKILL');
+      await once(one.child, 'exit');
 
-    await cluster.start();
-    expect((await kitDb.query('SELECT state, fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([
-      { state: 'IN_PROGRESS', fence: 1 },
-    ]);
-    await leaseRanOut(key);
-    const two = await startKitProcess({ KIT_RUNS_FILE: runsFile });
-    for (let delivery = 0; delivery < 3; delivery++) {
-      const again = await deliver(two.url, key, { answer: 'made its effect' });
-      expect(again.status).toBe(425);
-      expect(again.headers.get(IN_PROGRESS_HEADER)).toBe('true');
-    }
-    expect(handlerRuns()).toBe(1);
-    // The kit logs from its own process: its last line can reach this test's pipe after the answer did.
-    const abandoned = () => two.logLines().filter((l) => l.event === 'worker_kit_claim_abandoned');
-    await until(() => abandoned().length >= 3, 30_000, 'three worker_kit_claim_abandoned lines');
-    expect(abandoned()).toMatchObject([{ idempotencyKey: key, level: 'warn' }, { idempotencyKey: key }, { idempotencyKey: key }]);
-    // The claim was not taken over (the fence did not move), and operators see it as abandoned: recorded, outcome unknown.
-    expect((await kitDb.query('SELECT state, fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([
-      { state: 'IN_PROGRESS', fence: 1 },
-    ]);
-    const lookup = await fetch(`${two.url}/${encodeURIComponent(key)}`);
-    expect(await lookup.json()).toMatchObject({ recorded: true, state: 'ABANDONED' });
-    two.child.kill('SIGKILL');
-  }, 180_000);
+      await cluster.start();
+      expect((await kitDb.query('SELECT state, fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([
+        { state: 'IN_PROGRESS', fence: 1 },
+      ]);
+      await leaseRanOut(key);
+      const two = await startKitProcess({ KIT_RUNS_FILE: runsFile });
+      for (let delivery = 0; delivery < 3; delivery++) {
+        const again = await deliver(two.url, key, { answer: 'made its effect' });
+        expect(again.status).toBe(425);
+        expect(again.headers.get(IN_PROGRESS_HEADER)).toBe('true');
+      }
+      expect(handlerRuns()).toBe(1);
+      // The kit logs from its own process: its last line can reach this test's pipe after the answer did.
+      const abandoned = () => two.logLines().filter((l) => l.event === 'worker_kit_claim_abandoned');
+      await until(() => abandoned().length >= 3, 30_000, 'three worker_kit_claim_abandoned lines');
+      expect(abandoned()).toMatchObject([{ idempotencyKey: key, level: 'warn' }, { idempotencyKey: key }, { idempotencyKey: key }]);
+      // The claim was not taken over (the fence did not move), and operators see it as abandoned: recorded, outcome unknown.
+      expect((await kitDb.query('SELECT state, fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([
+        { state: 'IN_PROGRESS', fence: 1 },
+      ]);
+      const lookup = await fetch(`${two.url}/${encodeURIComponent(key)}`);
+      expect(await lookup.json()).toMatchObject({ recorded: true, state: 'ABANDONED' });
+      two.child.kill('SIGKILL');
+    },
+  );
 });

@@ -18,6 +18,7 @@ import { DEFAULT_HALT_ON } from '../../src/contract/requests';
 import { REDRIVE_JOB_FAILED, redriveJobWorkflow } from '../../src/workflows/redrive-job-workflow';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
+import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
 const healthy = new Set<string>();
@@ -46,7 +47,7 @@ beforeAll(async () => {
   for (const executionId of IDS) await engine.start('acme', { pipeline: 'book', executionId, input: {} });
   for (const executionId of IDS) await engine.waitFor('acme', executionId, ['FAILED']);
   for (const id of IDS) healthy.add(id);
-}, 180_000);
+}, scaled(180_000));
 afterAll(async () => engine?.stop());
 
 async function json(res: Response, status: number) {
@@ -69,51 +70,55 @@ async function jobRow(executionIds: string[], reason: string) {
 }
 
 describe('a bulk job item or tick that keeps failing', () => {
-  it(`skips an item whose admission fails ${MAX_ADMISSION_ATTEMPTS} times as ADMISSION_FAILED, re-drives the rest once, and completes`, async () => {
-    // Admission of f-2 fails inside the admission statement itself: not a refusal, not an outage.
-    await sql(`CREATE FUNCTION fault_f2() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$`);
-    await sql(`CREATE TRIGGER fault_f2 BEFORE INSERT ON redrive_audit FOR EACH ROW WHEN (NEW.execution_id = 'f-2') EXECUTE FUNCTION fault_f2()`);
-    const before = await scrape();
-    const created = await json(
-      await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
-        body: { selection: { executionIds: ['f-1', 'f-2', 'f-3'] }, reason: 'ledger back', allowFailed: true, ratePerSecond: 50 },
-      }),
-      202,
-    );
-    // The job runs on its own task queue, not behind the pipeline's runs.
-    expect((await engine.service.client.workflow.getHandle(created.workflowId).describe()).taskQueue).toBe(`${engine.taskQueue}-redrive-jobs`);
-    await until(async () => (await job(created.jobId)).status === 'COMPLETED', 180_000, 'the job to complete');
-    const done = await job(created.jobId);
-    expect(done.counts).toMatchObject({ selected: 3, processed: 3, remaining: 0, admitted: 2, skipped: 1, skippedByCode: { ADMISSION_FAILED: 1 } });
-    expect(jobLine(done)).toContain('COMPLETED');
+  it(
+    `skips an item whose admission fails ${MAX_ADMISSION_ATTEMPTS} times as ADMISSION_FAILED, re-drives the rest once, and completes`,
+    { timeout: scaled(240_000) },
+    async () => {
+      // Admission of f-2 fails inside the admission statement itself: not a refusal, not an outage.
+      await sql(`CREATE FUNCTION fault_f2() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$`);
+      await sql(`CREATE TRIGGER fault_f2 BEFORE INSERT ON redrive_audit FOR EACH ROW WHEN (NEW.execution_id = 'f-2') EXECUTE FUNCTION fault_f2()`);
+      const before = await scrape();
+      const created = await json(
+        await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+          body: { selection: { executionIds: ['f-1', 'f-2', 'f-3'] }, reason: 'ledger back', allowFailed: true, ratePerSecond: 50 },
+        }),
+        202,
+      );
+      // The job runs on its own task queue, not behind the pipeline's runs.
+      expect((await engine.service.client.workflow.getHandle(created.workflowId).describe()).taskQueue).toBe(`${engine.taskQueue}-redrive-jobs`);
+      await until(async () => (await job(created.jobId)).status === 'COMPLETED', 180_000, 'the job to complete');
+      const done = await job(created.jobId);
+      expect(done.counts).toMatchObject({ selected: 3, processed: 3, remaining: 0, admitted: 2, skipped: 1, skippedByCode: { ADMISSION_FAILED: 1 } });
+      expect(jobLine(done)).toContain('COMPLETED');
 
-    const items = await sql(`SELECT execution_id, state, skip_code, admission_attempts FROM redrive_job_item WHERE job_id = $1 ORDER BY ordinal`, [
-      created.jobId,
-    ]);
-    expect(items.rows).toEqual([
-      { execution_id: 'f-1', state: 'ADMITTED', skip_code: null, admission_attempts: 0 },
-      { execution_id: 'f-2', state: 'SKIPPED', skip_code: 'ADMISSION_FAILED', admission_attempts: MAX_ADMISSION_ATTEMPTS },
-      { execution_id: 'f-3', state: 'ADMITTED', skip_code: null, admission_attempts: 0 },
-    ]);
-    const audit = await sql(`SELECT execution_id, count(*)::int AS n FROM redrive_audit WHERE job_id = $1 GROUP BY 1 ORDER BY 1`, [created.jobId]);
-    expect(audit.rows).toEqual([
-      { execution_id: 'f-1', n: 1 },
-      { execution_id: 'f-3', n: 1 },
-    ]);
-    const logged = engine.logs.filter((l) => l.jobId === created.jobId && l.executionId === 'f-2');
-    expect(logged.filter((l) => l.event === 'redrive_job_item_deferred')).toHaveLength(MAX_ADMISSION_ATTEMPTS - 1);
-    expect(logged.filter((l) => l.event === 'redrive_job_item_skipped').map((l) => [l.code, l.attempts])).toEqual([
-      ['ADMISSION_FAILED', MAX_ADMISSION_ATTEMPTS],
-    ]);
+      const items = await sql(`SELECT execution_id, state, skip_code, admission_attempts FROM redrive_job_item WHERE job_id = $1 ORDER BY ordinal`, [
+        created.jobId,
+      ]);
+      expect(items.rows).toEqual([
+        { execution_id: 'f-1', state: 'ADMITTED', skip_code: null, admission_attempts: 0 },
+        { execution_id: 'f-2', state: 'SKIPPED', skip_code: 'ADMISSION_FAILED', admission_attempts: MAX_ADMISSION_ATTEMPTS },
+        { execution_id: 'f-3', state: 'ADMITTED', skip_code: null, admission_attempts: 0 },
+      ]);
+      const audit = await sql(`SELECT execution_id, count(*)::int AS n FROM redrive_audit WHERE job_id = $1 GROUP BY 1 ORDER BY 1`, [created.jobId]);
+      expect(audit.rows).toEqual([
+        { execution_id: 'f-1', n: 1 },
+        { execution_id: 'f-3', n: 1 },
+      ]);
+      const logged = engine.logs.filter((l) => l.jobId === created.jobId && l.executionId === 'f-2');
+      expect(logged.filter((l) => l.event === 'redrive_job_item_deferred')).toHaveLength(MAX_ADMISSION_ATTEMPTS - 1);
+      expect(logged.filter((l) => l.event === 'redrive_job_item_skipped').map((l) => [l.code, l.attempts])).toEqual([
+        ['ADMISSION_FAILED', MAX_ADMISSION_ATTEMPTS],
+      ]);
 
-    const after = await scrape();
-    const delta = (outcome: string) =>
-      sample(after, `pipeline_redrive_job_items_total{outcome="${outcome}"}`) - sample(before, `pipeline_redrive_job_items_total{outcome="${outcome}"}`);
-    expect([delta('admitted'), delta('skipped'), delta('deferred'), delta('admission_failed')]).toEqual([2, 0, MAX_ADMISSION_ATTEMPTS - 1, 1]);
-    await sql(`DROP TRIGGER fault_f2 ON redrive_audit`);
-  }, 240_000);
+      const after = await scrape();
+      const delta = (outcome: string) =>
+        sample(after, `pipeline_redrive_job_items_total{outcome="${outcome}"}`) - sample(before, `pipeline_redrive_job_items_total{outcome="${outcome}"}`);
+      expect([delta('admitted'), delta('skipped'), delta('deferred'), delta('admission_failed')]).toEqual([2, 0, MAX_ADMISSION_ATTEMPTS - 1, 1]);
+      await sql(`DROP TRIGGER fault_f2 ON redrive_audit`);
+    },
+  );
 
-  it('ends a job FAILED when its tick keeps failing, with the reason in the API, the CLI line and Temporal', async () => {
+  it('ends a job FAILED when its tick keeps failing, with the reason in the API, the CLI line and Temporal', { timeout: scaled(180_000) }, async () => {
     // Every write to this job's items fails: the tick cannot admit, nor record the failure.
     await sql(`CREATE FUNCTION fault_job() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'items of this job are read-only'; END $$`);
     await sql(`CREATE TRIGGER fault_job BEFORE UPDATE ON redrive_job_item FOR EACH ROW WHEN (NEW.job_id = 'failing-job') EXECUTE FUNCTION fault_job()`);
@@ -145,7 +150,7 @@ describe('a bulk job item or tick that keeps failing', () => {
     const resume = await engine.request('POST', '/admin/tenants/acme/redrive-jobs/failing-job/resume');
     expect([resume.status, (await resume.json()).code]).toEqual([409, 'JOB_FINISHED']);
     await sql(`DROP TRIGGER fault_job ON redrive_job_item`);
-  }, 180_000);
+  });
 
   it('says when it is held back by batchSize: "waiting for room"', async () => {
     held.add('h-1');
@@ -181,31 +186,35 @@ describe('a bulk job item or tick that keeps failing', () => {
     expect((await sql(`SELECT count(*)::int AS n FROM redrive_job`)).rows[0].n).toBe(before);
   });
 
-  it('holds the rate as a ceiling: no 1 s window of admissions (audit rows) above the asked rate + 1, even after a slow admission', async () => {
-    // One admission stalls 2 s inside its statement: a job paced from an origin would then catch up in a burst.
-    await sql(`CREATE FUNCTION slow_r4() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$`);
-    await sql(`CREATE TRIGGER slow_r4 BEFORE INSERT ON redrive_audit FOR EACH ROW WHEN (NEW.execution_id = 'r-4') EXECUTE FUNCTION slow_r4()`);
-    // r-9 already succeeded: refused (skipped), it takes no slot.
-    await sql(`UPDATE execution_record SET status = 'SUCCEEDED' WHERE tenant_id = 'acme' AND execution_id = 'r-9'`);
-    const rate = 2;
-    const created = await json(
-      await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
-        body: { selection: { executionIds: RATED }, reason: 'paced', allowFailed: true, ratePerSecond: rate, batchSize: 100 },
-      }),
-      202,
-    );
-    await until(async () => (await job(created.jobId)).status === 'COMPLETED', 120_000, 'the job to complete');
-    const done = await job(created.jobId);
-    expect(done.counts).toMatchObject({ admitted: RATED.length - 1, skippedByCode: { EXECUTION_SUCCEEDED: 1 } });
-    const at = (await sql(`SELECT created_at FROM redrive_audit WHERE job_id = $1 ORDER BY created_at`, [created.jobId])).rows.map((r: any) =>
-      new Date(r.created_at).getTime(),
-    );
-    expect(at).toHaveLength(RATED.length - 1);
-    // The busiest 1 s window, starting at each admission.
-    const peak = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 1000).length));
-    expect(peak).toBeLessThanOrEqual(rate + 1);
-    await sql(`DROP TRIGGER slow_r4 ON redrive_audit`);
-  }, 180_000);
+  it(
+    'holds the rate as a ceiling: no 1 s window of admissions (audit rows) above the asked rate + 1, even after a slow admission',
+    { timeout: scaled(180_000) },
+    async () => {
+      // One admission stalls 2 s inside its statement: a job paced from an origin would then catch up in a burst.
+      await sql(`CREATE FUNCTION slow_r4() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$`);
+      await sql(`CREATE TRIGGER slow_r4 BEFORE INSERT ON redrive_audit FOR EACH ROW WHEN (NEW.execution_id = 'r-4') EXECUTE FUNCTION slow_r4()`);
+      // r-9 already succeeded: refused (skipped), it takes no slot.
+      await sql(`UPDATE execution_record SET status = 'SUCCEEDED' WHERE tenant_id = 'acme' AND execution_id = 'r-9'`);
+      const rate = 2;
+      const created = await json(
+        await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+          body: { selection: { executionIds: RATED }, reason: 'paced', allowFailed: true, ratePerSecond: rate, batchSize: 100 },
+        }),
+        202,
+      );
+      await until(async () => (await job(created.jobId)).status === 'COMPLETED', 120_000, 'the job to complete');
+      const done = await job(created.jobId);
+      expect(done.counts).toMatchObject({ admitted: RATED.length - 1, skippedByCode: { EXECUTION_SUCCEEDED: 1 } });
+      const at = (await sql(`SELECT created_at FROM redrive_audit WHERE job_id = $1 ORDER BY created_at`, [created.jobId])).rows.map((r: any) =>
+        new Date(r.created_at).getTime(),
+      );
+      expect(at).toHaveLength(RATED.length - 1);
+      // The busiest 1 s window, starting at each admission.
+      const peak = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 1000).length));
+      expect(peak).toBeLessThanOrEqual(rate + 1);
+      await sql(`DROP TRIGGER slow_r4 ON redrive_audit`);
+    },
+  );
 
   it('counts halted, paused and stuck jobs in a gauge read from the store', async () => {
     const signals = new SignalsStore(engine.service.db);

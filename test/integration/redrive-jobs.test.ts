@@ -16,6 +16,7 @@ import { RedriveJobRequest } from '../../src/contract/requests';
 import { createPgDb } from '../../src/store/db';
 import { DEFAULT_HALT_ON } from '../../src/contract/requests';
 import { createStores } from '../../src/store/stores';
+import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
 /** executions whose ledger call works again */
@@ -86,7 +87,7 @@ beforeAll(async () => {
   ];
   for (const [executionId, way, n] of ids) await engine.start('acme', { pipeline: 'book', executionId, input: { way, n } });
   for (const [executionId] of ids) await engine.waitFor('acme', executionId, ['FAILED'], 240_000);
-}, 300_000);
+}, scaled(300_000));
 afterAll(async () => engine?.stop());
 
 describe('bulk re-drive of a failure group', () => {
@@ -154,7 +155,7 @@ describe('bulk re-drive of a failure group', () => {
     // The job's runs wait behind live work on the pipeline task queue: Temporal priority 4
     // (pipeline.redrive-job.priority); the execution's first, live run kept the default.
     const priorities: (number | undefined)[] = [];
-    for await (const run of engine.service.client.workflow.list({ query: `WorkflowId = "pipeline/acme/refused-1"` }))
+    for await (const run of engine.service.client.workflow.list({ query: `WorkflowId = "pipeline/acme/refused-1" AND TaskQueue = '${engine.taskQueue}'` }))
       priorities.push((await engine.service.client.workflow.getHandle(run.workflowId, run.runId).describe()).priority?.priorityKey);
     expect(priorities.sort()).toEqual([4, undefined]);
     // The other group: untouched.
@@ -265,34 +266,38 @@ describe('bulk re-drive of a failure group', () => {
     expect(await jobs.sweepOnce(0)).toBe(0);
   });
 
-  it('pauses, resumes and aborts: a paused job admits nothing more than the batch in hand, an aborted one ends its workflow', async () => {
-    // Items refused at admission (they succeeded) still go at the job's pace: 2/s keeps the job busy.
-    const selection = { executionIds: idsOf('refused', 60) };
-    const created = await json(await post('/redrive-jobs', { selection, reason: 'pace me', allowFailed: true, ratePerSecond: 2 }), 202);
-    const processed = async () => (await job(created.jobId)).counts.processed as number;
-    await until(async () => (await processed()) >= 3, 60_000, 'three items processed');
-    const paused = await json(await post(`/redrive-jobs/${created.jobId}/pause`, { reason: 'dependency wobbling' }), 200);
-    expect(paused).toMatchObject({ status: 'PAUSED', haltReason: null, etaSeconds: null });
-    expect(await json(await post(`/redrive-jobs/${created.jobId}/pause`), 200)).toMatchObject({ status: 'PAUSED' });
-    const atPause = paused.counts.processed;
-    const resumed = await json(await post(`/redrive-jobs/${created.jobId}/resume`), 200);
-    expect(resumed.status).toBe('RUNNING');
-    await until(async () => (await processed()) >= atPause + 2, 60_000, 'two more items after resume');
-    const aborted = await json(await post(`/redrive-jobs/${created.jobId}/abort`, { reason: 'enough' }), 200);
-    expect(aborted).toMatchObject({ status: 'ABORTED', etaSeconds: 0, finishedAt: expect.any(String) });
-    // The workflow ends on the abort; what it processed after the abort is at most the item in hand.
-    const result = await engine.service.client.workflow.getHandle(created.workflowId).result();
-    expect(result.status).toBe('ABORTED');
-    const final = await job(created.jobId);
-    expect(final.counts.processed - aborted.counts.processed).toBeLessThanOrEqual(1);
-    expect(final.counts.remaining).toBeGreaterThan(0);
-    expect(final.counts.skippedByCode).toEqual({ EXECUTION_SUCCEEDED: final.counts.processed });
-    expect(final.controlLog.map((e: any) => [e.action, e.principal, e.reason ?? null])).toEqual([
-      ['pause', 'test-admin', 'dependency wobbling'],
-      ['resume', 'test-admin', null],
-      ['abort', 'test-admin', 'enough'],
-    ]);
-  }, 180_000);
+  it(
+    'pauses, resumes and aborts: a paused job admits nothing more than the batch in hand, an aborted one ends its workflow',
+    { timeout: scaled(180_000) },
+    async () => {
+      // Items refused at admission (they succeeded) still go at the job's pace: 2/s keeps the job busy.
+      const selection = { executionIds: idsOf('refused', 60) };
+      const created = await json(await post('/redrive-jobs', { selection, reason: 'pace me', allowFailed: true, ratePerSecond: 2 }), 202);
+      const processed = async () => (await job(created.jobId)).counts.processed as number;
+      await until(async () => (await processed()) >= 3, 60_000, 'three items processed');
+      const paused = await json(await post(`/redrive-jobs/${created.jobId}/pause`, { reason: 'dependency wobbling' }), 200);
+      expect(paused).toMatchObject({ status: 'PAUSED', haltReason: null, etaSeconds: null });
+      expect(await json(await post(`/redrive-jobs/${created.jobId}/pause`), 200)).toMatchObject({ status: 'PAUSED' });
+      const atPause = paused.counts.processed;
+      const resumed = await json(await post(`/redrive-jobs/${created.jobId}/resume`), 200);
+      expect(resumed.status).toBe('RUNNING');
+      await until(async () => (await processed()) >= atPause + 2, 60_000, 'two more items after resume');
+      const aborted = await json(await post(`/redrive-jobs/${created.jobId}/abort`, { reason: 'enough' }), 200);
+      expect(aborted).toMatchObject({ status: 'ABORTED', etaSeconds: 0, finishedAt: expect.any(String) });
+      // The workflow ends on the abort; what it processed after the abort is at most the item in hand.
+      const result = await engine.service.client.workflow.getHandle(created.workflowId).result();
+      expect(result.status).toBe('ABORTED');
+      const final = await job(created.jobId);
+      expect(final.counts.processed - aborted.counts.processed).toBeLessThanOrEqual(1);
+      expect(final.counts.remaining).toBeGreaterThan(0);
+      expect(final.counts.skippedByCode).toEqual({ EXECUTION_SUCCEEDED: final.counts.processed });
+      expect(final.controlLog.map((e: any) => [e.action, e.principal, e.reason ?? null])).toEqual([
+        ['pause', 'test-admin', 'dependency wobbling'],
+        ['resume', 'test-admin', null],
+        ['abort', 'test-admin', 'enough'],
+      ]);
+    },
+  );
 
   it('answers 4xx for bad input and unknown jobs, and changes nothing', async () => {
     const jobsBefore = (await engine.service.db.query(`SELECT count(*)::int AS n FROM redrive_job`)).rows[0].n;

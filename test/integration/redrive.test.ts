@@ -14,6 +14,7 @@ import type { RetryOverride } from '../../src/retry';
 import { startTestEngine, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
 import { Gates, until } from '../helpers/until';
 import { forgetFailedStepIndex, setRetainedEffect, stallAfterEffect } from '../helpers/unreachable-states';
+import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
 
@@ -41,6 +42,9 @@ const flaky = (name: string, command: boolean, retry: RetryOverride = { limit: 1
     { command, retry },
   );
 
+/** The remote step's deadline: stretched on a loaded machine, so an attempt the worker answers at once is never late. */
+const STEP_DEADLINE_MS = scaled(500);
+
 /** A REST transition worker that answers every attempt but the first, which it holds past the caller's deadline. */
 let worker: ServerType;
 async function startRestWorker(): Promise<string> {
@@ -49,7 +53,7 @@ async function startRestWorker(): Promise<string> {
     const key = c.req.header('idempotency-key') ?? '';
     const [executionId] = key.replace(/^[^/]*\//, '').split(':');
     record('charge', { executionId, transitionKey: key.replace(/^[^/]*\//, '') });
-    if (key.endsWith(':1')) await new Promise((resolve) => setTimeout(resolve, 2500));
+    if (key.endsWith(':1')) await new Promise((resolve) => setTimeout(resolve, STEP_DEADLINE_MS * 5));
     return c.json({ charged: true });
   });
   worker = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
@@ -67,7 +71,7 @@ const pipelines = (restBase: string) => [
   }),
   definePipeline({
     name: 'remote',
-    steps: [pass('prepare'), restStep('charge', { url: `${restBase}/charge` }, { command: true, timeoutMs: 500 }), pass('finish')],
+    steps: [pass('prepare'), restStep('charge', { url: `${restBase}/charge` }, { command: true, timeoutMs: STEP_DEADLINE_MS }), pass('finish')],
   }),
   definePipeline({
     name: 'slow',

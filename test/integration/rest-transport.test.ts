@@ -14,6 +14,7 @@ import { createRestTransitionWorker, ensureDedupeSchema, TransitionRejectedError
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { retryUntilSuccess } from '../helpers/until';
+import { scaled } from '../helpers/time-scale';
 
 const SENTINEL = 'SENTINEL-PAN-4111111111111111';
 let engine: TestEngine;
@@ -127,48 +128,52 @@ describe('REST transport', () => {
     expect((await engine.effects.get('acme', 'rest-ok', 0))?.status).toBe('SUCCEEDED');
   });
 
-  it('parks a call past its 2 s deadline as REMOTE_OUTCOME_UNKNOWN: one warning, one outcome-unknown event, no payload, no second request', async () => {
-    await engine.start('acme', { pipeline: 'remote', executionId: 'rest-hang', input: { mode: 'hang', hangMs: 3000, secret: SENTINEL } });
-    const record = await engine.waitFor('acme', 'rest-hang', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 20_000);
-    expect(record).toMatchObject({ status: 'REMOTE_OUTCOME_UNKNOWN', failedStepIndex: 0, terminalReason: null, lastErrorCode: 'REMOTE_OUTCOME_UNKNOWN' });
-    expect(record.segmentInput).toEqual({ mode: 'hang', hangMs: 3000, secret: SENTINEL });
-    expect((await engine.effects.get('acme', 'rest-hang', 0))?.status).toBe('AMBIGUOUS');
+  it(
+    'parks a call past its 2 s deadline as REMOTE_OUTCOME_UNKNOWN: one warning, one outcome-unknown event, no payload, no second request',
+    { timeout: scaled(30_000) },
+    async () => {
+      await engine.start('acme', { pipeline: 'remote', executionId: 'rest-hang', input: { mode: 'hang', hangMs: 3000, secret: SENTINEL } });
+      const record = await engine.waitFor('acme', 'rest-hang', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 20_000);
+      expect(record).toMatchObject({ status: 'REMOTE_OUTCOME_UNKNOWN', failedStepIndex: 0, terminalReason: null, lastErrorCode: 'REMOTE_OUTCOME_UNKNOWN' });
+      expect(record.segmentInput).toEqual({ mode: 'hang', hangMs: 3000, secret: SENTINEL });
+      expect((await engine.effects.get('acme', 'rest-hang', 0))?.status).toBe('AMBIGUOUS');
 
-    const mine = (event: string) => engine.logs.filter((l) => l.event === event && l.executionId === 'rest-hang');
-    const warnings = mine('remote_transition_deadline_warning');
-    const unknown = mine('remote_transition_outcome_unknown');
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0].elapsedMs).toBeGreaterThanOrEqual(1450);
-    // The warning comes before the deadline (the order of events, not how fast a loaded machine logs).
-    expect(warnings[0].elapsedMs).toBeLessThan(unknown[0].elapsedMs);
-    expect(unknown).toHaveLength(1);
-    expect(unknown[0]).toMatchObject({
-      tenantId: 'acme',
-      executionId: 'rest-hang',
-      attempt: 1,
-      transitionKey: 'rest-hang:0:1',
-      protocol: 'REST',
-      target: `${base}/kit/transition`,
-      deadlineMs: 2000,
-      decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY',
-    });
-    expect(unknown[0].elapsedMs).toBeGreaterThanOrEqual(2000);
-    expect(JSON.stringify([...warnings, ...unknown])).not.toContain(SENTINEL);
-    expect(JSON.stringify(engine.logs)).not.toContain(SENTINEL);
+      const mine = (event: string) => engine.logs.filter((l) => l.event === event && l.executionId === 'rest-hang');
+      const warnings = mine('remote_transition_deadline_warning');
+      const unknown = mine('remote_transition_outcome_unknown');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0].elapsedMs).toBeGreaterThanOrEqual(1450);
+      // The warning comes before the deadline (the order of events, not how fast a loaded machine logs).
+      expect(warnings[0].elapsedMs).toBeLessThan(unknown[0].elapsedMs);
+      expect(unknown).toHaveLength(1);
+      expect(unknown[0]).toMatchObject({
+        tenantId: 'acme',
+        executionId: 'rest-hang',
+        attempt: 1,
+        transitionKey: 'rest-hang:0:1',
+        protocol: 'REST',
+        target: `${base}/kit/transition`,
+        deadlineMs: 2000,
+        decision: 'PARKED_REMOTE_OUTCOME_UNKNOWN_NO_RETRY',
+      });
+      expect(unknown[0].elapsedMs).toBeGreaterThanOrEqual(2000);
+      expect(JSON.stringify([...warnings, ...unknown])).not.toContain(SENTINEL);
+      expect(JSON.stringify(engine.logs)).not.toContain(SENTINEL);
 
-    // No retry: once the run has closed no attempt can follow, so count the requests then.
-    expect(await engine.runsOf('acme', 'rest-hang', 1)).toEqual([expect.objectContaining({ status: 'FAILED' })]);
-    expect(requests['acme/rest-hang:0:1']).toBe(1);
-    expect(Object.keys(requests).filter((key) => key.startsWith('acme/rest-hang:'))).toEqual(['acme/rest-hang:0:1']);
-    expect((await engine.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-hang')).toEqual([]);
+      // No retry: once the run has closed no attempt can follow, so count the requests then.
+      expect(await engine.runsOf('acme', 'rest-hang', 1)).toEqual([expect.objectContaining({ status: 'FAILED' })]);
+      expect(requests['acme/rest-hang:0:1']).toBe(1);
+      expect(Object.keys(requests).filter((key) => key.startsWith('acme/rest-hang:'))).toEqual(['acme/rest-hang:0:1']);
+      expect((await engine.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-hang')).toEqual([]);
 
-    // What an operator sees: the call, and the worker's own word once its handler has finished (after the deadline).
-    await retryUntilSuccess(async () => {
-      const view = ExecutionRecordView.parse(await (await engine.request('GET', '/admin/tenants/acme/executions/rest-hang')).json());
-      expect(view.remoteCall).toMatchObject({ transitionKey: 'rest-hang:0:1', protocol: 'REST', target: `${base}/kit/transition`, deadlineMs: 2000 });
-      expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
-    });
-  }, 30_000);
+      // What an operator sees: the call, and the worker's own word once its handler has finished (after the deadline).
+      await retryUntilSuccess(async () => {
+        const view = ExecutionRecordView.parse(await (await engine.request('GET', '/admin/tenants/acme/executions/rest-hang')).json());
+        expect(view.remoteCall).toMatchObject({ transitionKey: 'rest-hang:0:1', protocol: 'REST', target: `${base}/kit/transition`, deadlineMs: 2000 });
+        expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
+      });
+    },
+  );
 
   it('delivers the same key again when the connection drops after the worker ran: the stored answer, no new attempt, the handler ran once', async () => {
     await engine.start('acme', { pipeline: 'reset', executionId: 'rest-reset', input: { mode: 'ok', value: 9 } });
@@ -182,42 +187,46 @@ describe('REST transport', () => {
     expect(engine.logs.filter((l) => l.event === 'remote_transition_in_progress' && l.executionId === 'rest-reset')).toHaveLength(1);
   });
 
-  it('parks REMOTE_OUTCOME_UNKNOWN (UNCONFIRMED, never FAILED) when every delivery of one key is reset, and claims nothing about the worker', async () => {
-    const budgeted = await startTestEngine(
-      [
-        definePipeline({
-          name: 'always-reset',
-          steps: [
-            restStep('call', { url: `${base}/always-reset`, dispositionUrl: `${base}/lookup-broken/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
-          ],
-        }),
-      ],
-      { 'pipeline.orchestrator.worker.in-progress-budget': '3s' },
-    );
-    try {
-      await budgeted.start('acme', { pipeline: 'always-reset', executionId: 'rest-always-reset' });
-      const record = await budgeted.waitFor('acme', 'rest-always-reset', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 60_000);
-      expect(record).toMatchObject({ status: 'REMOTE_OUTCOME_UNKNOWN', attempt: 1, lastErrorCode: 'REMOTE_OUTCOME_UNKNOWN' });
-      expect(record.remoteCall?.inProgress).toMatchObject({ state: 'UNCONFIRMED', budgetMs: 3000 });
-      expect(record.remoteCall!.inProgress!.answers).toBeGreaterThanOrEqual(2);
-      expect(requests['acme/rest-always-reset:0:1']).toBe(record.remoteCall!.inProgress!.answers);
-      expect(requests['acme/rest-always-reset:0:2']).toBeUndefined();
-      expect((await budgeted.effects.get('acme', 'rest-always-reset', 0))?.status).toBe('AMBIGUOUS');
-      expect(budgeted.logs.filter((l) => l.event === 'remote_transition_outcome_unknown' && l.executionId === 'rest-always-reset')).toMatchObject([
-        { decision: 'PARKED_DELIVERY_UNCONFIRMED' },
-      ]);
-      expect((await budgeted.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-always-reset')).toEqual([]);
-      // Unanswered deliveries say nothing about the worker: with its lookup down, the guard answers 503, not "recorded".
-      const res = await budgeted.request('POST', '/admin/tenants/acme/executions/rest-always-reset/redrive', {
-        body: { expectedVersion: record.version, reason: 'checked', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' },
-      });
-      const problem = await res.json();
-      expect([res.status, problem.code]).toEqual([503, 'DISPOSITION_EVIDENCE_UNAVAILABLE']);
-      expect(problem.evidence).toMatchObject({ workerRecorded: null });
-    } finally {
-      await budgeted.stop();
-    }
-  }, 120_000);
+  it(
+    'parks REMOTE_OUTCOME_UNKNOWN (UNCONFIRMED, never FAILED) when every delivery of one key is reset, and claims nothing about the worker',
+    { timeout: scaled(120_000) },
+    async () => {
+      const budgeted = await startTestEngine(
+        [
+          definePipeline({
+            name: 'always-reset',
+            steps: [
+              restStep('call', { url: `${base}/always-reset`, dispositionUrl: `${base}/lookup-broken/{idempotencyKey}` }, { command: true, timeoutMs: 2000 }),
+            ],
+          }),
+        ],
+        { 'pipeline.orchestrator.worker.in-progress-budget': '3s' },
+      );
+      try {
+        await budgeted.start('acme', { pipeline: 'always-reset', executionId: 'rest-always-reset' });
+        const record = await budgeted.waitFor('acme', 'rest-always-reset', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 60_000);
+        expect(record).toMatchObject({ status: 'REMOTE_OUTCOME_UNKNOWN', attempt: 1, lastErrorCode: 'REMOTE_OUTCOME_UNKNOWN' });
+        expect(record.remoteCall?.inProgress).toMatchObject({ state: 'UNCONFIRMED', budgetMs: 3000 });
+        expect(record.remoteCall!.inProgress!.answers).toBeGreaterThanOrEqual(2);
+        expect(requests['acme/rest-always-reset:0:1']).toBe(record.remoteCall!.inProgress!.answers);
+        expect(requests['acme/rest-always-reset:0:2']).toBeUndefined();
+        expect((await budgeted.effects.get('acme', 'rest-always-reset', 0))?.status).toBe('AMBIGUOUS');
+        expect(budgeted.logs.filter((l) => l.event === 'remote_transition_outcome_unknown' && l.executionId === 'rest-always-reset')).toMatchObject([
+          { decision: 'PARKED_DELIVERY_UNCONFIRMED' },
+        ]);
+        expect((await budgeted.dlq.list('acme', { limit: 50 })).entries.filter((e) => e.envelope.executionId === 'rest-always-reset')).toEqual([]);
+        // Unanswered deliveries say nothing about the worker: with its lookup down, the guard answers 503, not "recorded".
+        const res = await budgeted.request('POST', '/admin/tenants/acme/executions/rest-always-reset/redrive', {
+          body: { expectedVersion: record.version, reason: 'checked', allowFailed: true, confirmedDisposition: 'NOT_APPLIED' },
+        });
+        const problem = await res.json();
+        expect([res.status, problem.code]).toEqual([503, 'DISPOSITION_EVIDENCE_UNAVAILABLE']);
+        expect(problem.evidence).toMatchObject({ workerRecorded: null });
+      } finally {
+        await budgeted.stop();
+      }
+    },
+  );
 
   it('refuses to re-drive REMOTE_OUTCOME_UNKNOWN without allowFailed or without a confirmed disposition', async () => {
     const record = (await engine.service.store.get('acme', 'rest-hang'))!;
@@ -247,7 +256,7 @@ describe('REST transport', () => {
     expect(requests['acme/rest-hang:0:2']).toBeUndefined();
   });
 
-  it('answers 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the lookup cannot be reached, rather than guessing', async () => {
+  it('answers 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the lookup cannot be reached, rather than guessing', { timeout: scaled(30_000) }, async () => {
     await engine.start('acme', { pipeline: 'remote-lookup-down', executionId: 'rest-nolookup', input: { mode: 'hang', hangMs: 3000 } });
     const record = await engine.waitFor('acme', 'rest-nolookup', ['REMOTE_OUTCOME_UNKNOWN', 'FAILED', 'SUCCEEDED'], 20_000);
     expect(record.status).toBe('REMOTE_OUTCOME_UNKNOWN');
@@ -258,7 +267,7 @@ describe('REST transport', () => {
     expect(problem.evidence).toMatchObject({ lookup: 'UNAVAILABLE', workerRecorded: null });
     expect(problem.detail).toContain('500');
     expect((await engine.service.store.get('acme', 'rest-nolookup'))?.version).toBe(record.version);
-  }, 30_000);
+  });
 
   it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN with an audited evidence override, a new attempt and a new Idempotency-Key, to completion', async () => {
     const record = (await engine.service.store.get('acme', 'rest-hang'))!;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/api/middleware/bearer-auth';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { ADMIN_TOKEN, startTestEngine, SUBMIT_TOKEN, TENANT_A_TOKEN, TEST_TOKENS, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
 
 const SENTINEL = `RESULT-SENTINEL-${randomBytes(6).toString('hex')}`;
 const TENANT_A_SUBMIT = 'test-tenant-a-submit-token';
@@ -94,8 +95,7 @@ describe('the result route', () => {
 
     const waiting = result('tenant-a', 'gated-1', TENANT_A_SUBMIT, '?wait=60s');
     // Released only once the step runs; the long poll answers when the commit lands.
-    const deadline = Date.now() + 30_000;
-    while (!gates.has('gated-1') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => gates.has('gated-1'), 30_000, 'the gated step to run');
     gates.get('gated-1')!();
     const answered = await waiting;
     expect(answered.status).toBe(200);

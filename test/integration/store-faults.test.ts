@@ -10,6 +10,7 @@ import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { until } from '../helpers/until';
+import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
 let proxy: TcpProxy;
@@ -46,7 +47,7 @@ beforeAll(async () => {
       },
     },
   );
-}, 120_000);
+}, scaled(120_000));
 afterAll(async () => {
   await proxy?.setDown(false).catch(() => undefined);
   await engine?.stop();

@@ -12,6 +12,7 @@
 import { afterAll, expect, inject, it } from 'vitest';
 import { connectClient } from '../../src/temporal/connection';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
+import { scaled } from '../helpers/time-scale';
 
 const CLIENTS = 40;
 const proxies: TcpProxy[] = [];
@@ -30,10 +31,10 @@ async function closeDuringRetry(host: string, port: number, closeAfterMs: number
   await new Promise((resolve) => setTimeout(resolve, closeAfterMs));
   // Two closes at once (a shutdown path may close twice): both must end.
   await Promise.all([connection.close(), connection.close()]);
-  return Promise.race([call, new Promise((resolve) => setTimeout(() => resolve('still pending 10 s after close'), 10_000))]);
+  return Promise.race([call, new Promise((resolve) => setTimeout(() => resolve('still pending after close'), scaled(10_000)))]);
 }
 
-it('settles every call under retry when its client closes, with no uncaught exception', async () => {
+it('settles every call under retry when its client closes, with no uncaught exception', { timeout: scaled(90_000) }, async () => {
   const [host, port] = inject('temporalAddress').split(':');
   const uncaught: unknown[] = [];
   const monitor = (err: unknown) => uncaught.push(err);
@@ -46,4 +47,4 @@ it('settles every call under retry when its client closes, with no uncaught exce
   } finally {
     process.off('uncaughtExceptionMonitor', monitor);
   }
-}, 90_000);
+});

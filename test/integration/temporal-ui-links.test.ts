@@ -54,25 +54,25 @@ async function activityTexts(workflowId: string, runId: string) {
 
 beforeAll(async () => {
   engine = await startTestEngine(pipelines);
-  for (const id of ['one', 'job-a', 'job-b']) await engine.start('acme', { pipeline: 'links', executionId: id, input: {} });
-  for (const id of ['one', 'job-a', 'job-b']) await engine.waitFor('acme', id, ['FAILED']);
+  for (const id of ['one', 'job-a', 'job-b']) await engine.start('links', { pipeline: 'links', executionId: id, input: {} });
+  for (const id of ['one', 'job-a', 'job-b']) await engine.waitFor('links', id, ['FAILED']);
 });
 afterAll(async () => engine?.stop());
 
 describe('the Temporal UI tells the same story', () => {
   it('links a re-drive to the run it re-drives, and names transition identities in summaries and failures', async () => {
-    const failed = await engine.service.store.get('acme', 'one');
+    const failed = await engine.service.store.get('links', 'one');
     const previousRunId = failed!.runId!;
     expect(previousRunId).toEqual(expect.any(String));
     healthy.add('one');
-    const res = await engine.request('POST', '/admin/tenants/acme/executions/one/redrive', {
+    const res = await engine.request('POST', '/admin/tenants/links/executions/one/redrive', {
       body: { expectedVersion: failed!.version, reason: 'dependency back', allowFailed: true },
     });
     expect(res.status).toBe(202);
     const { runId } = await res.json();
-    await engine.waitFor('acme', 'one', ['SUCCEEDED']);
+    await engine.waitFor('links', 'one', ['SUCCEEDED']);
 
-    const described = await engine.service.client.workflow.getHandle(workflowIdFor('acme', 'one'), runId).describe();
+    const described = await engine.service.client.workflow.getHandle(workflowIdFor('links', 'one'), runId).describe();
     expect(described.typedSearchAttributes.get(PipelineRedriveOf)).toBe(previousRunId);
     expect(described.typedSearchAttributes.get(PipelineRedriveJob)).toBeUndefined();
     let found: Awaited<ReturnType<typeof list>> = [];
@@ -80,27 +80,27 @@ describe('the Temporal UI tells the same story', () => {
     expect(found.map((run) => run.runId)).toEqual([runId]);
 
     // The failed run: attempts 1 and 2 (Temporal attempts 1 and 2); the re-drive's run starts at attempt 3 on Temporal attempt 1.
-    const first = await activityTexts(workflowIdFor('acme', 'one'), previousRunId);
+    const first = await activityTexts(workflowIdFor('links', 'one'), previousRunId);
     expect(first.summaries).toEqual([`step 0 call · LOCAL · transition one:0:1`]);
     expect(first.failures).toEqual([expect.stringMatching(/^transition one:0:2 failed, retry_exhausted: DEPENDENCY_DOWN: dependency down$/)]);
-    const second = await activityTexts(workflowIdFor('acme', 'one'), runId);
+    const second = await activityTexts(workflowIdFor('links', 'one'), runId);
     expect(second.summaries).toEqual([`step 0 call · LOCAL · transition one:0:3`]);
   });
 
   it('finds every run of a bulk job, and the job itself, by the job id', async () => {
     healthy.add('job-a').add('job-b');
-    const res = await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+    const res = await engine.request('POST', '/admin/tenants/links/redrive-jobs', {
       body: { selection: { executionIds: ['job-a', 'job-b'] }, reason: 'dependency back', allowFailed: true },
     });
     expect(res.status).toBe(202);
     const job = await res.json();
-    await until(async () => (await engine.service.jobs.get('acme', job.jobId)).status === 'COMPLETED', 60_000, 'the job to complete');
+    await until(async () => (await engine.service.jobs.get('links', job.jobId)).status === 'COMPLETED', 60_000, 'the job to complete');
     let found: Awaited<ReturnType<typeof list>> = [];
     await until(async () => (found = await list(`PipelineRedriveJob = '${job.jobId}'`)).length >= 3, 30_000, 'the job and its runs to be searchable');
     expect(found.map((run) => [run.type, run.workflowId]).sort()).toEqual([
-      ['pipelineWorkflow', workflowIdFor('acme', 'job-a')],
-      ['pipelineWorkflow', workflowIdFor('acme', 'job-b')],
-      ['redriveJobWorkflow', `redrive-job/acme/${job.jobId}`],
+      ['pipelineWorkflow', workflowIdFor('links', 'job-a')],
+      ['pipelineWorkflow', workflowIdFor('links', 'job-b')],
+      ['redriveJobWorkflow', `redrive-job/links/${job.jobId}`],
     ]);
   });
 });

@@ -18,6 +18,7 @@ import { createGrpcTransitionWorker, createRestTransitionWorker, ensureDedupeSch
 import { startPythonWorker } from '../../examples/invoices/test/python-worker';
 import { FAULTS, startBrokenWorker, type Fault } from '../fixtures/broken-worker';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { scaled } from '../helpers/time-scale';
 import { retryUntilSuccess } from '../helpers/until';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -74,7 +75,7 @@ afterAll(async () => {
 
 describe('pipeline-worker-check', () => {
   it('passes the Python reference worker through the bin: exit 0, every check passing, as JSON', async () => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'pipeline-worker-check.mjs'), pythonUrl, '--json', '--busy-ms', '2000'], {
+    const child = spawn(process.execPath, [join(root, 'bin', 'pipeline-worker-check.mjs'), pythonUrl, '--json', '--busy-ms', String(scaled(2000))], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -122,7 +123,7 @@ describe('pipeline-worker-check', () => {
   });
 
   it('passes the TypeScript kit over REST, and its handler ran once per key the checker sent', async () => {
-    const checks = await runChecks(restWorkerClient(kitUrl, `${kitUrl}/{idempotencyKey}`), { busyMs: 2000 });
+    const checks = await runChecks(restWorkerClient(kitUrl, `${kitUrl}/{idempotencyKey}`), { busyMs: scaled(2000) });
     expect(failed(checks)).toEqual([]);
     expect(checks.find((check) => check.id === 'busy-redelivery')?.detail).toMatch(/in progress/);
     const counts = Object.entries(kitRuns).filter(([key]) => key.includes('-busy:') || key.includes('-basic:') || key.includes('-deadline:'));
@@ -131,7 +132,7 @@ describe('pipeline-worker-check', () => {
   });
 
   it('passes the TypeScript kit over gRPC', async () => {
-    const checks = await runChecks(grpcWorkerClient(grpcAddress, true), { busyMs: 2000 });
+    const checks = await runChecks(grpcWorkerClient(grpcAddress, true), { busyMs: scaled(2000) });
     expect(failed(checks)).toEqual([]);
     expect(checks.every((check) => check.status === 'pass')).toBe(true);
   });
@@ -139,7 +140,7 @@ describe('pipeline-worker-check', () => {
   it('passes the broken worker with no fault switched on (the faults below are the only difference)', async () => {
     const worker = await startBrokenWorker(null);
     try {
-      expect(failed(await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: 800 }))).toEqual([]);
+      expect(failed(await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: scaled(800) }))).toEqual([]);
     } finally {
       await worker.close();
     }
@@ -152,7 +153,7 @@ describe('pipeline-worker-check', () => {
       faults.map(async (fault) => {
         const worker = await startBrokenWorker(fault);
         try {
-          const checks = await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: 800 });
+          const checks = await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: scaled(800) });
           return [fault, statuses(checks)[FAULTS[fault]]] as const;
         } finally {
           await worker.close();
@@ -172,7 +173,7 @@ describe('pipeline-worker-check', () => {
       return { code: await new Promise<number | null>((resolve) => child.once('exit', resolve)), out };
     };
     try {
-      const broken = await run([worker.url, '--busy-ms', '500']);
+      const broken = await run([worker.url, '--busy-ms', String(scaled(500))]);
       expect(broken.code).toBe(1);
       expect(broken.out).toMatch(/problem-rejection\s+FAIL/);
       expect(broken.out).toContain('DOES NOT CONFORM');

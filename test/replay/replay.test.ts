@@ -11,6 +11,7 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WORKFLOWS_PATH } from '../../src/temporal/worker';
 import { readHistory } from '../helpers/history';
+import { scaled } from '../helpers/time-scale';
 
 const HISTORIES = join(import.meta.dirname, '..', 'fixtures', 'histories');
 const files = readdirSync(HISTORIES)
@@ -99,12 +100,12 @@ describe('recorded histories replay on the current workflow', () => {
     expect(scheduledTypes('step-activity-types')).toEqual(['replay-flaky:flaky']);
   });
 
-  it('replays every history without a non-determinism error', async () => {
+  it('replays every history without a non-determinism error', { timeout: scaled(120_000) }, async () => {
     const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
     expect(await replayAll(bundle)).toEqual([]);
-  }, 120_000);
+  });
 
-  it('fails a workflow change made without patched() (a timer before the first step)', async () => {
+  it('fails a workflow change made without patched() (a timer before the first step)', { timeout: scaled(120_000) }, async () => {
     const drifted = await bundleWorkflowCode({
       workflowsPath: join(import.meta.dirname, '..', 'fixtures', 'replay', 'drifted-workflow.ts'),
       logger: new DefaultLogger('WARN'),
@@ -117,5 +118,5 @@ describe('recorded histories replay on the current workflow', () => {
     const failures = await replayAll(drifted, pipelineHistories);
     expect(failures).toHaveLength(pipelineHistories.length);
     expect(failures[0]).toMatch(/DeterminismViolationError|Nondeterminism/i);
-  }, 120_000);
+  });
 });

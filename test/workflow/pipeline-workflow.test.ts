@@ -15,13 +15,14 @@ import { WORKFLOWS_PATH } from '../../src/temporal/worker';
 import { pipelineWorkflow } from '../../src/workflows/pipeline-workflow';
 import { FailureTypes, type PipelineRunInput, type StepPlan, type StepRequest, type TerminalDetails } from '../../src/workflows/types';
 import { createTimeSkippingEnv } from '../helpers/time-skipping';
+import { scaled } from '../helpers/time-scale';
 
 let env: TestWorkflowEnvironment;
 let queue = 0;
 
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
-}, 120_000);
+}, scaled(120_000));
 
 afterAll(async () => {
   await env?.teardown();

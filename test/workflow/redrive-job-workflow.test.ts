@@ -19,6 +19,7 @@ import type { HaltOn } from '../../src/workflows/redrive-job-policy';
 import { REDRIVE_JOB_FAILED, redriveJobWake, redriveJobWorkflow, type RedriveJobInput } from '../../src/workflows/redrive-job-workflow';
 import { createTimeSkippingEnv } from '../helpers/time-skipping';
 import { until } from '../helpers/until';
+import { scaled } from '../helpers/time-scale';
 
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundleWithSourceMap;
@@ -27,7 +28,7 @@ let queue = 0;
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
   bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
-}, 180_000);
+}, scaled(180_000));
 
 afterAll(async () => {
   await env?.teardown();
@@ -212,8 +213,10 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
   });
 
   it('haltOn: halts when the failed-again share passes the threshold, and on a REMOTE_OUTCOME_UNKNOWN park', async () => {
+    // 0.1/s: the time-skipping server's clock also runs with real time, so at 1/s a tick held up
+    // by a loaded machine would find many items due at once, before any verdict could halt.
     const share = new FakeJob(40, {
-      ratePerSecond: 1,
+      ratePerSecond: 0.1,
       haltOn: { failedAgainShare: 0.5, minFinished: 4, remoteOutcomeUnknown: true },
       outcome: (i) => (i % 2 ? 'FAILED' : 'SUCCEEDED'),
     });
@@ -225,7 +228,7 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
     expect(share.haltReason).toMatch(/^\d+ of \d+ re-driven items failed again \(50%, haltOn.failedAgainShare 50%\)$/);
     expect(share.admitted.length).toBeLessThan(10);
 
-    const parked = new FakeJob(40, { ratePerSecond: 1, outcome: (i) => (i === 2 ? 'REMOTE_OUTCOME_UNKNOWN' : 'SUCCEEDED') });
+    const parked = new FakeJob(40, { ratePerSecond: 0.1, outcome: (i) => (i === 2 ? 'REMOTE_OUTCOME_UNKNOWN' : 'SUCCEEDED') });
     parked.onCall = (j) => {
       if (j.status === 'PAUSED') j.status = 'ABORTED';
     };
