@@ -253,10 +253,9 @@ export async function connectClient(options: TemporalConnectOptions): Promise<Co
     options,
   );
   const close = connection.close.bind(connection);
-  connection.close = async () => {
-    await gate.drain();
-    await close();
-  };
+  // One close for every caller: each waits for the same drain and the same channel close.
+  let closing: Promise<void> | undefined;
+  connection.close = () => (closing ??= gate.drain().then(close));
   return connection;
 }
 

@@ -42,7 +42,7 @@ describe('the production build', () => {
     const run = spawnSync(process.execPath, ['dist/main.js'], {
       encoding: 'utf8',
       env: { PATH: process.env.PATH, PIPELINE_ROLE: 'nonsense' },
-      timeout: 60_000,
+      timeout: scaled(60_000),
     });
     expect(run.stderr).toMatch(/pipeline\.role/);
     expect(run.status).toBe(2);

@@ -48,8 +48,9 @@ async function readyz(): Promise<{ status: number; body: any; ms: number }> {
 describe('/readyz', () => {
   it('answers 503 naming Temporal within the call deadline while it is down, and 200 when it returns', async () => {
     // Ready first (a check past its 1 s deadline on a loaded machine answers 503 for that call).
-    await until(async () => (await readyz()).status === 200, 60_000, '/readyz to answer 200 before the fault');
-    expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', checks: { postgres: 'up', temporal: 'up' } } });
+    let ready: Awaited<ReturnType<typeof readyz>> | undefined;
+    await until(async () => (ready = await readyz()).status === 200, 60_000, '/readyz to answer 200 before the fault');
+    expect(ready).toMatchObject({ status: 200, body: { status: 'ready', checks: { postgres: 'up', temporal: 'up' } } });
 
     // Kept leased while it is down, so no other allocator hands the port out before the restart.
     const port = await leaseGivenPort(server!.port);
@@ -60,7 +61,9 @@ describe('/readyz', () => {
     const down = await readyz();
     expect(down.status).toBe(503);
     expect(down.body).toMatchObject({ code: 'NOT_READY', checks: { postgres: 'up', temporal: 'down' } });
-    expect(down.body.errors.temporal).toEqual(expect.any(String));
+    // The call deadline answered, not the SDK's own retries running out (about 15 s of UNAVAILABLE),
+    // which the time bound below cannot tell apart on a machine loaded enough to stretch it.
+    expect(down.body.errors.temporal).toMatch(/within 1000 ms|deadline/i);
     expect(down.body.detail).toBe('not ready: temporal');
     // Bounded by the call deadline (plus scheduling slack on a loaded machine), never a hang.
     expect(down.ms).toBeLessThan(CALL_TIMEOUT_MS + scaled(4000));

@@ -6,10 +6,11 @@
  * fast something happened.
  *
  * The factor is `PIPELINE_TEST_TIME_SCALE` (a number ≥ 1, default 1; .ci/run sets it from the
- * load it sees at the start), or the 1-minute load average per core read when `scaled` is
- * called, whichever is higher, at most 10. The second part covers a suite that started on a
- * quiet machine and then got neighbours (a second CI run starting a minute later): its
- * deadlines grow with the load instead of keeping the factor of its first second.
+ * load it sees at the start, at most 10), or the 1-minute load average per core (capped at 10)
+ * read when `scaled` is called, whichever is higher. The second part covers a suite that started
+ * on a quiet machine and then got neighbours (a second CI run starting a minute later): the
+ * deadlines it sets from then on grow with the load. vitest's own testTimeout and hookTimeout
+ * are set once, when the config loads.
  */
 import { availableParallelism, loadavg } from 'node:os';
 

@@ -158,79 +158,91 @@ describe('worker kit fencing', () => {
     },
   );
 
-  it("with abandonedClaims 'run-again', { timeout: scaled(180_000) }, a database outage longer than the lease aborts the handler's signal, and its late outcome changes nothing", async () => {
-    const key = 'acme/fence-1:0:1';
-    const kitUrl = runAgainUrl;
-    const first = deliver(kitUrl, key);
-    await until(() => runs.get(key)?.length === 1, 30_000, 'the first handler to run');
-    const [a] = runs.get(key)!;
+  it(
+    "with abandonedClaims 'run-again', a database outage longer than the lease aborts the handler's signal, and its late outcome changes nothing",
+    { timeout: scaled(180_000) },
+    async () => {
+      const key = 'acme/fence-1:0:1';
+      const kitUrl = runAgainUrl;
+      const first = deliver(kitUrl, key);
+      await until(() => runs.get(key)?.length === 1, 30_000, 'the first handler to run');
+      const [a] = runs.get(key)!;
 
-    await cluster.crash();
-    await until(() => a.signal.aborted, 60_000, "the first handler's signal to be aborted once its lease ran out");
-    expect(a.signal.reason).toBeInstanceOf(LeaseLostError);
-    expect(a.signal.reason).toMatchObject({ cause: 'EXPIRED', fence: 1 });
-    expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_lost')).toMatchObject([{ fence: 1, cause: 'EXPIRED', level: 'warn' }]);
-    expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_expired')).toEqual([]);
-    await cluster.start();
-    await until(
-      async () => (await kitDb.query('SELECT 1 FROM transition_worker_dedupe WHERE idempotency_key = $1 AND lease_until < now()', [key])).rowCount === 1,
-      30_000,
-      'the lease to have run out in the store',
-    );
+      await cluster.crash();
+      await until(() => a.signal.aborted, 60_000, "the first handler's signal to be aborted once its lease ran out");
+      expect(a.signal.reason).toBeInstanceOf(LeaseLostError);
+      expect(a.signal.reason).toMatchObject({ cause: 'EXPIRED', fence: 1 });
+      expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_lost')).toMatchObject([
+        { fence: 1, cause: 'EXPIRED', level: 'warn' },
+      ]);
+      expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_expired')).toEqual([]);
+      await cluster.start();
+      await until(
+        async () => (await kitDb.query('SELECT 1 FROM transition_worker_dedupe WHERE idempotency_key = $1 AND lease_until < now()', [key])).rowCount === 1,
+        30_000,
+        'the lease to have run out in the store',
+      );
 
-    // A second delivery takes the identity over (fence 2) while the first handler still runs.
-    const second = deliver(kitUrl, key);
-    await until(() => runs.get(key)?.length === 2, 30_000, 'the second delivery to take the claim over');
-    const [, b] = runs.get(key)!;
-    expect((await kitDb.query<{ fence: number }>('SELECT fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([{ fence: 2 }]);
+      // A second delivery takes the identity over (fence 2) while the first handler still runs.
+      const second = deliver(kitUrl, key);
+      await until(() => runs.get(key)?.length === 2, 30_000, 'the second delivery to take the claim over');
+      const [, b] = runs.get(key)!;
+      expect((await kitDb.query<{ fence: number }>('SELECT fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([
+        { fence: 2 },
+      ]);
 
-    // The first handler ignores its signal and returns late: its outcome is fenced out.
-    a.release();
-    const late = await first;
-    expect(late.status).toBe(425);
-    expect(late.headers.get(IN_PROGRESS_HEADER)).toBe('true');
-    expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_outcome_fenced')).toMatchObject([{ fence: 1 }]);
-    expect((await kitDb.query('SELECT state, fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([
-      { state: 'IN_PROGRESS', fence: 2 },
-    ]);
+      // The first handler ignores its signal and returns late: its outcome is fenced out.
+      a.release();
+      const late = await first;
+      expect(late.status).toBe(425);
+      expect(late.headers.get(IN_PROGRESS_HEADER)).toBe('true');
+      expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_outcome_fenced')).toMatchObject([{ fence: 1 }]);
+      expect((await kitDb.query('SELECT state, fence FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([
+        { state: 'IN_PROGRESS', fence: 2 },
+      ]);
 
-    b.release();
-    const answered = await second;
-    expect(answered.status).toBe(200);
-    expect(await answered.json()).toEqual({ run: 2 });
-    expect(b.signal.aborted).toBe(false);
-    const replay = await deliver(kitUrl, key);
-    expect(await replay.json()).toEqual({ run: 2 });
-    expect(replay.headers.get('idempotent-replayed')).toBe('true');
-    expect(runs.get(key)).toHaveLength(2);
-    expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_outcome_fenced')).toHaveLength(1);
-    expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_lost')).toHaveLength(1);
-  });
+      b.release();
+      const answered = await second;
+      expect(answered.status).toBe(200);
+      expect(await answered.json()).toEqual({ run: 2 });
+      expect(b.signal.aborted).toBe(false);
+      const replay = await deliver(kitUrl, key);
+      expect(await replay.json()).toEqual({ run: 2 });
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(runs.get(key)).toHaveLength(2);
+      expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_outcome_fenced')).toHaveLength(1);
+      expect(logs.filter((l) => l.idempotencyKey === key && l.event === 'worker_kit_lease_lost')).toHaveLength(1);
+    },
+  );
 
-  it('a kit process killed while its outcome cannot be stored leaves the claim RAN: the next process answers "in progress", { timeout: scaled(180_000) }, never runs again', async () => {
-    const key = 'acme/ran-1:0:1';
-    const handlerRuns = async () =>
-      Number((await kitDb.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_handler_runs WHERE idempotency_key = $1', [key])).rows[0].n);
+  it(
+    'a kit process killed while its outcome cannot be stored leaves the claim RAN: the next process answers "in progress", never runs again',
+    { timeout: scaled(180_000) },
+    async () => {
+      const key = 'acme/ran-1:0:1';
+      const handlerRuns = async () =>
+        Number((await kitDb.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_handler_runs WHERE idempotency_key = $1', [key])).rows[0].n);
 
-    const one = await startKitProcess();
-    // Postgres refuses this outcome (jsonb has no \u0000): the handler ran, its outcome cannot be stored.
-    const first = await deliver(one.url, key, { answer: 'nul \u0000 byte' });
-    expect(first.status).toBe(425);
-    expect(await handlerRuns()).toBe(1);
-    expect((await kitDb.query('SELECT state FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([{ state: 'RAN' }]);
-    one.child.kill('SIGKILL');
-    await once(one.child, 'exit');
+      const one = await startKitProcess();
+      // Postgres refuses this outcome (jsonb has no \u0000): the handler ran, its outcome cannot be stored.
+      const first = await deliver(one.url, key, { answer: 'nul \u0000 byte' });
+      expect(first.status).toBe(425);
+      expect(await handlerRuns()).toBe(1);
+      expect((await kitDb.query('SELECT state FROM transition_worker_dedupe WHERE idempotency_key = $1', [key])).rows).toEqual([{ state: 'RAN' }]);
+      one.child.kill('SIGKILL');
+      await once(one.child, 'exit');
 
-    const two = await startKitProcess();
-    await leaseRanOut(key);
-    const again = await deliver(two.url, key, { answer: 'nul \u0000 byte' });
-    expect(again.status).toBe(425);
-    expect(again.headers.get(IN_PROGRESS_HEADER)).toBe('true');
-    expect(await handlerRuns()).toBe(1);
-    const lookup = await fetch(`${two.url}/${encodeURIComponent(key)}`);
-    expect(await lookup.json()).toMatchObject({ recorded: true, state: 'RAN' });
-    two.child.kill('SIGKILL');
-  });
+      const two = await startKitProcess();
+      await leaseRanOut(key);
+      const again = await deliver(two.url, key, { answer: 'nul \u0000 byte' });
+      expect(again.status).toBe(425);
+      expect(again.headers.get(IN_PROGRESS_HEADER)).toBe('true');
+      expect(await handlerRuns()).toBe(1);
+      const lookup = await fetch(`${two.url}/${encodeURIComponent(key)}`);
+      expect(await lookup.json()).toMatchObject({ recorded: true, state: 'RAN' });
+      two.child.kill('SIGKILL');
+    },
+  );
 
   it(
     'a kit process killed after its handler returned while its Postgres was down (not even RAN written) never runs the handler again: the claim is abandoned',

@@ -121,7 +121,7 @@ async function failedExecution(pipeline: 'plain' | 'command', executionId: strin
   return failed;
 }
 
-/** Parked for real: the REST call's first attempt passes its 500 ms deadline. */
+/** Parked for real: the REST call's first attempt passes its deadline (STEP_DEADLINE_MS). */
 async function parkedExecution(executionId: string) {
   await engine.start('tenant-a', { pipeline: 'remote', executionId, input: { n: 1 } });
   const parked = await engine.waitFor('tenant-a', executionId, ['REMOTE_OUTCOME_UNKNOWN']);

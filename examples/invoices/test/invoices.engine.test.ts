@@ -18,7 +18,7 @@ const { deps, calls } = fakes({ reserveFailures: 4 });
 beforeAll(async () => {
   worker = await startPythonWorker();
   engine = await startTestEngine({ pipelines: [createInvoicesPipeline({ ...deps, renderUrl: worker.url })] });
-}, 180_000);
+});
 
 afterAll(async () => {
   await engine?.stop();
@@ -45,5 +45,5 @@ describe('invoices on the engine', () => {
       ['reserve', 'SUCCEEDED'],
       ['send', 'SUCCEEDED'],
     ]);
-  }, 120_000);
+  });
 });
