@@ -116,6 +116,9 @@ describe('storeConnectionString', () => {
           'pipeline.store.ca-file': file('other-ca.pem'),
           'pipeline.temporal.address': inject('temporalAddress'),
           'pipeline.auth.tokens': TEST_TOKENS,
+          // Port 0: the default 8080 may be held by anything else on the machine (it was, once, by
+          // a developer's `npm start`), and the refusal must name the CA, not the port.
+          'pipeline.server.port': 0,
         },
       );
       const error = await startService({ config, log: createLog({ level: 'fatal' }), pipelines: [] }).catch((err) => err);
