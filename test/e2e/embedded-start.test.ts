@@ -71,7 +71,7 @@ describe('npm start on the embedded default', () => {
     started.stdout!.on('data', (chunk) => (stdout += chunk));
     await until(
       () => {
-        if (started.exitCode !== null) throw new Error(`npm start exited ${started.exitCode}: ${stderr}`);
+        if (started.exitCode !== null || started.signalCode !== null) throw new Error(`npm start exited ${started.exitCode ?? started.signalCode}: ${stderr}`);
         return stderr.includes('Admin token') && stdout.includes('"service_started"');
       },
       90_000,

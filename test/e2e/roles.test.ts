@@ -53,7 +53,7 @@ async function startRole(role: 'api' | 'worker'): Promise<RoleProcess> {
   const ready = new RegExp(`ready ${role} port (\\d+)\n`);
   await until(
     () => {
-      if (child.exitCode !== null) throw new Error(`${role} process exited with ${child.exitCode}`);
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${role} process exited with ${child.exitCode ?? child.signalCode}`);
       return ready.test(out);
     },
     90_000,

@@ -184,7 +184,8 @@ describe('the worker kit as a package of its own', () => {
     worker.stdout!.on('data', (chunk) => (workerOut += chunk));
     await until(
       () => {
-        if (worker!.exitCode !== null) throw new Error(`worker.mjs exited with ${worker!.exitCode}: ${workerOut}`);
+        if (worker!.exitCode !== null || worker!.signalCode !== null)
+          throw new Error(`worker.mjs exited with ${worker!.exitCode ?? worker!.signalCode}: ${workerOut}`);
         return /"event":"worker_ready","port":\d+/.test(workerOut);
       },
       60_000,

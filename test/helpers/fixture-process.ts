@@ -20,7 +20,8 @@ export async function startFixture(fixture: string, env: NodeJS.ProcessEnv, read
   try {
     await until(
       () => {
-        if (child.exitCode !== null) throw new Error(`${fixture} exited with ${child.exitCode} before it was ready`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`${fixture} exited with ${child.exitCode ?? child.signalCode} before it was ready`);
         return ready.test(out);
       },
       cap,

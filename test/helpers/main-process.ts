@@ -67,7 +67,9 @@ export async function startMainUp(extra: Record<string, string>, command: 'node'
   const { child, output } = started;
   await until(
     () => {
-      if (child.exitCode !== null) throw new Error(`${command} src/main.ts exited ${child.exitCode}: ${output.stderr}`);
+      // A child ended by a signal has a null exitCode and a signalCode: either way it will not start.
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`${command} src/main.ts exited ${child.exitCode ?? child.signalCode}: ${output.stderr}`);
       return output.stdout.includes('"service_started"');
     },
     120_000,

@@ -8,7 +8,7 @@ export async function startWorkerProcess(script: string, env: Record<string, str
   child.stdout!.on('data', (chunk) => (out += chunk));
   await until(
     () => {
-      if (child.exitCode !== null) throw new Error(`worker process ${script} exited with ${child.exitCode}`);
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`worker process ${script} exited with ${child.exitCode ?? child.signalCode}`);
       return out.includes('ready');
     },
     timeoutMs,
