@@ -147,7 +147,7 @@ describe('worker kit delivery under faults', () => {
   });
 
   it("runs the handler once when the kit's Postgres crashes between the handler and its stored outcome", async () => {
-    if (callers.every((child) => child.exitCode !== null)) await startCaller();
+    if (callers.every((child) => child.exitCode !== null || child.signalCode !== null)) await startCaller();
     crashBeforeReturn.add('pg-1');
     released.add('pg-1');
     await engine.start('acme', { pipeline: 'remote', executionId: 'pg-1' });
