@@ -202,7 +202,6 @@ class RetryGate {
   private closing = false;
   private scheduled = 0;
   private drained?: () => void;
-  private draining?: Promise<void>;
   private readonly defaults = defaultGrpcRetryOptions();
 
   interceptor(): Interceptor {
@@ -229,12 +228,10 @@ class RetryGate {
     };
   }
 
-  /** Resolves once no retry is scheduled; every caller (a second close too) waits for the same moment. */
-  drain(): Promise<void> {
+  /** Resolves once no retry is scheduled. Called once per connection: `connectClient`'s close is memoised. */
+  async drain(): Promise<void> {
     this.closing = true;
-    if (this.scheduled === 0) return Promise.resolve();
-    this.draining ??= new Promise<void>((resolve) => (this.drained = resolve));
-    return this.draining;
+    if (this.scheduled > 0) await new Promise<void>((resolve) => (this.drained = resolve));
   }
 }
 
