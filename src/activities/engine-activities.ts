@@ -13,7 +13,7 @@ import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry, StepResolution } from '../pipeline/registry';
 import type { EffectStore } from '../store/effect-store';
-import type { EffectChange, ExecutionRecord, ExecutionStore, RemoteCall, StepKey, TerminalFailure } from '../store/execution-store';
+import type { EffectChange, ExecutionRecord, ExecutionStore, RemoteCall, RunOutcome, StepKey, TerminalFailure } from '../store/execution-store';
 import type { StepDefinition } from '../pipeline/define';
 import type { TerminalReason, Transport } from '../spec-words';
 import { FailureTypes, stepActivityType, type StepRequest, type StepResult, type TerminalDetails } from '../workflows/types';
@@ -147,11 +147,73 @@ export function createActivities(deps: EngineDeps) {
     const runId = activity.info.workflowExecution?.runId ?? 'unknown';
     const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
     if (!record) throw recordMissingFailure(req);
-    if ((req.firstOfRun || req.notFirstRun) && record.runId !== runId) throw await refuseForeignRun(req, record, runId);
+    // Before anything else: a record another run (or a re-drive) has taken tells this run nothing about its own step.
+    if (!ownsRecord(req, record, runId)) throw await refuseRun(req, record, runId);
     if (record.currentStepIndex > req.stepIndex) return { settled: { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null } };
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
     return { attempt: record.attempt };
+  }
+
+  /**
+   * Whether the record is this run's. A run's first step took it (`begin` wrote the run id),
+   * so that step and every Temporal retry after it must find the run's own id. Only a record
+   * from before run ids were kept has none while RUNNING. A run that finds another id, or a
+   * QUEUED record, has been superseded or never owned it.
+   */
+  function ownsRecord(req: Pick<StepRequest, 'firstOfRun' | 'notFirstRun'>, record: ExecutionRecord, runId: string): boolean {
+    if (record.runId === runId) return true;
+    if (req.firstOfRun || req.notFirstRun) return false;
+    return record.runId === null && record.status !== 'QUEUED';
+  }
+
+  /**
+   * The answer to a delivery of a run that does not own the record. A run that committed an
+   * outcome once owned it: it was superseded (see `supersededRun`). Any other run was never
+   * the orchestrator's (see `refuseForeignRun`). Neither runs the operator nor commits.
+   */
+  async function refuseRun(req: StepRequest, record: ExecutionRecord, runId: string): Promise<ApplicationFailure> {
+    const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
+    return committed ? supersededRun(req, record, runId, committed) : refuseForeignRun(req, record, runId);
+  }
+
+  /**
+   * A run whose step committed its terminal outcome, but whose worker died before Temporal
+   * heard of it: Temporal delivers the step again. Meanwhile a re-drive has queued the
+   * execution for a new run, which cannot start while this one is open. The delivery ends
+   * this run as it committed (the same failure, the same transition), so the re-drive's run
+   * can start; it runs no operator and commits nothing. Without this the delivery would run
+   * the operator under the re-drive's attempt, fail to commit it (the record is QUEUED) and be
+   * retried until Temporal's attempts ran out.
+   */
+  function supersededRun(req: StepRequest, record: ExecutionRecord, runId: string, committed: RunOutcome): ApplicationFailure {
+    const details = supersededDetails(req, record, runId, committed);
+    return terminalFailure(
+      details,
+      `execution ${req.executionId}: this run's step ${committed.stepIndex} ended ${committed.outcome} (transition ${details.transitionKey}, ${details.errorCode}) before Temporal heard of it, and the execution has been re-driven since: this delivery ran no step and committed nothing. ${foreignRunAdvice(req, record)}`,
+    );
+  }
+
+  /** How a superseded run ends: with the outcome it committed last (logged, for the operator who wonders why the run failed again). */
+  function supersededDetails(req: { tenantId: string; executionId: string }, record: ExecutionRecord, runId: string, committed: RunOutcome): TerminalDetails {
+    const terminal = committed.outcome === 'FAILED' || committed.outcome === 'REMOTE_OUTCOME_UNKNOWN';
+    const details: TerminalDetails = {
+      status: committed.outcome === 'REMOTE_OUTCOME_UNKNOWN' ? 'REMOTE_OUTCOME_UNKNOWN' : 'FAILED',
+      terminalReason: terminal ? committed.terminalReason : null,
+      errorCode: (terminal ? committed.errorCode : null) ?? 'EXECUTION_REDRIVEN',
+      stepIndex: committed.stepIndex,
+      transitionKey: makeTransitionKey(req.executionId, committed.stepIndex, committed.attempt),
+    };
+    log.warn({
+      event: 'execution_superseded_run_refused',
+      tenantId: req.tenantId,
+      executionId: req.executionId,
+      runId,
+      ownerRunId: record.runId,
+      status: record.status,
+      transitionKey: details.transitionKey,
+    });
+    return details;
   }
 
   /**
@@ -494,6 +556,19 @@ export function createActivities(deps: EngineDeps) {
   async function abandonStep(req: AbandonRequest): Promise<TerminalDetails> {
     const record = await store.get(req.tenantId, req.executionId);
     if (!record) return recordMissing(req);
+    // A run that does not own the record commits nothing on it: it ends as it committed, or as not the execution's run.
+    const runId = Context.current().info.workflowExecution?.runId ?? 'unknown';
+    if (!ownsRecord({}, record, runId)) {
+      const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
+      if (committed) return supersededDetails(req, record, runId, committed);
+      return {
+        status: 'FAILED',
+        terminalReason: null,
+        errorCode: 'RUN_NOT_STARTED_BY_ORCHESTRATOR',
+        stepIndex: req.stepIndex,
+        transitionKey: makeTransitionKey(req.executionId, req.stepIndex, record.attempt),
+      };
+    }
     const already = committedTerminal(record, req.stepIndex);
     if (already) return already;
     const pinnedStep = registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex];

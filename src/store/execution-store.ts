@@ -146,6 +146,16 @@ export interface RunStart {
   dispatchId: string | null;
 }
 
+/** What a run last committed (`lastOutcomeOfRun`): a row of the execution's attempt log. */
+export interface RunOutcome {
+  stepIndex: number;
+  attempt: number;
+  outcome: 'SUCCEEDED' | 'RETRY_SCHEDULED' | 'FAILED' | 'REMOTE_OUTCOME_UNKNOWN';
+  errorCode: string | null;
+  /** of the DLQ envelope, when the outcome was FAILED */
+  terminalReason: TerminalReason | null;
+}
+
 /** A terminal failure and the DLQ envelope committed with it. */
 export interface TerminalFailure {
   terminalReason: TerminalReason;
@@ -466,7 +476,9 @@ export class ExecutionStore {
    * its dispatch row STARTED, in the same statement. Only a run of the record's own dispatch
    * row (still PENDING, or STARTED by this very run) takes a QUEUED record: a run the
    * orchestrator did not start (a Reset in the Temporal UI, a duplicate start) never does,
-   * and finds the record as it is, owned by another run.
+   * and finds the record as it is, owned by another run. Nor does a run of an earlier
+   * dispatch while a later one is PENDING: the record was re-driven after that run committed
+   * its outcome, and Temporal is delivering the run's first step again.
    */
   async begin({ tenantId, executionId, runId, dispatchId }: RunStart): Promise<ExecutionRecord | null> {
     const result = await this.db.query<ExecutionRecordRow>(
@@ -475,6 +487,8 @@ export class ExecutionStore {
          WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED'
            AND EXISTS (SELECT 1 FROM execution_dispatch d WHERE d.tenant_id = $1 AND d.execution_id = $2 AND d.dispatch_id = $4
                        AND (d.status = 'PENDING' OR d.run_id = $3))
+           AND NOT EXISTS (SELECT 1 FROM execution_dispatch o WHERE o.tenant_id = $1 AND o.execution_id = $2 AND o.dispatch_id <> $4
+                           AND o.status = 'PENDING')
          RETURNING *),
        started AS (
          UPDATE execution_dispatch SET status = 'STARTED', run_id = $3, started_at = now(), lease_owner = NULL, lease_until = NULL
@@ -485,6 +499,32 @@ export class ExecutionStore {
       [tenantId, executionId, runId, dispatchId],
     );
     return result.rowCount ? toRecord(result.rows[0]) : null;
+  }
+
+  /**
+   * The last outcome a run committed (its attempt log's newest row), with the terminal reason
+   * of its DLQ envelope when it ended FAILED; null when the run committed nothing. A run that
+   * no longer owns its record reads this to end as it committed.
+   */
+  async lastOutcomeOfRun({ tenantId, executionId, runId }: { tenantId: string; executionId: string; runId: string }): Promise<RunOutcome | null> {
+    const result = await this.db.query<{
+      step_index: number;
+      attempt: number;
+      outcome: RunOutcome['outcome'];
+      error_code: string | null;
+      terminal_reason: TerminalReason | null;
+    }>(
+      `SELECT a.step_index, a.attempt, a.outcome, a.error_code, d.terminal_reason
+       FROM execution_attempt a
+       LEFT JOIN execution_dlq d ON d.tenant_id = a.tenant_id AND d.execution_id = a.execution_id AND d.record_version = a.version
+       WHERE a.tenant_id = $1 AND a.execution_id = $2 AND a.run_id = $3
+       ORDER BY a.version DESC LIMIT 1`,
+      [tenantId, executionId, runId],
+    );
+    const row = result.rows[0];
+    return row
+      ? { stepIndex: row.step_index, attempt: row.attempt, outcome: row.outcome, errorCode: row.error_code, terminalReason: row.terminal_reason }
+      : null;
   }
 
   /** Notes a run the orchestrator did not start, refused by its first step (once per run); the history shows it. */

@@ -35,10 +35,16 @@ const startWorker = async (env: Record<string, string>) => {
 };
 
 async function invocations(executionId: string) {
-  const result = await engine.service.db.query<{ version: number; step: string; transition_key: string; pid: number }>(
-    'SELECT version, step, transition_key, pid FROM test_invocation WHERE execution_id = $1 ORDER BY id',
-    [executionId],
-  );
+  // The run, Temporal's attempt and the time say, when a count is wrong, which delivery ran the operator again.
+  const result = await engine.service.db.query<{
+    version: number;
+    step: string;
+    transition_key: string;
+    pid: number;
+    run_id: string;
+    activity_attempt: number;
+    at: Date;
+  }>('SELECT version, step, transition_key, pid, run_id, activity_attempt, at FROM test_invocation WHERE execution_id = $1 ORDER BY id', [executionId]);
   return result.rows;
 }
 
@@ -52,7 +58,7 @@ beforeAll(async () => {
   // out the killed worker's task timeout) is left pending for the sweeper, so run one here.
   engine.service.dispatcher.startSweeper(500);
   await engine.service.db.query(
-    'CREATE TABLE test_invocation (id serial PRIMARY KEY, execution_id text NOT NULL, version integer NOT NULL, step text NOT NULL, transition_key text NOT NULL, pid integer NOT NULL)',
+    'CREATE TABLE test_invocation (id serial PRIMARY KEY, execution_id text NOT NULL, version integer NOT NULL, step text NOT NULL, transition_key text NOT NULL, pid integer NOT NULL, run_id text, activity_attempt integer NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())',
   );
 });
 afterAll(async () => {

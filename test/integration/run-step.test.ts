@@ -13,13 +13,14 @@ import { createActivities, type EngineActivities } from '../../src/activities/en
 import { loadConfig } from '../../src/config/config';
 import { workflowIdFor } from '../../src/ids';
 import { createLog } from '../../src/log';
-import { definePipeline, localStep, type StepContext } from '../../src/pipeline/define';
+import { definePipeline, localStep, NonRetryableException, type StepContext } from '../../src/pipeline/define';
 import { PipelineRegistry } from '../../src/pipeline/registry';
 import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import { ExecutionStore } from '../../src/store/execution-store';
 import { FailureTypes, type StepRequest } from '../../src/workflows/types';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
+import { writers } from '../helpers/writers';
 
 let database: TestDatabase;
 let store: ExecutionStore;
@@ -43,6 +44,19 @@ const pipelines = [
     retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 },
   }),
   definePipeline({ name: 'charge', steps: [localStep('charge', operator, { command: true })], retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 } }),
+  // Its second step refuses its first attempt for good (an execution to re-drive) and succeeds on any other.
+  definePipeline({
+    name: 'refusing',
+    steps: [
+      localStep('first', (input: unknown) => input),
+      localStep('refuse', (input: unknown, ctx: StepContext) => {
+        (invoked[ctx.executionId] ??= []).push(ctx.attempt);
+        if (ctx.attempt === 1) throw new NonRetryableException('refused on attempt 1', 'TEST_FATAL');
+        return { settled: ctx.attempt };
+      }),
+    ],
+    retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 },
+  }),
 ];
 
 beforeAll(async () => {
@@ -68,7 +82,7 @@ async function execution(pipeline: string): Promise<StepRequest> {
       executionKey: null,
       pipeline,
       workflowId: workflowIdFor('t', executionId),
-      stepCount: pipeline === 'plain' ? 2 : 1,
+      stepCount: pipelines.find((definition) => definition.name === pipeline)!.steps.length,
       input: { n: next },
       correlationId: null,
       resourceType: null,
@@ -94,14 +108,18 @@ async function execution(pipeline: string): Promise<StepRequest> {
   };
 }
 
-/** One delivery of the activity as Temporal would make it: `attempt` is Temporal's own try count. */
-function deliver(req: StepRequest, options: { attempt?: number; runId?: string } = {}) {
-  const env = new MockActivityEnvironment(
+/** An activity environment as Temporal would make it for a delivery: `attempt` is Temporal's own try count. */
+function environment(req: { tenantId: string; executionId: string }, options: { attempt?: number; runId?: string } = {}) {
+  return new MockActivityEnvironment(
     { attempt: options.attempt ?? 1, workflowExecution: { workflowId: workflowIdFor(req.tenantId, req.executionId), runId: options.runId ?? 'run-1' } },
     // These tests fail activities on purpose; the SDK's WARN line with a stack per failure says nothing here.
     { logger: new DefaultLogger('ERROR') },
   );
-  return env.run(activities.runStep, req);
+}
+
+/** One delivery of the step's activity. */
+function deliver(req: StepRequest, options: { attempt?: number; runId?: string } = {}) {
+  return environment(req, options).run(activities.runStep, req);
 }
 
 async function rejection(promise: Promise<unknown>): Promise<ApplicationFailure> {
@@ -206,5 +224,70 @@ describe('runStep', () => {
     });
     expect(invoked[req.executionId]).toEqual([1, 2, 3]);
     expect(await store.get('t', req.executionId)).toMatchObject({ status: 'FAILED', failedStepIndex: 0, attempt: 3 });
+  });
+});
+
+describe('a run superseded by a re-drive', () => {
+  /**
+   * The run's second step commits FAILED, and its worker dies before Temporal hears of it.
+   * An operator re-drives the execution; the re-drive's run cannot start while this one is
+   * open, and Temporal delivers the step to it again.
+   */
+  async function failedThenRedriven() {
+    const req = await execution('refusing');
+    await deliver(req);
+    const second: StepRequest = { ...req, stepIndex: 1, stepName: 'refuse', firstOfRun: undefined, dispatchId: undefined, input: { n: next } };
+    expect((await rejection(deliver(second))).type).toBe(FailureTypes.terminal);
+    expect(await store.get('t', req.executionId)).toMatchObject({ status: 'FAILED', failedStepIndex: 1, runId: 'run-1' });
+    await writers(database.db).redriven('t', req.executionId, { redriveId: `redrive-${req.executionId}` });
+    const queued = (await store.get('t', req.executionId))!;
+    expect(queued).toMatchObject({ status: 'QUEUED', currentStepIndex: 1, attempt: 2, runId: null });
+    return { second, queued };
+  }
+
+  it('ends with the failure it committed when Temporal delivers its step again, without invoking the operator or committing', async () => {
+    const { second, queued } = await failedThenRedriven();
+    const again = await rejection(deliver(second, { attempt: 2 }));
+    expect(again).toMatchObject({ type: FailureTypes.terminal, nonRetryable: true });
+    expect(again.details?.[0]).toEqual({
+      status: 'FAILED',
+      terminalReason: 'non_retryable',
+      errorCode: 'TEST_FATAL',
+      stepIndex: 1,
+      transitionKey: `${second.executionId}:1:1`,
+    });
+    expect(again.message).toContain('re-driven since: this delivery ran no step and committed nothing');
+    expect(invoked[second.executionId]).toEqual([1]);
+    expect(await store.get('t', second.executionId)).toEqual(queued);
+
+    // The same when it was the run's first step (a re-drive's run that failed, re-driven again).
+    expect((await rejection(deliver({ ...second, firstOfRun: true, dispatchId: 'start' }, { attempt: 2 }))).details?.[0]).toMatchObject({
+      errorCode: 'TEST_FATAL',
+      transitionKey: `${second.executionId}:1:1`,
+    });
+    expect(invoked[second.executionId]).toEqual([1]);
+
+    // The re-drive's own run takes the record and runs the step once, as the re-drive's attempt.
+    const redriveRun = { ...second, attempt: 2, firstOfRun: true, dispatchId: `redrive-${second.executionId}`, redriveIntent: 'FAILED' as const };
+    expect(await deliver(redriveRun, { runId: 'run-2' })).toEqual({ output: { settled: 2 } });
+    expect(invoked[second.executionId]).toEqual([1, 2]);
+    expect(await store.get('t', second.executionId)).toMatchObject({ status: 'SUCCEEDED', runId: 'run-2' });
+  });
+
+  it('commits nothing when Temporal gives its step up: the abandoned step reports what the run committed', async () => {
+    const { second, queued } = await failedThenRedriven();
+    const abandon = { tenantId: 't', executionId: second.executionId, stepIndex: 1, stepName: 'refuse', transport: 'LOCAL' as const, reason: 'worker lost' };
+    expect(await environment(second).run(activities.abandonStep, abandon)).toMatchObject({
+      status: 'FAILED',
+      errorCode: 'TEST_FATAL',
+      transitionKey: `${second.executionId}:1:1`,
+    });
+    // A run that never owned the record (a Reset's copy) is not the execution's run either.
+    expect(await environment(second, { runId: 'run-reset' }).run(activities.abandonStep, abandon)).toMatchObject({
+      status: 'FAILED',
+      errorCode: 'RUN_NOT_STARTED_BY_ORCHESTRATOR',
+    });
+    expect(await store.get('t', second.executionId)).toEqual(queued);
+    expect(invoked[second.executionId]).toEqual([1]);
   });
 });
