@@ -556,7 +556,7 @@ export function createActivities(deps: EngineDeps) {
   async function abandonStep(req: AbandonRequest): Promise<TerminalDetails> {
     const record = await store.get(req.tenantId, req.executionId);
     if (!record) return recordMissing(req);
-    // A run that does not own the record commits nothing on it: it ends as it committed, or as not the execution's run.
+    // A run that does not own the record commits nothing on it: it ends as it committed, or as a run without the record.
     const runId = Context.current().info.workflowExecution?.runId ?? 'unknown';
     if (!ownsRecord({}, record, runId)) {
       const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
@@ -564,7 +564,7 @@ export function createActivities(deps: EngineDeps) {
       return {
         status: 'FAILED',
         terminalReason: null,
-        errorCode: 'RUN_NOT_STARTED_BY_ORCHESTRATOR',
+        errorCode: 'RUN_DOES_NOT_OWN_RECORD',
         stepIndex: req.stepIndex,
         transitionKey: makeTransitionKey(req.executionId, req.stepIndex, record.attempt),
       };

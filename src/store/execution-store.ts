@@ -347,7 +347,7 @@ export class ExecutionStore {
            OR due > at + interval '1 second' + $22::integer * interval '1 millisecond')),
        moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
-           failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL,
+           failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL, dispatch_id = $6,
            redrive_count = redrive_count + 1, updated_at = now(),
            pipeline_version = COALESCE($17, pipeline_version), definition_fingerprint = COALESCE($18, definition_fingerprint),
            step_count = COALESCE($19, step_count), redrive_job_id = $16
@@ -476,19 +476,18 @@ export class ExecutionStore {
    * its dispatch row STARTED, in the same statement. Only a run of the record's own dispatch
    * row (still PENDING, or STARTED by this very run) takes a QUEUED record: a run the
    * orchestrator did not start (a Reset in the Temporal UI, a duplicate start) never does,
-   * and finds the record as it is, owned by another run. Nor does a run of an earlier
-   * dispatch while a later one is PENDING: the record was re-driven after that run committed
-   * its outcome, and Temporal is delivering the run's first step again.
+   * and finds the record as it is, owned by another run. The row must be the one the record
+   * is queued for (`dispatch_id`): a run of an earlier dispatch, whose first step Temporal
+   * delivers again after the record was re-driven, never takes it, even once the re-drive's
+   * row is STARTED.
    */
   async begin({ tenantId, executionId, runId, dispatchId }: RunStart): Promise<ExecutionRecord | null> {
     const result = await this.db.query<ExecutionRecordRow>(
       `WITH moved AS (
          UPDATE execution_record SET status = 'RUNNING', version = version + 1, run_id = $3, updated_at = now()
-         WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED'
+         WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED' AND dispatch_id = $4
            AND EXISTS (SELECT 1 FROM execution_dispatch d WHERE d.tenant_id = $1 AND d.execution_id = $2 AND d.dispatch_id = $4
                        AND (d.status = 'PENDING' OR d.run_id = $3))
-           AND NOT EXISTS (SELECT 1 FROM execution_dispatch o WHERE o.tenant_id = $1 AND o.execution_id = $2 AND o.dispatch_id <> $4
-                           AND o.status = 'PENDING')
          RETURNING *),
        started AS (
          UPDATE execution_dispatch SET status = 'STARTED', run_id = $3, started_at = now(), lease_owner = NULL, lease_until = NULL

@@ -48,7 +48,8 @@ function activitiesFor(step: StepPlan, index: number, executionId: string, attem
 export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> {
   let segment = run.input;
   // A Reset gives the workflow a new runId but keeps the first run's: such a run checks, at
-  // every step, that it owns the record (the orchestrator's own runs are never reset copies).
+  // every step's first delivery too, that it owns the record (the orchestrator's own runs are
+  // never reset copies; they check it on their first step and on every redelivery).
   const info = workflowInfo();
   const notFirstRun = info.runId !== info.firstExecutionRunId;
   for (let index = run.resumeStepIndex; index < run.steps.length; index++) {

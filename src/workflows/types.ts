@@ -97,8 +97,9 @@ export interface StepRequest {
   redriveIntent?: RedriveMode;
   /**
    * Set when this run is not the one its start created (its runId differs from the first
-   * run's: a Reset in the Temporal UI or CLI). Every step then checks that the run owns the
-   * record, so a run reset past its first step cannot run a step again.
+   * run's: a Reset in the Temporal UI or CLI). Every delivery of every step then checks that
+   * the run owns the record, so a run reset past its first step cannot run a step again (any
+   * run checks it on its first step and on every redelivery).
    */
   notFirstRun?: true;
 }

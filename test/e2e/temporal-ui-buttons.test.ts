@@ -130,7 +130,7 @@ describe('Reset in the Temporal UI', () => {
     const { db } = store;
     const owner = (await record('bad-2')).runId;
     // The state a re-drive leaves: QUEUED, with its own dispatch row PENDING.
-    await db.query(`UPDATE execution_record SET status = 'QUEUED' WHERE tenant_id = 'acme' AND execution_id = 'bad-2'`);
+    await db.query(`UPDATE execution_record SET status = 'QUEUED', dispatch_id = 'redrive-x' WHERE tenant_id = 'acme' AND execution_id = 'bad-2'`);
     await db.query(
       `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, status) VALUES ('acme', 'bad-2', 'redrive-x', '{}'::jsonb, 'PENDING')`,
     );

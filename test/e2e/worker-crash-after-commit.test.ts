@@ -31,7 +31,9 @@ const startWorker = async (env: Record<string, string>) => {
 };
 
 beforeAll(async () => {
-  engine = await startTestEngine([ordersV1(shape)], {}, { worker: false });
+  // Each transition is counted exactly once, so a step's own heartbeats must never be late enough
+  // to redeliver it on a loaded machine; the killed worker's step comes again after this timeout.
+  engine = await startTestEngine([ordersV1(shape)], { 'pipeline.orchestrator.worker.heartbeat-timeout': scaled(10_000) }, { worker: false });
   // No worker in this engine, so no sweeper: the re-drive waits for the old run to close, then the sweeper starts it.
   engine.service.dispatcher.startSweeper(500);
   await engine.service.db.query(

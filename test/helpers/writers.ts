@@ -16,8 +16,11 @@ import { ExecutionStore, type CommitResult } from '../../src/store/execution-sto
  */
 export function writers(db: Db) {
   const store = new ExecutionStore(db);
+  // The dispatch each record is queued for: 'start', then its latest re-drive's (only that dispatch's run takes it).
+  const dispatchOf = new Map<string, string>();
   const key = async (tenantId: string, executionId: string) => {
-    const record = await store.begin({ tenantId, executionId, runId: `run-${executionId}`, dispatchId: 'start' });
+    const dispatchId = dispatchOf.get(`${tenantId}/${executionId}`) ?? 'start';
+    const record = await store.begin({ tenantId, executionId, runId: `run-${executionId}-${dispatchId}`, dispatchId });
     expect(record?.status).toBe('RUNNING');
     const step = { tenantId, executionId, stepIndex: record!.currentStepIndex, attempt: record!.attempt };
     return { step, transitionKey: `${executionId}:${step.stepIndex}:${step.attempt}` };
@@ -75,6 +78,7 @@ export function writers(db: Db) {
       // status check would, this one has nothing to re-drive and loses.
       if (record.status !== 'FAILED' && record.status !== 'REMOTE_OUTCOME_UNKNOWN' && !(options.mustWin ?? true)) return false;
       const unknown = record.status === 'REMOTE_OUTCOME_UNKNOWN';
+      const redriveId = options.redriveId ?? `redrive-${executionId}-${record.version}`;
       const admitted = await store.admitRedrive({
         tenantId,
         executionId,
@@ -83,7 +87,7 @@ export function writers(db: Db) {
         fromPipelineVersion: record.pipelineVersion,
         resumeStepIndex: record.failedStepIndex!,
         resumeStepName: 's',
-        redriveId: options.redriveId ?? `redrive-${executionId}-${record.version}`,
+        redriveId,
         principal: 'ops',
         reason: 'test',
         request: {},
@@ -96,6 +100,7 @@ export function writers(db: Db) {
         jobSpacingMs: options.jobSpacingMs,
       });
       if (options.mustWin ?? true) expect(admitted?.status).toBe('QUEUED');
+      if (admitted) dispatchOf.set(`${tenantId}/${executionId}`, redriveId);
       return admitted !== null;
     },
   };

@@ -3,6 +3,7 @@
  * outcome (the worker kept dying past the redelivery allowance): abandonStep commits
  * FAILED with a retry_exhausted envelope, once, whatever number of times it is called.
  */
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/engine-activities';
 import { loadConfig } from '../../src/config/config';
@@ -50,8 +51,16 @@ describe('abandonStep', () => {
     );
     await store.begin({ tenantId: 't', executionId: 'ab-1', runId: 'run-1', dispatchId: 'start' });
 
-    const first = await activities.abandonStep({ tenantId: 't', executionId: 'ab-1', stepIndex: 0, reason: 'worker lost 11 times' });
-    const second = await activities.abandonStep({ tenantId: 't', executionId: 'ab-1', stepIndex: 0, reason: 'worker lost 11 times' });
+    // As the workflow of run-1 calls it: an activity of that run.
+    const abandon = () =>
+      new MockActivityEnvironment({ workflowExecution: { workflowId: 'w', runId: 'run-1' } }).run(activities.abandonStep, {
+        tenantId: 't',
+        executionId: 'ab-1',
+        stepIndex: 0,
+        reason: 'worker lost 11 times',
+      });
+    const first = await abandon();
+    const second = await abandon();
     expect(first).toEqual({ status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'STEP_ABANDONED', stepIndex: 0, transitionKey: 'ab-1:0:1' });
     expect(second).toEqual(first);
     const record = await store.get('t', 'ab-1');

@@ -91,3 +91,41 @@ describe.each([
     ]);
   });
 });
+
+describe('the migration that queues a record for one dispatch (20261128070000)', () => {
+  it("queues each QUEUED record for its newest dispatch row, leaves others alone, and gives new records 'start'", async () => {
+    const db = await createPgliteDb('memory://record-dispatch');
+    try {
+      await migrate(
+        db,
+        undefined,
+        listMigrations().filter((migration) => migration.version < '20261128070000'),
+      );
+      await db.query(
+        `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt)
+         VALUES ('t', 'queued', 'p', 'queued', 'QUEUED', 4, 2, 1, 2), ('t', 'failed', 'p', 'failed', 'FAILED', 3, 2, 1, 1)`,
+      );
+      await db.query(
+        `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, status, created_at) VALUES
+           ('t', 'queued', 'start', '{}', 'STARTED', now() - interval '1 hour'),
+           ('t', 'queued', 'redrive-1', '{}', 'PENDING', now()),
+           ('t', 'failed', 'start', '{}', 'STARTED', now())`,
+      );
+      expect(await migrate(db)).toContain('20261128070000');
+      await db.query(
+        `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt)
+         VALUES ('t', 'new', 'p', 'new', 'QUEUED', 1, 2, 0, 1)`,
+      );
+      const rows = await db.query<{ execution_id: string; dispatch_id: string | null }>(
+        'SELECT execution_id, dispatch_id FROM execution_record ORDER BY execution_id',
+      );
+      expect(rows.rows).toEqual([
+        { execution_id: 'failed', dispatch_id: null },
+        { execution_id: 'new', dispatch_id: 'start' },
+        { execution_id: 'queued', dispatch_id: 'redrive-1' },
+      ]);
+    } finally {
+      await db.close();
+    }
+  });
+});

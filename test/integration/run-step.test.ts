@@ -15,6 +15,7 @@ import { workflowIdFor } from '../../src/ids';
 import { createLog } from '../../src/log';
 import { definePipeline, localStep, NonRetryableException, type StepContext } from '../../src/pipeline/define';
 import { PipelineRegistry } from '../../src/pipeline/registry';
+import { DispatchStore } from '../../src/store/dispatch-store';
 import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import { ExecutionStore } from '../../src/store/execution-store';
@@ -260,7 +261,14 @@ describe('a run superseded by a re-drive', () => {
     expect(invoked[second.executionId]).toEqual([1]);
     expect(await store.get('t', second.executionId)).toEqual(queued);
 
-    // The same when it was the run's first step (a re-drive's run that failed, re-driven again).
+    // The same when it was the run's first step (a re-drive's run that failed, re-driven again),
+    // even once the sweeper has started the re-drive's run and marked its dispatch row STARTED.
+    await new DispatchStore(database.db).markStarted({
+      tenantId: 't',
+      executionId: second.executionId,
+      dispatchId: `redrive-${second.executionId}`,
+      runId: 'run-2',
+    });
     expect((await rejection(deliver({ ...second, firstOfRun: true, dispatchId: 'start' }, { attempt: 2 }))).details?.[0]).toMatchObject({
       errorCode: 'TEST_FATAL',
       transitionKey: `${second.executionId}:1:1`,
@@ -285,7 +293,7 @@ describe('a run superseded by a re-drive', () => {
     // A run that never owned the record (a Reset's copy) is not the execution's run either.
     expect(await environment(second, { runId: 'run-reset' }).run(activities.abandonStep, abandon)).toMatchObject({
       status: 'FAILED',
-      errorCode: 'RUN_NOT_STARTED_BY_ORCHESTRATOR',
+      errorCode: 'RUN_DOES_NOT_OWN_RECORD',
     });
     expect(await store.get('t', second.executionId)).toEqual(queued);
     expect(invoked[second.executionId]).toEqual([1]);
