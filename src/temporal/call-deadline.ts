@@ -4,7 +4,17 @@
  * carries a gRPC deadline and an abort signal, so neither a paused server nor the client's
  * own retries of an unreachable one can hold a request longer than the timeout.
  */
+import { setMaxListeners } from 'node:events';
 import type { Client } from '@temporalio/client';
+
+/**
+ * Listeners one deadline's signal may carry. The SDK adds one per gRPC call made under the
+ * signal and never removes it, and one deadline can span many calls: a start that waits
+ * for a closing previous run makes up to 14 (a start and a describe per wait). Node's
+ * default of 10 would print MaxListenersExceededWarning, which reads as a leak; the signal
+ * lives only as long as its deadline, so its listeners go with it.
+ */
+const CALLS_PER_DEADLINE = 64;
 
 /** A Temporal call that ran out of its deadline (or was cancelled by it). */
 export class TemporalCallTimeoutError extends Error {
@@ -21,6 +31,7 @@ export class TemporalCallTimeoutError extends Error {
  */
 export async function withCallDeadline<T>(client: Client, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
   const abort = new AbortController();
+  setMaxListeners(CALLS_PER_DEADLINE, abort.signal);
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
