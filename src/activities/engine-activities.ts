@@ -43,6 +43,12 @@ export interface AbandonRequest {
   stepName?: string;
   transport?: Transport;
   reason: string;
+  /**
+   * The run's dispatch, when the given-up step was the run's first. A record still QUEUED for
+   * it was never taken (say, every delivery met a worker behind a rollout): the run ends it
+   * FAILED, to the DLQ, rather than leave it QUEUED with no run to carry it on.
+   */
+  dispatchId?: string;
 }
 
 export type EngineActivities = ReturnType<typeof createActivities>;
@@ -57,6 +63,11 @@ const DEFAULT_IN_PROGRESS_BUDGET_MS = 300_000;
  */
 export function terminalFailure(details: TerminalDetails, message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: FailureTypes.terminal, nonRetryable: true, message, details: [details] });
+}
+
+/** The Temporal run this delivery belongs to: what `begin` writes on the record and every commit is fenced by. */
+function runOf(activity: Context): string {
+  return activity.info.workflowExecution?.runId ?? 'unknown';
 }
 
 /** Whether Temporal cancelled this activity because it timed the attempt out or its run closed (not a cancel request or a shutdown). */
@@ -122,10 +133,12 @@ export function createActivities(deps: EngineDeps) {
     return registry.resolve(req.pipeline, version, stepName);
   }
 
-  /** A commit matched no row: find out whether this step's outcome is already settled. */
+  /** A commit matched no row: find out whether this step's outcome is already settled, or the record is no longer this run's. */
   async function settle(req: StepRequest): Promise<StepResult> {
     const record = await store.get(req.tenantId, req.executionId);
     if (!record) throw recordMissingFailure(req);
+    const runId = runOf(Context.current());
+    if (!ownsRecord(req, record, runId)) throw await refuseRun(req, record, runId);
     if (record.currentStepIndex === req.stepIndex + 1) return { output: record.segmentInput };
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
@@ -144,7 +157,7 @@ export function createActivities(deps: EngineDeps) {
    */
   async function resolveAttempt(req: StepRequest, activity: Context): Promise<{ attempt: number } | { settled: StepResult }> {
     if (!req.firstOfRun && !req.notFirstRun && activity.info.attempt === 1) return { attempt: req.attempt };
-    const runId = activity.info.workflowExecution?.runId ?? 'unknown';
+    const runId = runOf(activity);
     const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
     if (!record) throw recordMissingFailure(req);
     // Before anything else: a record another run (or a re-drive) has taken tells this run nothing about its own step.
@@ -278,7 +291,7 @@ export function createActivities(deps: EngineDeps) {
     if ('settled' in resolvedAttempt) return resolvedAttempt.settled;
     const { attempt } = resolvedAttempt;
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, attempt);
-    const stepKey: StepKey = { tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt };
+    const stepKey: StepKey = { tenantId: req.tenantId, executionId: req.executionId, stepIndex: req.stepIndex, attempt, runId: runOf(activity) };
     const stepName = resolved.found ? resolved.step.name : (req.stepName ?? `#${req.stepIndex}`);
     const logFields = {
       tenantId: req.tenantId,
@@ -429,6 +442,7 @@ export function createActivities(deps: EngineDeps) {
         executionId: req.executionId,
         stepIndex: req.stepIndex,
         attempt,
+        runId: runOf(Context.current()),
         delayMs,
         errorCode: failure.errorCode,
         errorMessage: failure.errorMessage,
@@ -465,6 +479,7 @@ export function createActivities(deps: EngineDeps) {
       executionId: req.executionId,
       stepIndex: req.stepIndex,
       attempt,
+      runId: runOf(Context.current()),
       failure: { terminalReason, errorCode: failure.errorCode, errorMessage: failure.errorMessage, transitionKey, envelope, step: String(logFields.step) },
       effect: effect && { ...effect, status: failure.retryable ? 'FAILED_RETRYABLE' : failure.terminalEffectStatus, errorCode: failure.errorCode },
     });
@@ -519,6 +534,7 @@ export function createActivities(deps: EngineDeps) {
       executionId: req.executionId,
       stepIndex: req.stepIndex,
       attempt,
+      runId: runOf(Context.current()),
       errorCode: 'REMOTE_OUTCOME_UNKNOWN',
       errorMessage: err.message,
       remoteCall,
@@ -557,8 +573,8 @@ export function createActivities(deps: EngineDeps) {
     const record = await store.get(req.tenantId, req.executionId);
     if (!record) return recordMissing(req);
     // A run that does not own the record commits nothing on it: it ends as it committed, or as a run without the record.
-    const runId = Context.current().info.workflowExecution?.runId ?? 'unknown';
-    if (!ownsRecord({}, record, runId)) {
+    const runId = runOf(Context.current());
+    const notOwned = async (): Promise<TerminalDetails> => {
       const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
       if (committed) return supersededDetails(req, record, runId, committed);
       return {
@@ -568,7 +584,10 @@ export function createActivities(deps: EngineDeps) {
         stepIndex: req.stepIndex,
         transitionKey: makeTransitionKey(req.executionId, req.stepIndex, record.attempt),
       };
-    }
+    };
+    // A first step given up before it took the record: the commit below checks the record is QUEUED for this run's dispatch.
+    const neverTaken = record.status === 'QUEUED' && req.dispatchId !== undefined && record.currentStepIndex === req.stepIndex;
+    if (!ownsRecord({}, record, runId) && !neverTaken) return notOwned();
     const already = committedTerminal(record, req.stepIndex);
     if (already) return already;
     const pinnedStep = registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex];
@@ -595,9 +614,14 @@ export function createActivities(deps: EngineDeps) {
       executionId: req.executionId,
       stepIndex: req.stepIndex,
       attempt: record.attempt,
+      runId,
+      // Still QUEUED: only for this run's own dispatch (a QUEUED record of a later re-drive is not this run's).
+      ...(neverTaken ? { queuedFor: req.dispatchId } : {}),
       failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: stepName },
     });
     if (!committed.committed) {
+      // QUEUED for another dispatch (a later re-drive's): not this run's record.
+      if (neverTaken) return notOwned();
       // The record moved since it was read: report what is committed, or read again on Temporal's retry.
       const now = await store.get(req.tenantId, req.executionId);
       const settled = now ? committedTerminal(now, req.stepIndex) : recordMissing(req);

@@ -104,6 +104,8 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
           stepName: step.name,
           transport: step.transport,
           reason: describe(err),
+          // A first step given up before it took the record: the run ends the record still QUEUED for its dispatch.
+          ...(firstOfRun && run.dispatchId ? { dispatchId: run.dispatchId } : {}),
         }));
       upsertSearchAttributes([{ key: PipelineStatus, value: terminal.status }]);
       throw ApplicationFailure.create({

@@ -299,3 +299,73 @@ describe('a run superseded by a re-drive', () => {
     expect(invoked[second.executionId]).toEqual([1]);
   });
 });
+
+describe('commits fenced by run', () => {
+  it('a run that does not own the record cannot move it, even on the path that reads no record before the operator', async () => {
+    const req = await execution('plain');
+    await deliver(req);
+    const owned = (await store.get('t', req.executionId))!;
+    expect(owned).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 1, runId: 'run-1' });
+    // Temporal's first try of a later step skips the read (the run took the record on its first step);
+    // a stray run there (nothing known makes one: this is the fence for what nobody has thought of) commits nothing.
+    const second: StepRequest = { ...req, stepIndex: 1, stepName: 'next', firstOfRun: undefined, dispatchId: undefined, input: { from: 'stray' } };
+    const refused = await rejection(deliver(second, { runId: 'run-stray' }));
+    expect(refused).toMatchObject({ type: FailureTypes.duplicateRun, nonRetryable: true });
+    expect(refused.message).toContain('this run ran no step');
+    expect(await store.get('t', req.executionId)).toEqual(owned);
+
+    // The record's own run then commits its step as if nothing had happened.
+    expect(await deliver({ ...second, input: { from: 'owner' } })).toEqual({ output: { from: 'owner' } });
+    expect(await store.get('t', req.executionId)).toMatchObject({ status: 'SUCCEEDED', segmentInput: { from: 'owner' }, runId: 'run-1' });
+  });
+});
+
+describe('a run whose first step Temporal gave up before it took the record', () => {
+  const abandonFirst = (req: StepRequest, dispatchId?: string) => ({
+    tenantId: 't',
+    executionId: req.executionId,
+    stepIndex: 0,
+    stepName: 'work',
+    transport: 'LOCAL' as const,
+    reason: 'ApplicationFailure: pipeline "plain" version 2 is not registered on this worker yet (registered: 1)',
+    ...(dispatchId ? { dispatchId } : {}),
+  });
+
+  it('ends the record it was dispatched for FAILED, to the DLQ, instead of leaving it QUEUED with no run', async () => {
+    const req = await execution('plain');
+    // Every delivery met a worker behind a rollout: none reached the record.
+    expect(await environment(req).run(activities.abandonStep, abandonFirst(req, 'start'))).toEqual({
+      status: 'FAILED',
+      terminalReason: 'retry_exhausted',
+      errorCode: 'STEP_ABANDONED',
+      stepIndex: 0,
+      transitionKey: `${req.executionId}:0:1`,
+    });
+    expect(await store.get('t', req.executionId)).toMatchObject({
+      status: 'FAILED',
+      failedStepIndex: 0,
+      terminalReason: 'retry_exhausted',
+      lastErrorCode: 'STEP_ABANDONED',
+      runId: 'run-1',
+    });
+    const { entries } = await new DlqStore(database.db).list('t', { errorCode: 'STEP_ABANDONED', limit: 100 });
+    expect(entries.filter((entry) => entry.envelope.executionId === req.executionId).map((entry) => entry.envelope.errorMessage)).toEqual([
+      abandonFirst(req).reason,
+    ]);
+    expect(invoked[req.executionId]).toBeUndefined();
+    // What the run committed is its own: a second report of the same run answers the same.
+    expect(await environment(req).run(activities.abandonStep, abandonFirst(req, 'start'))).toMatchObject({ errorCode: 'STEP_ABANDONED' });
+  });
+
+  it("commits nothing on a record QUEUED for another dispatch, nor when the step was not the run's first", async () => {
+    const req = await execution('plain');
+    const queued = await store.get('t', req.executionId);
+    expect(await environment(req, { runId: 'run-old' }).run(activities.abandonStep, abandonFirst(req, 'an-earlier-redrive'))).toMatchObject({
+      errorCode: 'RUN_DOES_NOT_OWN_RECORD',
+    });
+    expect(await environment(req).run(activities.abandonStep, abandonFirst(req))).toMatchObject({ errorCode: 'RUN_DOES_NOT_OWN_RECORD' });
+    expect(await store.get('t', req.executionId)).toEqual(queued);
+    // The dispatch's own run then takes it as usual.
+    expect(await deliver(req)).toEqual({ output: { echoed: req.input, attempt: 1 } });
+  });
+});

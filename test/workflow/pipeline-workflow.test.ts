@@ -160,10 +160,34 @@ describe('pipelineWorkflow', () => {
       abandonStep: async () => abandoned,
     });
     expect(calls.runStep).toHaveLength(2 + 1 + 10);
+    // The run's first step: the run's dispatch goes with it (a record still QUEUED for it was never taken).
     expect(calls.abandonStep).toEqual([
-      { tenantId: 't', executionId: input.executionId, stepIndex: 0, stepName: 'crashy', transport: 'LOCAL', reason: expect.stringContaining('worker lost') },
+      {
+        tenantId: 't',
+        executionId: input.executionId,
+        stepIndex: 0,
+        stepName: 'crashy',
+        transport: 'LOCAL',
+        reason: expect.stringContaining('worker lost'),
+        dispatchId: 'start',
+      },
     ]);
     const failure = (error as WorkflowFailedError).cause as ApplicationFailure;
     expect(failure.details?.[0]).toEqual(abandoned);
+  });
+
+  it("names no dispatch when the step given up is not the run's first (the run took the record on its first)", async () => {
+    const input = runInput({ steps: [step('fine'), step('crashy', 0)] });
+    const { calls } = await run(input, {
+      runStep: async (req) => {
+        if (req.stepIndex === 0) return { output: req.input };
+        throw ApplicationFailure.create({ type: FailureTypes.retryable, message: 'worker lost' });
+      },
+      abandonStep: async () => ({ status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'STEP_ABANDONED', stepIndex: 1, transitionKey: 'x:1:1' }),
+    });
+    expect(calls.runStep).toHaveLength(1 + 0 + 1 + 10);
+    expect(calls.abandonStep).toEqual([
+      { tenantId: 't', executionId: input.executionId, stepIndex: 1, stepName: 'crashy', transport: 'LOCAL', reason: expect.stringContaining('worker lost') },
+    ]);
   });
 });
