@@ -374,12 +374,13 @@ async function measureCommit(bench: Bench) {
   bench.say('step commit statement');
   const prefix = `commit-${randomBytes(3).toString('hex')}-`;
   await bench.database.db.query(
-    `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt, segment_input)
-     VALUES ('bench', $1 || 'middle', 'noop5', 'wf', 'RUNNING', 3, 5, 1, 1, '{}'::jsonb), ('bench', $1 || 'last', 'noop5', 'wf', 'RUNNING', 6, 5, 4, 1, '{}'::jsonb)`,
+    `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt, segment_input, run_id)
+     VALUES ('bench', $1 || 'middle', 'noop5', 'wf', 'RUNNING', 3, 5, 1, 1, '{}'::jsonb, 'run'), ('bench', $1 || 'last', 'noop5', 'wf', 'RUNNING', 6, 5, 4, 1, '{}'::jsonb, 'run')`,
     [prefix],
   );
   const explain = async (which: string, stepIndex: number) => {
-    const change = { tenantId: 'bench', executionId: `${prefix}${which}`, stepIndex, attempt: 1, output: { ok: true } };
+    // Fenced by its run, as the engine's commits are.
+    const change = { tenantId: 'bench', executionId: `${prefix}${which}`, stepIndex, attempt: 1, runId: 'run', output: { ok: true } };
     await bench.store.explainSucceeded(change); // warm
     return bench.store.explainSucceeded(change);
   };

@@ -45,8 +45,9 @@ export interface AbandonRequest {
   reason: string;
   /**
    * The run's dispatch, when the given-up step was the run's first. A record still QUEUED for
-   * it was never taken (say, every delivery met a worker behind a rollout): the run ends it
-   * FAILED, to the DLQ, rather than leave it QUEUED with no run to carry it on.
+   * it was never taken (say, every delivery met a worker behind a rollout): the run takes it
+   * as its first step would have (`begin`, with its fences) and ends it FAILED, to the DLQ,
+   * rather than leave it QUEUED with no run to carry it on.
    */
   dispatchId?: string;
 }
@@ -138,7 +139,8 @@ export function createActivities(deps: EngineDeps) {
     const record = await store.get(req.tenantId, req.executionId);
     if (!record) throw recordMissingFailure(req);
     const runId = runOf(Context.current());
-    if (!ownsRecord(req, record, runId)) throw await refuseRun(req, record, runId);
+    // The commit was fenced out: the operator may have run (a later step's first try reads no record before it), its outcome was not kept.
+    if (!ownsRecord(req, record, runId)) throw await refuseRun(req, record, runId, true);
     if (record.currentStepIndex === req.stepIndex + 1) return { output: record.segmentInput };
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
@@ -183,11 +185,12 @@ export function createActivities(deps: EngineDeps) {
   /**
    * The answer to a delivery of a run that does not own the record. A run that committed an
    * outcome once owned it: it was superseded (see `supersededRun`). Any other run was never
-   * the orchestrator's (see `refuseForeignRun`). Neither runs the operator nor commits.
+   * the orchestrator's (see `refuseForeignRun`). Neither commits. Refused before the operator, the
+   * delivery ran no step; refused at the commit (`afterOperator`), its outcome was not kept.
    */
-  async function refuseRun(req: StepRequest, record: ExecutionRecord, runId: string): Promise<ApplicationFailure> {
+  async function refuseRun(req: StepRequest, record: ExecutionRecord, runId: string, afterOperator = false): Promise<ApplicationFailure> {
     const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
-    return committed ? supersededRun(req, record, runId, committed) : refuseForeignRun(req, record, runId);
+    return committed ? supersededRun(req, record, runId, committed, afterOperator) : refuseForeignRun(req, record, runId, afterOperator);
   }
 
   /**
@@ -199,11 +202,12 @@ export function createActivities(deps: EngineDeps) {
    * the operator under the re-drive's attempt, fail to commit it (the record is QUEUED) and be
    * retried until Temporal's attempts ran out.
    */
-  function supersededRun(req: StepRequest, record: ExecutionRecord, runId: string, committed: RunOutcome): ApplicationFailure {
+  function supersededRun(req: StepRequest, record: ExecutionRecord, runId: string, committed: RunOutcome, afterOperator: boolean): ApplicationFailure {
     const details = supersededDetails(req, record, runId, committed);
+    const delivery = afterOperator ? 'its outcome was not committed' : 'this delivery ran no step and committed nothing';
     return terminalFailure(
       details,
-      `execution ${req.executionId}: this run's step ${committed.stepIndex} ended ${committed.outcome} (transition ${details.transitionKey}, ${details.errorCode}) before Temporal heard of it, and the execution has been re-driven since: this delivery ran no step and committed nothing. ${foreignRunAdvice(req, record)}`,
+      `execution ${req.executionId}: this run's step ${committed.stepIndex} ended ${committed.outcome} (transition ${details.transitionKey}, ${details.errorCode}) before Temporal heard of it, and the execution has been re-driven since: ${delivery}. ${foreignRunAdvice(req, record)}`,
     );
   }
 
@@ -235,9 +239,10 @@ export function createActivities(deps: EngineDeps) {
    * refusal is noted in the execution's history and its message, which the workflow fails
    * with, says what the execution really is and what to do instead.
    */
-  async function refuseForeignRun(req: StepRequest, record: ExecutionRecord, runId: string): Promise<ApplicationFailure> {
+  async function refuseForeignRun(req: StepRequest, record: ExecutionRecord, runId: string, afterOperator: boolean): Promise<ApplicationFailure> {
     const how = req.notFirstRun ? 'a Reset in the Temporal UI or CLI' : 'a second start of a dispatch another run owns, or a Reset';
-    const reason = `not started by the orchestrator (${how}): this run ran no step. ${foreignRunAdvice(req, record)}`;
+    const ran = afterOperator ? "this run's step outcome was not committed" : 'this run ran no step';
+    const reason = `not started by the orchestrator (${how}): ${ran}. ${foreignRunAdvice(req, record)}`;
     await store.noteForeignRun({ tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId, recordStatus: record.status, reason });
     log.warn({
       event: 'execution_foreign_run_refused',
@@ -570,11 +575,16 @@ export function createActivities(deps: EngineDeps) {
    * kept dying past the redelivery allowance). Commit FAILED and a DLQ envelope now.
    */
   async function abandonStep(req: AbandonRequest): Promise<TerminalDetails> {
-    const record = await store.get(req.tenantId, req.executionId);
+    const read = await store.get(req.tenantId, req.executionId);
+    if (!read) return recordMissing(req);
+    const runId = runOf(Context.current());
+    // A first step given up before any delivery took the record: take it now, as that step
+    // would have (only a run of the dispatch the record is queued for does), and end it below.
+    const neverTaken = read.status === 'QUEUED' && req.dispatchId !== undefined;
+    const record = neverTaken ? await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null }) : read;
     if (!record) return recordMissing(req);
     // A run that does not own the record commits nothing on it: it ends as it committed, or as a run without the record.
-    const runId = runOf(Context.current());
-    const notOwned = async (): Promise<TerminalDetails> => {
+    if (!ownsRecord({}, record, runId)) {
       const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
       if (committed) return supersededDetails(req, record, runId, committed);
       return {
@@ -584,10 +594,7 @@ export function createActivities(deps: EngineDeps) {
         stepIndex: req.stepIndex,
         transitionKey: makeTransitionKey(req.executionId, req.stepIndex, record.attempt),
       };
-    };
-    // A first step given up before it took the record: the commit below checks the record is QUEUED for this run's dispatch.
-    const neverTaken = record.status === 'QUEUED' && req.dispatchId !== undefined && record.currentStepIndex === req.stepIndex;
-    if (!ownsRecord({}, record, runId) && !neverTaken) return notOwned();
+    }
     const already = committedTerminal(record, req.stepIndex);
     if (already) return already;
     const pinnedStep = registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex];
@@ -607,7 +614,8 @@ export function createActivities(deps: EngineDeps) {
       errorCode,
       errorMessage: req.reason,
       retryable: true,
-      retriesObserved: record.attempt - 1,
+      // A step no delivery ever reached was not retried by this run.
+      retriesObserved: neverTaken ? 0 : record.attempt - 1,
     };
     const committed = await store.commitFailed({
       tenantId: req.tenantId,
@@ -615,13 +623,9 @@ export function createActivities(deps: EngineDeps) {
       stepIndex: req.stepIndex,
       attempt: record.attempt,
       runId,
-      // Still QUEUED: only for this run's own dispatch (a QUEUED record of a later re-drive is not this run's).
-      ...(neverTaken ? { queuedFor: req.dispatchId } : {}),
       failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: stepName },
     });
     if (!committed.committed) {
-      // QUEUED for another dispatch (a later re-drive's): not this run's record.
-      if (neverTaken) return notOwned();
       // The record moved since it was read: report what is committed, or read again on Temporal's retry.
       const now = await store.get(req.tenantId, req.executionId);
       const settled = now ? committedTerminal(now, req.stepIndex) : recordMissing(req);

@@ -138,17 +138,11 @@ export interface StepKey {
   stepIndex: number;
   attempt: number;
   /**
-   * The committing run. The engine's activities always pass it: a run that no longer owns
-   * the record (superseded by a re-drive, or a Reset's copy) can then never move it, by any
-   * path. A record from before run ids were kept (RUNNING with none) is its run's.
+   * The committing run. The engine's activities always pass it: a run that does not own the
+   * record (superseded by a re-drive, or a Reset's copy) can then never commit on it, whatever
+   * path its delivery took. A record from before run ids were kept (RUNNING with none) is its run's.
    */
   runId?: string;
-  /**
-   * Only for a run whose first step Temporal gave up before the step took the record: the
-   * run's dispatch. The commit then moves the record while it is still QUEUED for that
-   * dispatch (not RUNNING), and writes the run's id on it.
-   */
-  queuedFor?: string;
 }
 
 /** The inputs of `begin`: the run that takes the record, and (first step only) its dispatch row. */
@@ -664,7 +658,7 @@ export class ExecutionStore {
    * One conditional UPDATE of the record, plus (same statement) the Command effect,
    * the attempt log row (the execution's story, derived from the moved row) and any
    * extra CTE. Only a RUNNING record at this step and attempt, owned by the committing run,
-   * moves (or, with `queuedFor`, one still QUEUED for that dispatch).
+   * moves.
    */
   private commit(
     key: StepKey,
@@ -686,14 +680,10 @@ export class ExecutionStore {
     const values = [key.tenantId, key.executionId, key.stepIndex, key.attempt, ...params];
     const push = (value: unknown) => values.push(value);
     // One more column of the row the UPDATE already locks: no extra read, no extra round trip.
-    const run = key.runId === undefined ? undefined : `$${push(key.runId)}`;
-    const [from, takenBy] =
-      key.queuedFor === undefined
-        ? [`status = 'RUNNING'${run ? ` AND (run_id = ${run} OR run_id IS NULL)` : ''}`, '']
-        : [`status = 'QUEUED' AND dispatch_id = $${push(key.queuedFor)}`, run ? `, run_id = ${run}` : ''];
+    const ownedByRun = key.runId === undefined ? '' : ` AND (run_id = $${push(key.runId)} OR run_id IS NULL)`;
     let ctes = `WITH moved AS (
-        UPDATE execution_record SET ${set}${takenBy}, updated_at = now()
-        WHERE tenant_id = $1 AND execution_id = $2 AND current_step_index = $3 AND attempt = $4 AND ${from}
+        UPDATE execution_record SET ${set}, updated_at = now()
+        WHERE tenant_id = $1 AND execution_id = $2 AND current_step_index = $3 AND attempt = $4 AND status = 'RUNNING'${ownedByRun}
         RETURNING *),
       attempt_log AS (
         INSERT INTO execution_attempt (tenant_id, execution_id, step_index, attempt, outcome, error_code, run_id, version, evidence, pipeline_version)

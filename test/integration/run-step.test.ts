@@ -311,7 +311,7 @@ describe('commits fenced by run', () => {
     const second: StepRequest = { ...req, stepIndex: 1, stepName: 'next', firstOfRun: undefined, dispatchId: undefined, input: { from: 'stray' } };
     const refused = await rejection(deliver(second, { runId: 'run-stray' }));
     expect(refused).toMatchObject({ type: FailureTypes.duplicateRun, nonRetryable: true });
-    expect(refused.message).toContain('this run ran no step');
+    expect(refused.message).toContain("this run's step outcome was not committed");
     expect(await store.get('t', req.executionId)).toEqual(owned);
 
     // The record's own run then commits its step as if nothing had happened.
@@ -321,6 +321,13 @@ describe('commits fenced by run', () => {
 });
 
 describe('a run whose first step Temporal gave up before it took the record', () => {
+  const dispatchRow = async (executionId: string) =>
+    (
+      await database.db.query<{ status: string; run_id: string | null; lease_owner: string | null }>(
+        `SELECT status, run_id, lease_owner FROM execution_dispatch WHERE tenant_id = 't' AND execution_id = $1`,
+        [executionId],
+      )
+    ).rows[0];
   const abandonFirst = (req: StepRequest, dispatchId?: string) => ({
     tenantId: 't',
     executionId: req.executionId,
@@ -352,18 +359,26 @@ describe('a run whose first step Temporal gave up before it took the record', ()
     expect(entries.filter((entry) => entry.envelope.executionId === req.executionId).map((entry) => entry.envelope.errorMessage)).toEqual([
       abandonFirst(req).reason,
     ]);
+    expect(entries.find((entry) => entry.envelope.executionId === req.executionId)?.envelope.retriesObserved).toBe(0);
     expect(invoked[req.executionId]).toBeUndefined();
+    // The run took its dispatch as its first step would have: the sweeper starts no second run of it.
+    expect(await dispatchRow(req.executionId)).toEqual({ status: 'STARTED', run_id: 'run-1', lease_owner: null });
     // What the run committed is its own: a second report of the same run answers the same.
     expect(await environment(req).run(activities.abandonStep, abandonFirst(req, 'start'))).toMatchObject({ errorCode: 'STEP_ABANDONED' });
   });
 
-  it("commits nothing on a record QUEUED for another dispatch, nor when the step was not the run's first", async () => {
+  it("commits nothing on a record QUEUED for another dispatch or another run's, nor when the step was not the run's first", async () => {
     const req = await execution('plain');
     const queued = await store.get('t', req.executionId);
     expect(await environment(req, { runId: 'run-old' }).run(activities.abandonStep, abandonFirst(req, 'an-earlier-redrive'))).toMatchObject({
       errorCode: 'RUN_DOES_NOT_OWN_RECORD',
     });
     expect(await environment(req).run(activities.abandonStep, abandonFirst(req))).toMatchObject({ errorCode: 'RUN_DOES_NOT_OWN_RECORD' });
+    // The dispatch started by run-1 (the dispatcher marked it): a Reset's copy of that dispatch is not its run.
+    await new DispatchStore(database.db).markStarted({ tenantId: 't', executionId: req.executionId, dispatchId: 'start', runId: 'run-1' });
+    expect(await environment(req, { runId: 'run-reset' }).run(activities.abandonStep, abandonFirst(req, 'start'))).toMatchObject({
+      errorCode: 'RUN_DOES_NOT_OWN_RECORD',
+    });
     expect(await store.get('t', req.executionId)).toEqual(queued);
     // The dispatch's own run then takes it as usual.
     expect(await deliver(req)).toEqual({ output: { echoed: req.input, attempt: 1 } });
