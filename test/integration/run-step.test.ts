@@ -300,6 +300,73 @@ describe('a run superseded by a re-drive', () => {
   });
 });
 
+describe('a superseded run, the other ways it can have committed', () => {
+  /** The run-1 record at step 1 of 'refusing' (its step 0 done), and step 1's request. */
+  async function atSecondStep() {
+    const req = await execution('refusing');
+    await deliver(req);
+    const second: StepRequest = { ...req, stepIndex: 1, stepName: 'refuse', firstOfRun: undefined, dispatchId: undefined, input: { n: next } };
+    return { req, second };
+  }
+
+  it('ends as it parked when its REMOTE_OUTCOME_UNKNOWN was never reported and an operator re-drove it with NOT_APPLIED', async () => {
+    const { req, second } = await atSecondStep();
+    // The run's step 1 parked the execution (its remote call's deadline passed); its worker died before Temporal heard of it.
+    const transitionKey = `${req.executionId}:1:1`;
+    const remoteCall = {
+      transitionKey,
+      protocol: 'REST' as const,
+      target: 'http://worker',
+      startedAt: new Date().toISOString(),
+      deadlineMs: 2000,
+      elapsedMs: 2001,
+    };
+    const parked = await store.commitOutcomeUnknown({
+      tenantId: 't',
+      executionId: req.executionId,
+      stepIndex: 1,
+      attempt: 1,
+      runId: 'run-1',
+      errorCode: 'REMOTE_OUTCOME_UNKNOWN',
+      errorMessage: 'deadline passed',
+      remoteCall,
+    });
+    expect(parked).toMatchObject({ committed: true, status: 'REMOTE_OUTCOME_UNKNOWN' });
+    await writers(database.db).redriven('t', req.executionId, { redriveId: `redrive-${req.executionId}` });
+    const queued = (await store.get('t', req.executionId))!;
+    expect(queued).toMatchObject({ status: 'QUEUED', currentStepIndex: 1, attempt: 2, runId: null });
+
+    const again = await rejection(deliver(second, { attempt: 2 }));
+    expect(again).toMatchObject({ type: FailureTypes.terminal, nonRetryable: true });
+    expect(again.details?.[0]).toEqual({
+      status: 'REMOTE_OUTCOME_UNKNOWN',
+      terminalReason: null,
+      errorCode: 'REMOTE_OUTCOME_UNKNOWN',
+      stepIndex: 1,
+      transitionKey,
+    });
+    expect(invoked[req.executionId]).toBeUndefined();
+    expect(await store.get('t', req.executionId)).toEqual(queued);
+  });
+
+  it('refuses a run of a record from before run ids, re-driven meanwhile, without running or committing anything', async () => {
+    const { req, second } = await atSecondStep();
+    // A record written before run ids were kept: RUNNING with none, its attempt log too. The fence lets its run commit (here, FAILED), logged with no run.
+    await database.db.query(`UPDATE execution_record SET run_id = NULL WHERE tenant_id = 't' AND execution_id = $1`, [req.executionId]);
+    await database.db.query(`UPDATE execution_attempt SET run_id = NULL WHERE tenant_id = 't' AND execution_id = $1`, [req.executionId]);
+    expect((await rejection(deliver(second))).type).toBe(FailureTypes.terminal);
+    expect(await store.get('t', req.executionId)).toMatchObject({ status: 'FAILED', failedStepIndex: 1, runId: null });
+    await writers(database.db).redriven('t', req.executionId, { redriveId: `redrive-${req.executionId}` });
+    const queued = (await store.get('t', req.executionId))!;
+
+    // Its outcome is not the run's own in the attempt log, so it cannot end as committed: it is refused, and runs nothing.
+    const again = await rejection(deliver(second, { attempt: 2 }));
+    expect(again).toMatchObject({ type: FailureTypes.duplicateRun, nonRetryable: true });
+    expect(invoked[req.executionId]).toEqual([1]);
+    expect(await store.get('t', req.executionId)).toEqual(queued);
+  });
+});
+
 describe('commits fenced by run', () => {
   it('a run that does not own the record cannot move it, even on the path that reads no record before the operator', async () => {
     const req = await execution('plain');
