@@ -42,7 +42,14 @@ describe('loadConfig', () => {
   });
 
   it("reads the store pool and the bulk jobs' own pool and task queue, naming the key of a bad value", () => {
-    expect(loadConfig({})).toMatchObject({ 'pipeline.store.pool-size': 10, 'pipeline.store.acquire-timeout': 5000, 'pipeline.redrive-job.pool-size': 8 });
+    expect(loadConfig({})).toMatchObject({
+      'pipeline.store.pool-size': 10,
+      'pipeline.store.acquire-timeout': 5000,
+      'pipeline.store.idle-timeout': 10_000,
+      'pipeline.redrive-job.pool-size': 8,
+    });
+    expect(loadConfig({ PIPELINE_STORE_IDLE_TIMEOUT: '2s' })['pipeline.store.idle-timeout']).toBe(2000);
+    expect(() => loadConfig({ PIPELINE_STORE_IDLE_TIMEOUT: '0ms' })).toThrow(/pipeline\.store\.idle-timeout/);
     expect(loadConfig({}, { 'pipeline.redrive-job.task-queue': undefined })['pipeline.redrive-job.task-queue']).toBeUndefined();
     const set = loadConfig({ PIPELINE_STORE_POOL_SIZE: '32', PIPELINE_STORE_ACQUIRE_TIMEOUT: '750ms', PIPELINE_REDRIVE_JOB_TASK_QUEUE: 'jobs' });
     expect(set).toMatchObject({ 'pipeline.store.pool-size': 32, 'pipeline.store.acquire-timeout': 750, 'pipeline.redrive-job.task-queue': 'jobs' });

@@ -199,6 +199,8 @@ export const ConfigSchema = z.object({
   'pipeline.store.pool-size': intFromString.pipe(z.number().min(1, 'must be at least 1').max(1000)).default(10),
   /** How long a query waits for a pool connection (or a new connection to open) before the answer is 503 STORE_UNAVAILABLE. Default 5s. */
   'pipeline.store.acquire-timeout': duration('pipeline.store.acquire-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
+  /** How long a pool connection may sit idle before it is closed (the store's pool and the jobs' pool). Postgres only. Default 10s. */
+  'pipeline.store.idle-timeout': duration('pipeline.store.idle-timeout').pipe(z.number().min(1, 'must be positive')).default(10_000),
   /** Connections of bulk re-drive jobs' own pool (their admissions never take the live traffic's); a tick admits twice as many items at once. Postgres only. Default 8. */
   'pipeline.redrive-job.pool-size': intFromString.pipe(z.number().min(1, 'must be at least 1').max(100)).default(8),
   /**

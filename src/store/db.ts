@@ -181,11 +181,18 @@ export function explainStoreFailure(err: unknown, url: string, caFile?: string):
 /**
  * A `pg` pool of at most `max` connections (pipeline.store.pool-size); a query waits at most
  * `acquireTimeoutMs` (pipeline.store.acquire-timeout) for one. A pool that stays full past it
- * is not retried: the answer is StoreUnavailableError (503) at once, never a hang.
+ * is not retried: the answer is StoreUnavailableError (503) at once, never a hang. A connection
+ * left idle for `idleTimeoutMs` (pipeline.store.idle-timeout) is closed, so a burst's connections
+ * go back to the server's `max_connections` budget.
  */
-export function createPgDb(connectionString: string, options: { max?: number; acquireTimeoutMs?: number; log?: Log } = {}): Db {
+export function createPgDb(connectionString: string, options: { max?: number; acquireTimeoutMs?: number; idleTimeoutMs?: number; log?: Log } = {}): Db {
   const max = options.max ?? 10;
-  const pool = new pg.Pool({ connectionString, max, connectionTimeoutMillis: options.acquireTimeoutMs ?? 5000 });
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    connectionTimeoutMillis: options.acquireTimeoutMs ?? 5000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
+  });
   /** Every connection busy and the wait ran out: retrying would only queue again behind the same work. */
   const exhausted = (err: unknown) => {
     if (err instanceof Error && /timeout exceeded when trying to connect/.test(err.message) && pool.totalCount >= max) {

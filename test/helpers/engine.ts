@@ -95,6 +95,8 @@ export async function startTestEngine(
       // deadline stays pending for the sweeper, which an engine without a worker does not run.
       // Tests of the deadline itself set their own.
       'pipeline.temporal.call-timeout': '30s',
+      // A burst's connections go back to the server within a second (see helpers/postgres.ts).
+      'pipeline.store.idle-timeout': '1s',
       ...FAST_RETRY,
       ...overrides,
     },

@@ -33,7 +33,9 @@ export async function createTestDatabase(settings: Record<string, string> = {}):
   }
   await admin.end();
   const url = withDatabase(ADMIN_URL, name);
-  const db = createPgDb(url);
+  // Idle connections close after a second: three suites side by side (CI pairs and a third run)
+  // stay well under the server's max_connections (100 here).
+  const db = createPgDb(url, { idleTimeoutMs: 1000 });
   await migrate(db);
   return {
     url,

@@ -2,10 +2,12 @@
  * The store's pool is bounded by configuration (pipeline.store.pool-size) and a query waits
  * for a connection at most pipeline.store.acquire-timeout: with every connection held, the
  * API answers 503 STORE_UNAVAILABLE (not retried into a longer wait, never a hang), and
- * answers again as soon as a connection is free.
+ * answers again as soon as a connection is free. A connection idle past
+ * pipeline.store.idle-timeout goes back to the server.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
+import { createPgDb } from '../../src/store/db';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { scaled } from '../helpers/time-scale';
 import { Latch, until } from '../helpers/until';
@@ -49,5 +51,30 @@ describe('store pool size and acquire timeout', () => {
       'a 200 once the connection is free',
     );
     expect(free).toBe(200);
+  });
+});
+
+describe('store pool idle timeout', () => {
+  it('closes connections idle past it, while a pool with a long one keeps them', async () => {
+    // Two pools on the test's database, told apart by application_name in pg_stat_activity.
+    const named = (name: string) => {
+      const url = new URL(engine.database.url);
+      url.searchParams.set('application_name', name);
+      return url.toString();
+    };
+    const short = createPgDb(named('idle-short'), { max: 4, idleTimeoutMs: 200 });
+    const long = createPgDb(named('idle-long'), { max: 4, idleTimeoutMs: 600_000 });
+    try {
+      const connections = async (name: string) =>
+        Number((await engine.database.db.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [name])).rows[0].n);
+      // Four queries at once open four connections in each pool.
+      await Promise.all([short, long].flatMap((db) => Array.from({ length: 4 }, () => db.query('SELECT pg_sleep(0.2)'))));
+      expect(await connections('idle-long')).toBe(4);
+      await until(async () => (await connections('idle-short')) === 0, 30_000, "the short pool's idle connections closed");
+      // Same burst, same wait: the long pool still holds its four.
+      expect(await connections('idle-long')).toBe(4);
+    } finally {
+      await Promise.all([short.close(), long.close()]);
+    }
   });
 });
