@@ -204,8 +204,9 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const storeUrl = config['pipeline.store.url'] ? storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']) : undefined;
   const acquireTimeoutMs = config['pipeline.store.acquire-timeout'];
   const idleTimeoutMs = config['pipeline.store.idle-timeout'];
+  const preparedStatements = config['pipeline.store.prepared-statements'];
   const db = storeUrl
-    ? createPgDb(storeUrl, { max: config['pipeline.store.pool-size'], acquireTimeoutMs, idleTimeoutMs, log })
+    ? createPgDb(storeUrl, { max: config['pipeline.store.pool-size'], acquireTimeoutMs, idleTimeoutMs, preparedStatements, log })
     : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
   await migrate(db, log).catch((err) => {
@@ -341,7 +342,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     // Bulk jobs admit through their own small pool (the same checks, the same store), so a
     // job's admissions never wait for, nor hold, the connections live traffic needs.
     const jobPoolSize = config['pipeline.redrive-job.pool-size'];
-    const ownJobDb = storeUrl ? createPgDb(storeUrl, { max: jobPoolSize, acquireTimeoutMs, idleTimeoutMs, log }) : undefined;
+    const ownJobDb = storeUrl ? createPgDb(storeUrl, { max: jobPoolSize, acquireTimeoutMs, idleTimeoutMs, preparedStatements, log }) : undefined;
     if (ownJobDb) stack.push(() => ownJobDb.close());
     jobDb = ownJobDb;
     const jobStore = ownJobDb ?? db;

@@ -49,6 +49,9 @@ describe('loadConfig', () => {
       'pipeline.redrive-job.pool-size': 8,
     });
     expect(loadConfig({ PIPELINE_STORE_IDLE_TIMEOUT: '2s' })['pipeline.store.idle-timeout']).toBe(2000);
+    expect(loadConfig({})['pipeline.store.prepared-statements']).toBe(true);
+    expect(loadConfig({ PIPELINE_STORE_PREPARED_STATEMENTS: 'false' })['pipeline.store.prepared-statements']).toBe(false);
+    expect(() => loadConfig({ PIPELINE_STORE_PREPARED_STATEMENTS: 'no' })).toThrow(/pipeline\.store\.prepared-statements/);
     expect(() => loadConfig({ PIPELINE_STORE_IDLE_TIMEOUT: '0ms' })).toThrow(/pipeline\.store\.idle-timeout/);
     expect(loadConfig({}, { 'pipeline.redrive-job.task-queue': undefined })['pipeline.redrive-job.task-queue']).toBeUndefined();
     const set = loadConfig({ PIPELINE_STORE_POOL_SIZE: '32', PIPELINE_STORE_ACQUIRE_TIMEOUT: '750ms', PIPELINE_REDRIVE_JOB_TASK_QUEUE: 'jobs' });

@@ -4,6 +4,7 @@
  * data dir) both satisfy. Every call is one round trip; `stats.queries` counts them so
  * benchmarks can report round trips per step.
  */
+import { createHash } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import pg from 'pg';
 import { ConfigError, StoreUnavailableError } from '../errors';
@@ -40,6 +41,14 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Runs a multi-statement SQL script (migrations). */
   exec(sql: string): Promise<void>;
+  /**
+   * Runs a statement the store sends again and again (a step commit) as a named prepared
+   * statement: Postgres parses it once per connection instead of on every call. Its result
+   * columns must be named (no `*`), so a column a migration adds never changes a prepared
+   * statement's result. PGlite, and a pool with prepared statements off
+   * (`pipeline.store.prepared-statements=false`, for a pooler that cannot keep them), run it as `query`.
+   */
+  prepared<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
   close(): Promise<void>;
   readonly kind: 'postgres' | 'pglite';
   /** PGlite's data dir (`memory://…` when not on disk) */
@@ -178,6 +187,9 @@ export function explainStoreFailure(err: unknown, url: string, caFile?: string):
   return err;
 }
 
+/** Distinct statements a pool prepares at most (the store's hot statements are a handful; past it, statements run unprepared). */
+const MAX_PREPARED = 64;
+
 /**
  * A `pg` pool of at most `max` connections (pipeline.store.pool-size); a query waits at most
  * `acquireTimeoutMs` (pipeline.store.acquire-timeout) for one. A pool that stays full past it
@@ -185,7 +197,10 @@ export function explainStoreFailure(err: unknown, url: string, caFile?: string):
  * left idle for `idleTimeoutMs` (pipeline.store.idle-timeout) is closed, so a burst's connections
  * go back to the server's `max_connections` budget.
  */
-export function createPgDb(connectionString: string, options: { max?: number; acquireTimeoutMs?: number; idleTimeoutMs?: number; log?: Log } = {}): Db {
+export function createPgDb(
+  connectionString: string,
+  options: { max?: number; acquireTimeoutMs?: number; idleTimeoutMs?: number; preparedStatements?: boolean; log?: Log } = {},
+): Db {
   const max = options.max ?? 10;
   const pool = new pg.Pool({
     connectionString,
@@ -206,13 +221,30 @@ export function createPgDb(connectionString: string, options: { max?: number; ac
     options.log?.warn({ event: 'store_connection_lost', error: err.name, code: err.code ?? null, message: err.message.slice(0, 200) });
   });
   const stats = { queries: 0 };
+  // A prepared statement's name is its text's hash: one text, one name, on every connection.
+  const names = new Map<string, string>();
+  const nameOf = (sql: string): string | undefined => {
+    let name = names.get(sql);
+    if (name === undefined && names.size < MAX_PREPARED) {
+      name = `pipeline_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+      names.set(sql, name);
+    }
+    return name;
+  };
+  const send = async <T>(query: string | pg.QueryConfig, params?: unknown[]): Promise<QueryResult<T>> => {
+    stats.queries++;
+    const result = await withRetry(() =>
+      (typeof query === 'string' ? pool.query(query, params) : pool.query(query)).catch((err: unknown) => Promise.reject(exhausted(err))),
+    );
+    return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
+  };
   return {
     kind: 'postgres',
     stats,
-    async query<T>(sql: string, params?: unknown[]) {
-      stats.queries++;
-      const result = await withRetry(() => pool.query(sql, params).catch((err: unknown) => Promise.reject(exhausted(err))));
-      return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
+    query: (sql, params) => send(sql, params),
+    prepared(sql, params) {
+      const name = options.preparedStatements === false ? undefined : nameOf(sql);
+      return name === undefined ? send(sql, params) : send({ name, text: sql, values: params });
     },
     async transaction<T>(fn: (tx: Transaction) => Promise<T>) {
       return withRetry(async () => {
@@ -269,11 +301,13 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
       await target.exec(sql);
     },
   });
+  const top = wrap(lite);
   return {
     kind: 'pglite',
     dataDir,
     stats,
-    ...wrap(lite),
+    ...top,
+    prepared: top.query,
     transaction: (fn) => lite.transaction((tx) => fn(wrap(tx))),
     close: () => lite.close(),
   };

@@ -704,7 +704,8 @@ export class ExecutionStore {
   }
 
   private async run({ sql, values }: Statement): Promise<CommitResult> {
-    const result = await this.db.query<{ version: number; status: ExecutionStatus }>(sql, values);
+    // Prepared: a step's commit is the statement the store sends most (its result columns are named).
+    const result = await this.db.prepared<{ version: number; status: ExecutionStatus }>(sql, values);
     return { committed: result.rowCount > 0, version: result.rows[0]?.version ?? null, status: result.rows[0]?.status ?? null };
   }
 }

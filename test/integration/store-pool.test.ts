@@ -3,11 +3,13 @@
  * for a connection at most pipeline.store.acquire-timeout: with every connection held, the
  * API answers 503 STORE_UNAVAILABLE (not retried into a longer wait, never a hang), and
  * answers again as soon as a connection is free. A connection idle past
- * pipeline.store.idle-timeout goes back to the server.
+ * pipeline.store.idle-timeout goes back to the server. Step commits are prepared statements
+ * unless pipeline.store.prepared-statements is off.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { createPgDb } from '../../src/store/db';
+import { ExecutionStore } from '../../src/store/execution-store';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { scaled } from '../helpers/time-scale';
 import { Latch, until } from '../helpers/until';
@@ -75,6 +77,33 @@ describe('store pool idle timeout', () => {
       expect(await connections('idle-long')).toBe(4);
     } finally {
       await Promise.all([short.close(), long.close()]);
+    }
+  });
+});
+
+describe('prepared step commits', () => {
+  it('commits a step through one prepared statement per connection, and through none when they are off', async () => {
+    for (const preparedStatements of [true, false]) {
+      // One connection: the statements it prepared are the ones pg_prepared_statements lists.
+      const db = createPgDb(engine.database.url, { max: 1, preparedStatements });
+      try {
+        const ids = [1, 2, 3].map((i) => `prepared-${preparedStatements}-${i}`);
+        await db.query(
+          `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index, attempt, segment_input, run_id)
+           SELECT 'acme', id, 'p', 'wf-' || id, 'RUNNING', 2, 3, 0, 1, '{}'::jsonb, 'run' FROM unnest($1::text[]) id`,
+          [ids],
+        );
+        const store = new ExecutionStore(db);
+        for (const executionId of ids) {
+          const result = await store.commitSucceeded({ tenantId: 'acme', executionId, stepIndex: 0, attempt: 1, runId: 'run', output: { ok: true } });
+          expect(result).toMatchObject({ committed: true, version: 3, status: 'RUNNING' });
+        }
+        const prepared = await db.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
+        // Three commits of one shape: one statement, prepared once (or none when off).
+        expect(prepared.rows.map((r) => r.statement.includes('UPDATE execution_record'))).toEqual(preparedStatements ? [true] : []);
+      } finally {
+        await db.close();
+      }
     }
   });
 });
