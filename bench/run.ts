@@ -21,6 +21,7 @@
  *                                      # drain ≤ 15 min): writes bench/results/retention.json and its table
  *                                      # (with --retention-records/--retention-live: writes nothing)
  *   npm run bench -- --only jobrate,fleet,retention   # the three fleet figures, one after another
+ *   npm run bench -- --variant engine  # figure 1's executions for one variant alone (bench/profile.ts profiles it); writes nothing
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -44,6 +45,7 @@ const { values } = parseArgs({
     smoke: { type: 'boolean', default: false },
     record: { type: 'boolean', default: false },
     only: { type: 'string' },
+    variant: { type: 'string' },
     'growth-sizes': { type: 'string', default: '10000,10000000' },
     'growth-samples': { type: 'string', default: '31' },
     'job-items': { type: 'string', default: '1000' },
@@ -197,6 +199,16 @@ const loadAverage = () =>
     .map((x) => x.toFixed(2))
     .join(' / ');
 const loadAtStart = loadAverage();
+// One variant of figure 1 alone, for bench/profile.ts: the result as JSON on stdout, nothing written.
+if (values.variant !== undefined) {
+  if (values.variant !== 'engine' && values.variant !== 'bare') {
+    process.stderr.write(`bench: --variant must be engine or bare (got ${values.variant})\n`);
+    process.exit(2);
+  }
+  const alone = await runBenchmarks({ ...options, only: ['overhead'], variant: values.variant, progress });
+  process.stdout.write(`${JSON.stringify(alone.figures.variantAlone)}\n`);
+  process.exit(0);
+}
 const results = await runBenchmarks({
   ...options,
   only: only?.filter((name) => !['growth', 'jobrate', 'fleet', 'retention'].includes(name)),

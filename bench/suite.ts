@@ -60,6 +60,12 @@ export interface BenchOptions {
   roundTripExecutions?: number;
   /** RSS samples (0.5 s apart) per memory phase; default max(5, runs) */
   memorySamples?: number;
+  /**
+   * Figure 1 for this variant alone, for a CPU profile of it (bench/profile.ts): the figure is then
+   * `{ variant, n, rate, window }`, the window being the measured rounds' bounds in µs of the
+   * monotonic clock `node --cpu-prof` stamps its samples with.
+   */
+  variant?: 'engine' | 'bare';
 }
 
 export interface BenchResults {
@@ -234,7 +240,8 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       await bench.runEngine('noop5');
       await bench.runBare(5);
     });
-    if (wanted('overhead')) figures.engineOverhead = await measureOverhead(bench);
+    if (options.variant) figures.variantAlone = await measureVariantAlone(bench, options.variant);
+    else if (wanted('overhead')) figures.engineOverhead = await measureOverhead(bench);
     if (wanted('events')) figures.historyEvents = await measureEvents(bench);
     if (wanted('bytes')) figures.historyBytes = await measureBytes(bench);
     if (wanted('commit')) figures.stepCommit = await measureCommit(bench);
@@ -323,6 +330,22 @@ async function measureOverhead(bench: Bench) {
     cpuRatio: spread(cpuRatios, 3),
     cpuTarget: '≤ 1.10',
   };
+}
+
+/** Figure 1's executions for one variant only, with the window a profile's samples are cut to (see BenchOptions.variant). */
+async function measureVariantAlone(bench: Bench, variant: 'engine' | 'bare') {
+  const { options } = bench;
+  const startUs = Number(process.hrtime.bigint() / 1000n);
+  for (let round = 0; round < options.runs; round++) {
+    await pool(options.n, options.concurrency, async () => {
+      if (variant === 'engine') await bench.runEngine('noop5');
+      else await bench.runBare(5);
+    });
+  }
+  const endUs = Number(process.hrtime.bigint() / 1000n);
+  const n = options.n * options.runs;
+  bench.say(`${variant} alone: ${n} executions at ${(n / ((endUs - startUs) / 1e6)).toFixed(1)}/s`);
+  return { variant, n, rate: n / ((endUs - startUs) / 1e6), window: { startUs, endUs } };
 }
 
 /** Figure 2: history events per step and per retried attempt, read from real histories (5-step minus 1-step). */
