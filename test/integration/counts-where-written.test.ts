@@ -44,7 +44,7 @@ async function expectCountsEqualRecounts(db: Db, tenantId: string, jobId?: strin
 describe('counts kept where they are written', () => {
   it('stay exact through concurrent admissions, skips, admission failures, run endings, failures and single re-drives', async () => {
     // A pool as wide as the lanes, with a long wait: the machine is shared and loaded; what is proven is counts, not speed.
-    const db = createPgDb(database.url, { max: 24, acquireTimeoutMs: scaled(60_000) });
+    const db = createPgDb(database.url, { max: 24, acquireTimeoutMs: scaled(60_000), idleTimeoutMs: 1000 });
     onTestFinished(() => db.close());
     const write = writers(db);
     const t = 't';
@@ -146,11 +146,11 @@ describe('counts kept where they are written', () => {
 
   it('a migration over rows written before the counters fills them with what a recount gives', async () => {
     const name = `pipeline_test_counts_${Date.now().toString(36)}`;
-    const admin = createPgDb(database.url);
+    const admin = createPgDb(database.url, { idleTimeoutMs: 1000 });
     await admin.query(`CREATE DATABASE ${name}`);
     const url = new URL(database.url);
     url.pathname = `/${name}`;
-    const db = createPgDb(url.toString());
+    const db = createPgDb(url.toString(), { idleTimeoutMs: 1000 });
     try {
       const all = listMigrations();
       const last = all.findIndex((m) => m.version === '20261126070000');

@@ -91,7 +91,7 @@ describe("a bulk job's admission gate", () => {
 
   it('lets exactly one of many lanes racing in one spacing through; the others change nothing', async () => {
     const lanes = 8;
-    const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000) });
+    const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000), idleTimeoutMs: 1000 });
     onTestFinished(() => db.close());
     const { write, ids } = await failedJob(db, 'gate-3', lanes);
     const outcomes = await Promise.all(
@@ -114,7 +114,7 @@ describe("a bulk job's admission gate", () => {
 
   it('paces the admissions of lanes that wait out the refusals at the cell rate, on the stamps the statements wrote', async () => {
     const lanes = 8;
-    const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000) });
+    const db = createPgDb(database.url, { max: lanes, acquireTimeoutMs: scaled(60_000), idleTimeoutMs: 1000 });
     onTestFinished(() => db.close());
     const { write, ids } = await failedJob(db, 'gate-4', 16);
     const spacingMs = 40;
