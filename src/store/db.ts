@@ -42,7 +42,8 @@ export interface Db extends Queryable {
   /** Runs a multi-statement SQL script (migrations). */
   exec(sql: string): Promise<void>;
   /**
-   * Runs a statement the store sends again and again (a step commit) as a named prepared
+   * Runs a statement the store sends again and again (a step commit, a run's begin, an
+   * admission, the record read) as a named prepared
    * statement: Postgres parses it once per connection instead of on every call. Its result
    * columns must be named (no `*`), so a column a migration adds never changes a prepared
    * statement's result. PGlite, and a pool with prepared statements off

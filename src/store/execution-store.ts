@@ -14,7 +14,7 @@ import { RemoteCallSchema } from '../contract/responses';
 import { parseStored } from './stored-json';
 import type { Db, Queryable } from './db';
 import { countItems, ITEM_COUNTED } from './redrive-job-store';
-import { iso, isoOrNull, type ExecutionRecordRow } from './rows';
+import { iso, isoOrNull, RECORD_SELECT, type ExecutionRecordRow } from './rows';
 
 export type { EffectStatus, ExecutionStatus } from '../spec-words';
 
@@ -237,17 +237,17 @@ export class ExecutionStore {
   async create(execution: NewExecution, dispatchSpec: unknown, lease: DispatchLease): Promise<ExecutionRecord | null> {
     // Replay-safe: a statement retried after its answer was lost finds its own row by this id.
     const admissionId = randomUUID();
-    const inserted = await this.db.query<ExecutionRecordRow>(
+    const inserted = await this.db.prepared<ExecutionRecordRow>(
       `WITH record AS (
          INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
            step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name, admission_id,
            pipeline_version, definition_fingerprint)
          VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10, $14, $15, $16)
-         ON CONFLICT DO NOTHING RETURNING *),
+         ON CONFLICT DO NOTHING RETURNING ${RECORD_SELECT}),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
          SELECT tenant_id, execution_id, 'start', $11::jsonb, 1, $12, now() + ($13::integer * interval '1 millisecond') FROM record)
-       SELECT * FROM record`,
+       SELECT ${RECORD_SELECT} FROM record`,
       [
         execution.tenantId,
         execution.executionId,
@@ -435,7 +435,11 @@ export class ExecutionStore {
   }
 
   async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {
-    const result = await q.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2', [tenantId, executionId]);
+    // Prepared on the store's own pool (a step's retry and every re-drive read it); as is inside a transaction.
+    const sql = `SELECT ${RECORD_SELECT} FROM execution_record WHERE tenant_id = $1 AND execution_id = $2`;
+    const result = await (q === this.db
+      ? this.db.prepared<ExecutionRecordRow>(sql, [tenantId, executionId])
+      : q.query<ExecutionRecordRow>(sql, [tenantId, executionId]));
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
@@ -489,19 +493,19 @@ export class ExecutionStore {
    * row is STARTED.
    */
   async begin({ tenantId, executionId, runId, dispatchId }: RunStart): Promise<ExecutionRecord | null> {
-    const result = await this.db.query<ExecutionRecordRow>(
+    const result = await this.db.prepared<ExecutionRecordRow>(
       `WITH moved AS (
          UPDATE execution_record SET status = 'RUNNING', version = version + 1, run_id = $3, updated_at = now()
          WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED' AND dispatch_id = $4
            AND EXISTS (SELECT 1 FROM execution_dispatch d WHERE d.tenant_id = $1 AND d.execution_id = $2 AND d.dispatch_id = $4
                        AND (d.status = 'PENDING' OR d.run_id = $3))
-         RETURNING *),
+         RETURNING ${RECORD_SELECT}),
        started AS (
          UPDATE execution_dispatch SET status = 'STARTED', run_id = $3, started_at = now(), lease_owner = NULL, lease_until = NULL
          WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $4 AND status = 'PENDING' AND EXISTS (SELECT 1 FROM moved))
-       SELECT * FROM moved
+       SELECT ${RECORD_SELECT} FROM moved
        UNION ALL
-       SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND NOT EXISTS (SELECT 1 FROM moved)`,
+       SELECT ${RECORD_SELECT} FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND NOT EXISTS (SELECT 1 FROM moved)`,
       [tenantId, executionId, runId, dispatchId],
     );
     return result.rowCount ? toRecord(result.rows[0]) : null;

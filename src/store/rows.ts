@@ -43,6 +43,45 @@ export interface ExecutionRecordRow {
   admission_id: string | null;
 }
 
+/**
+ * The record's columns by name, for the statements sent as prepared statements (`Db.prepared`):
+ * a `*` prepared before a migration adds a column would fail once it has. Every field of
+ * ExecutionRecordRow, no more (the type check below fails when one is missing).
+ */
+export const RECORD_COLUMNS = [
+  'tenant_id',
+  'execution_id',
+  'execution_key',
+  'pipeline',
+  'pipeline_version',
+  'definition_fingerprint',
+  'workflow_id',
+  'status',
+  'version',
+  'step_count',
+  'current_step_index',
+  'attempt',
+  'failed_step_index',
+  'segment_input',
+  'next_due_at',
+  'run_id',
+  'redrive_count',
+  'correlation_id',
+  'resource_type',
+  'resource_name',
+  'terminal_reason',
+  'last_error_code',
+  'last_error_message',
+  'remote_call',
+  'created_at',
+  'updated_at',
+  'admission_id',
+] as const satisfies readonly (keyof ExecutionRecordRow)[];
+const everyRecordColumn: Exclude<keyof ExecutionRecordRow, (typeof RECORD_COLUMNS)[number]> extends never ? true : never = true;
+void everyRecordColumn;
+/** RECORD_COLUMNS as a select list. */
+export const RECORD_SELECT = RECORD_COLUMNS.join(', ');
+
 export interface CommandEffectRow {
   tenant_id: string;
   execution_id: string;

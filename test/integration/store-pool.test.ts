@@ -82,7 +82,7 @@ describe('store pool idle timeout', () => {
 });
 
 describe('prepared step commits', () => {
-  it('commits a step through one prepared statement per connection, and through none when they are off', async () => {
+  it('commits a step and reads the record through one prepared statement each per connection, and through none when they are off', async () => {
     for (const preparedStatements of [true, false]) {
       // One connection: the statements it prepared are the ones pg_prepared_statements lists.
       const db = createPgDb(engine.database.url, { max: 1, preparedStatements });
@@ -98,9 +98,13 @@ describe('prepared step commits', () => {
           const result = await store.commitSucceeded({ tenantId: 'acme', executionId, stepIndex: 0, attempt: 1, runId: 'run', output: { ok: true } });
           expect(result).toMatchObject({ committed: true, version: 3, status: 'RUNNING' });
         }
-        const prepared = await db.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
-        // Three commits of one shape: one statement, prepared once (or none when off).
-        expect(prepared.rows.map((r) => r.statement.includes('UPDATE execution_record'))).toEqual(preparedStatements ? [true] : []);
+        // The record read too, three times.
+        for (const executionId of ids) expect(await store.get('acme', executionId)).toMatchObject({ executionId, version: 3, currentStepIndex: 1 });
+        const prepared = await db.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements ORDER BY prepare_time');
+        // Three commits and three reads: two statements, each prepared once (none when off).
+        expect(prepared.rows.map((r) => (r.statement.includes('UPDATE execution_record') ? 'commit' : 'read'))).toEqual(
+          preparedStatements ? ['commit', 'read'] : [],
+        );
       } finally {
         await db.close();
       }
