@@ -201,7 +201,7 @@ export const ConfigSchema = z.object({
   'pipeline.store.acquire-timeout': duration('pipeline.store.acquire-timeout').pipe(z.number().min(1, 'must be positive')).default(5000),
   /** How long a pool connection may sit idle before it is closed (the store's pool and the jobs' pool). Postgres only. Default 10s. */
   'pipeline.store.idle-timeout': duration('pipeline.store.idle-timeout').pipe(z.number().min(1, 'must be positive')).default(10_000),
-  /** The run's statements (admission, begin, step commits, the record read) as named prepared statements (parsed once per connection). Off for a pooler that cannot keep them (PgBouncer before 1.21 in transaction mode). Default true. */
+  /** The run's statements (admission, begin, step commits, the record read) and the re-drive admission as named prepared statements (parsed once per connection). Off for a pooler that cannot keep them (PgBouncer before 1.21 in transaction mode). Default true. */
   'pipeline.store.prepared-statements': boolFromString.default(true),
   /** Connections of bulk re-drive jobs' own pool (their admissions never take the live traffic's); a tick admits twice as many items at once. Postgres only. Default 8. */
   'pipeline.redrive-job.pool-size': intFromString.pipe(z.number().min(1, 'must be at least 1').max(100)).default(8),

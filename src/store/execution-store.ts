@@ -335,7 +335,8 @@ export class ExecutionStore {
     const a = admission;
     // Rounded up: a shorter spacing would let a second hold more than the rate.
     const spacing = a.jobId && a.jobSpacingMs ? Math.max(1, Math.ceil(a.jobSpacingMs)) : null;
-    const result = await this.db.query<Partial<ExecutionRecordRow> & { job_status: string | null; gate_open: boolean | null; wait_ms: number | null }>(
+    // Prepared: the longest statement the store sends often (each re-drive), so the one whose parsing and planning cost most.
+    const result = await this.db.prepared<Partial<ExecutionRecordRow> & { job_status: string | null; gate_open: boolean | null; wait_ms: number | null }>(
       // A bulk job's admissions ($22 = its spacing in ms, 1/rate): one at a time under the job
       // row's lock (gate, read after the lock is had, so it sees the previous admission's
       // stamp), only while the job is RUNNING, and paced by a generic cell rate algorithm on
@@ -360,7 +361,7 @@ export class ExecutionStore {
            step_count = COALESCE($19, step_count), redrive_job_id = $16
          WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
            AND ($22::integer IS NULL OR EXISTS (SELECT 1 FROM open))
-         RETURNING *),
+         RETURNING ${RECORD_SELECT}),
        stamp AS (
          UPDATE redrive_job SET next_admission_at = (SELECT next_due FROM open)
          WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 AND EXISTS (SELECT 1 FROM moved)),
@@ -380,7 +381,7 @@ export class ExecutionStore {
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
          WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_name = $20 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
            AND EXISTS (SELECT 1 FROM moved))
-       SELECT moved.*, (SELECT status FROM gate) AS job_status, EXISTS (SELECT 1 FROM open) AS gate_open,
+       SELECT ${RECORD_SELECT}, (SELECT status FROM gate) AS job_status, EXISTS (SELECT 1 FROM open) AS gate_open,
          (SELECT ceil(extract(epoch FROM due - $22::integer * interval '0.5 millisecond' - at) * 1000)::int FROM gate) AS wait_ms
        FROM (SELECT 1) AS one LEFT JOIN moved ON true`,
       [
