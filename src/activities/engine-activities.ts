@@ -190,7 +190,11 @@ export function createActivities(deps: EngineDeps) {
    */
   async function refuseRun(req: StepRequest, record: ExecutionRecord, runId: string, afterOperator = false): Promise<ApplicationFailure> {
     const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
-    return committed ? supersededRun(req, record, runId, committed, afterOperator) : refuseForeignRun(req, record, runId, afterOperator);
+    if (committed) return supersededRun(req, record, runId, committed, afterOperator);
+    // Commits from before run ids were logged with none: a later step's delivery then most likely comes from such a run.
+    const legacy =
+      !req.firstOfRun && !req.notFirstRun && (await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId: null })) !== null;
+    return refuseForeignRun(req, record, runId, afterOperator, legacy);
   }
 
   /**
@@ -239,10 +243,22 @@ export function createActivities(deps: EngineDeps) {
    * refusal is noted in the execution's history and its message, which the workflow fails
    * with, says what the execution really is and what to do instead.
    */
-  async function refuseForeignRun(req: StepRequest, record: ExecutionRecord, runId: string, afterOperator: boolean): Promise<ApplicationFailure> {
-    const how = req.notFirstRun ? 'a Reset in the Temporal UI or CLI' : 'a second start of a dispatch another run owns, or a Reset';
+  async function refuseForeignRun(
+    req: StepRequest,
+    record: ExecutionRecord,
+    runId: string,
+    afterOperator: boolean,
+    legacy = false,
+  ): Promise<ApplicationFailure> {
+    const how = req.notFirstRun
+      ? 'a Reset in the Temporal UI or CLI'
+      : legacy
+        ? 'a run from before run ids were kept, superseded since, or a Reset of one'
+        : 'a second start of a dispatch another run owns, or a Reset';
     const ran = afterOperator ? "this run's step outcome was not committed" : 'this run ran no step';
-    const reason = `not started by the orchestrator (${how}): ${ran}. ${foreignRunAdvice(req, record)}`;
+    // A run from before run ids was the orchestrator's, once: it no longer owns the execution.
+    const what = legacy ? 'a run that no longer owns this execution' : 'not started by the orchestrator';
+    const reason = `${what} (${how}): ${ran}. ${foreignRunAdvice(req, record)}`;
     await store.noteForeignRun({ tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId, recordStatus: record.status, reason });
     log.warn({
       event: 'execution_foreign_run_refused',

@@ -517,7 +517,7 @@ export class ExecutionStore {
    * of its DLQ envelope when it ended FAILED; null when the run committed nothing. A run that
    * no longer owns its record reads this to end as it committed.
    */
-  async lastOutcomeOfRun({ tenantId, executionId, runId }: { tenantId: string; executionId: string; runId: string }): Promise<RunOutcome | null> {
+  async lastOutcomeOfRun({ tenantId, executionId, runId }: { tenantId: string; executionId: string; runId: string | null }): Promise<RunOutcome | null> {
     const result = await this.db.query<{
       step_index: number;
       attempt: number;
@@ -528,9 +528,9 @@ export class ExecutionStore {
       `SELECT a.step_index, a.attempt, a.outcome, a.error_code, d.terminal_reason
        FROM execution_attempt a
        LEFT JOIN execution_dlq d ON d.tenant_id = a.tenant_id AND d.execution_id = a.execution_id AND d.record_version = a.version
-       WHERE a.tenant_id = $1 AND a.execution_id = $2 AND a.run_id = $3
+       WHERE a.tenant_id = $1 AND a.execution_id = $2 AND ${runId === null ? 'a.run_id IS NULL' : 'a.run_id = $3'}
        ORDER BY a.version DESC LIMIT 1`,
-      [tenantId, executionId, runId],
+      runId === null ? [tenantId, executionId] : [tenantId, executionId, runId],
     );
     const row = result.rows[0];
     return row

@@ -362,6 +362,8 @@ describe('a superseded run, the other ways it can have committed', () => {
     // Its outcome is not the run's own in the attempt log, so it cannot end as committed: it is refused, and runs nothing.
     const again = await rejection(deliver(second, { attempt: 2 }));
     expect(again).toMatchObject({ type: FailureTypes.duplicateRun, nonRetryable: true });
+    // Its message says what it most likely is, not only "a Reset".
+    expect(again.message).toContain('a run that no longer owns this execution (a run from before run ids were kept, superseded since');
     expect(invoked[req.executionId]).toEqual([1]);
     expect(await store.get('t', req.executionId)).toEqual(queued);
   });
@@ -379,6 +381,8 @@ describe('commits fenced by run', () => {
     const refused = await rejection(deliver(second, { runId: 'run-stray' }));
     expect(refused).toMatchObject({ type: FailureTypes.duplicateRun, nonRetryable: true });
     expect(refused.message).toContain("this run's step outcome was not committed");
+    // Every commit of this execution names its run: nothing suggests a run from before run ids.
+    expect(refused.message).not.toContain('before run ids');
     expect(await store.get('t', req.executionId)).toEqual(owned);
 
     // The record's own run then commits its step as if nothing had happened.
