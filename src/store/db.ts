@@ -42,12 +42,12 @@ export interface Db extends Queryable {
   /** Runs a multi-statement SQL script (migrations). */
   exec(sql: string): Promise<void>;
   /**
-   * Runs a statement the store sends again and again (a step commit, a run's begin, an
-   * admission, the record read) as a named prepared
-   * statement: Postgres parses it once per connection instead of on every call. Its result
-   * columns must be named (no `*`), so a column a migration adds never changes a prepared
-   * statement's result. PGlite, and a pool with prepared statements off
-   * (`pipeline.store.prepared-statements=false`, for a pooler that cannot keep them), run it as `query`.
+   * Runs a statement the store sends again and again (an admission, a run's begin, a step
+   * commit, the record read, a re-drive admission) as a named prepared statement: Postgres
+   * parses and plans it once per connection instead of on every call. Its result columns must
+   * be named (no `*`), so a column a migration adds never changes a prepared statement's
+   * result. PGlite, and a pool with prepared statements off (`pipeline.store.prepared-statements
+   * =false`, for a pooler that cannot keep them), run it as `query`.
    */
   prepared<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
   close(): Promise<void>;
