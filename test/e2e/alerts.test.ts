@@ -16,6 +16,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
 
 const RULES = resolve('ops/prometheus/alerts.yml');
 const DASHBOARD = resolve('ops/grafana/pipeline-dashboard.json');
@@ -103,6 +104,13 @@ describe.skipIf(!promtool)('alert rules and dashboard (promtool)', () => {
     engine = await startTestEngine([pipeline]);
     await engine.start('acme', { pipeline: 'alerting', executionId: 'alert-1', input: {} });
     await engine.waitFor('acme', 'alert-1', ['SUCCEEDED']);
+    // The step counts its rejects just after its commit, in the same tick as this log line:
+    // another connection can read the committed record first (s20b, stop 32), so scrape once the line is out.
+    await until(
+      () => engine.logs.some((line) => line.event === 'item_rejects_committed' && line.executionId === 'alert-1'),
+      30_000,
+      "the step's rejects counted",
+    );
     const res = await engine.service.app.request('/metrics');
     expect(res.status).toBe(200);
     scrape = await res.text();

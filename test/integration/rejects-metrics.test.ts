@@ -9,6 +9,7 @@ import { definePipeline, localStep } from '../../src/pipeline/define';
 import { rejectFingerprint } from '../../src/activities/rejects';
 import { RejectList } from '../../src/contract/responses';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { until } from '../helpers/until';
 
 const SENTINEL = 'SENTINEL-CARD-5500000000000004';
 let engine: TestEngine;
@@ -84,6 +85,8 @@ describe('item reject sink', () => {
 
 describe('metrics', () => {
   it('serves Prometheus text with the counters and the store-read gauges, no execution ids', async () => {
+    // The step counts its rejects just after its commit (see alerts.test.ts): scrape once it has.
+    await until(() => engine.logs.some((line) => line.event === 'item_rejects_committed' && line.executionId === 'rej-1'), 30_000, "rej-1's rejects counted");
     const res = await engine.service.app.request('/metrics');
     expect(res.status).toBe(200);
     const text = await res.text();
