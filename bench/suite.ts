@@ -292,10 +292,7 @@ async function measureOverhead(bench: Bench) {
     const measure = async (variant: 'engine' | 'bare') => {
       const cpuBefore = cpuSnapshot(bench.temporalPid, databaseName(bench.database));
       const started = performance.now();
-      await pool(options.n, options.concurrency, async () => {
-        if (variant === 'engine') await bench.runEngine('noop5');
-        else await bench.runBare(5);
-      });
+      await pool(options.n, options.concurrency, () => runVariant(bench, variant));
       const rate = options.n / ((performance.now() - started) / 1000);
       cpu[variant].push(cpuDelta(cpuBefore, cpuSnapshot(bench.temporalPid, databaseName(bench.database)), options.n));
       rates[variant].push(rate);
@@ -332,15 +329,17 @@ async function measureOverhead(bench: Bench) {
   };
 }
 
+/** One of figure 1's executions: 5 no-op steps through the engine, or a bare workflow of 5 activities. */
+async function runVariant(bench: Bench, variant: 'engine' | 'bare'): Promise<void> {
+  await (variant === 'engine' ? bench.runEngine('noop5') : bench.runBare(5));
+}
+
 /** Figure 1's executions for one variant only, with the window a profile's samples are cut to (see BenchOptions.variant). */
 async function measureVariantAlone(bench: Bench, variant: 'engine' | 'bare') {
   const { options } = bench;
   const startUs = Number(process.hrtime.bigint() / 1000n);
   for (let round = 0; round < options.runs; round++) {
-    await pool(options.n, options.concurrency, async () => {
-      if (variant === 'engine') await bench.runEngine('noop5');
-      else await bench.runBare(5);
-    });
+    await pool(options.n, options.concurrency, () => runVariant(bench, variant));
   }
   const endUs = Number(process.hrtime.bigint() / 1000n);
   const n = options.n * options.runs;

@@ -202,12 +202,14 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const effective: Config = { ...config, 'pipeline.auth.tokens': tokens };
 
   const storeUrl = config['pipeline.store.url'] ? storeConnectionString(config['pipeline.store.url'], config['pipeline.store.ca-file']) : undefined;
-  const acquireTimeoutMs = config['pipeline.store.acquire-timeout'];
-  const idleTimeoutMs = config['pipeline.store.idle-timeout'];
-  const preparedStatements = config['pipeline.store.prepared-statements'];
-  const db = storeUrl
-    ? createPgDb(storeUrl, { max: config['pipeline.store.pool-size'], acquireTimeoutMs, idleTimeoutMs, preparedStatements, log })
-    : await createPgliteDb(join(dataDir, 'pglite'));
+  // The store's pool and the jobs' pool differ only in size.
+  const poolSettings = {
+    acquireTimeoutMs: config['pipeline.store.acquire-timeout'],
+    idleTimeoutMs: config['pipeline.store.idle-timeout'],
+    preparedStatements: config['pipeline.store.prepared-statements'],
+    log,
+  };
+  const db = storeUrl ? createPgDb(storeUrl, { max: config['pipeline.store.pool-size'], ...poolSettings }) : await createPgliteDb(join(dataDir, 'pglite'));
   stack.push(() => db.close());
   await migrate(db, log).catch((err) => {
     throw config['pipeline.store.url'] ? explainStoreFailure(err, config['pipeline.store.url'], config['pipeline.store.ca-file']) : err;
@@ -342,7 +344,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     // Bulk jobs admit through their own small pool (the same checks, the same store), so a
     // job's admissions never wait for, nor hold, the connections live traffic needs.
     const jobPoolSize = config['pipeline.redrive-job.pool-size'];
-    const ownJobDb = storeUrl ? createPgDb(storeUrl, { max: jobPoolSize, acquireTimeoutMs, idleTimeoutMs, preparedStatements, log }) : undefined;
+    const ownJobDb = storeUrl ? createPgDb(storeUrl, { max: jobPoolSize, ...poolSettings }) : undefined;
     if (ownJobDb) stack.push(() => ownJobDb.close());
     jobDb = ownJobDb;
     const jobStore = ownJobDb ?? db;

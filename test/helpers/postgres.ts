@@ -33,8 +33,8 @@ export async function createTestDatabase(settings: Record<string, string> = {}):
   }
   await admin.end();
   const url = withDatabase(ADMIN_URL, name);
-  // Idle connections close after a second: three suites side by side (CI pairs and a third run)
-  // stay well under the server's max_connections (100 here).
+  // Idle connections close after a second, so suites side by side (CI pairs and a third run)
+  // hold fewer of the server's max_connections (100 here).
   const db = createPgDb(url, { idleTimeoutMs: 1000 });
   await migrate(db);
   return {
