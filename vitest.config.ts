@@ -22,6 +22,8 @@ export default defineConfig({
     // Most of a file's time is spent waiting on Temporal, Postgres and child processes: on two
     // cores, three files at a time measured fastest (3m42 s vs 4m25 s with two, 3m58 s with four).
     maxWorkers: 3,
+    // Names each file's Postgres connections after it (pg_stat_activity's application_name).
+    setupFiles: ['./test/helpers/name-connections.ts'],
     reporters: ['default'],
     projects: [
       // These files leave no process state behind, so a fork runs one after another without a

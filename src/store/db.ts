@@ -208,6 +208,8 @@ export function createPgDb(
     max,
     connectionTimeoutMillis: options.acquireTimeoutMs ?? 5000,
     idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
+    // Names the service's connections in pg_stat_activity; the URL's application_name or PGAPPNAME takes precedence.
+    application_name: process.env.PGAPPNAME ?? 'pipeline-orchestrator',
   });
   /** Every connection busy and the wait ran out: retrying would only queue again behind the same work. */
   const exhausted = (err: unknown) => {

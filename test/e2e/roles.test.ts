@@ -43,6 +43,9 @@ async function startRole(role: 'api' | 'worker'): Promise<RoleProcess> {
       // A killed worker's step is redelivered once its heartbeat is missed.
       PIPELINE_ORCHESTRATOR_WORKER_HEARTBEAT_TIMEOUT: '2s',
       PIPELINE_SHUTDOWN_GRACE_PERIOD: '5s',
+      // Three processes fill their pools in the 200-execution burst: idle connections go back to the
+      // server within a second, not the default 10, so suites side by side stay under max_connections.
+      PIPELINE_STORE_IDLE_TIMEOUT: '1s',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
