@@ -74,6 +74,9 @@ export const STEP_ERROR_CODES = {
   RETRY_INTENT_NOT_A_COMMAND: { retryable: false, title: 'intent=RETRY_FAILED_COMMAND reached a step that is not a Command' },
   PIPELINE_STEP_GONE: { retryable: false, title: 'the pinned version or its step is no longer registered on the worker' },
   STEP_ABANDONED: { retryable: true, title: 'the worker kept dying while running the step; Temporal gave up' },
+  RUN_TERMINATED: { retryable: false, title: "the execution's Temporal run was terminated (Terminate, or a Reset of the running run) before it ended" },
+  RUN_CANCELLED: { retryable: false, title: "the execution's Temporal run was cancelled (Request Cancellation) before it ended" },
+  RUN_TIMED_OUT: { retryable: false, title: "the execution's Temporal run hit its run timeout before it ended" },
   EXECUTION_RECORD_MISSING: { retryable: false, title: "the execution's record was deleted under a running workflow" },
 } as const satisfies Record<string, { retryable: boolean; title: string }>;
 

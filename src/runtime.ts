@@ -46,6 +46,8 @@ import { RedriveService } from './service/redrive';
 import { RedriveJobs } from './service/redrive-jobs';
 import { RedriveJobTicks } from './service/redrive-job-ticks';
 import { RedriveJobWatch } from './service/redrive-job-watch';
+import { RunEndWatch } from './service/run-end-watch';
+import { createRunEnder } from './activities/engine-activities';
 import { Retention, retentionPolicy } from './service/retention';
 
 export interface ServiceOptions {
@@ -290,6 +292,14 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     config['pipeline.sweeper.interval'] * 10,
     config['pipeline.temporal.call-timeout'],
   );
+  // Every tenth interval too: a pipeline run Temporal closed without the engine (Terminate, Request
+  // Cancellation, a run timeout) ends its record FAILED, to the DLQ (service/run-end-watch.ts).
+  const runWatch = new RunEndWatch(client, taskQueue, store, createRunEnder({ store, effects, registry, log, metrics }), log, {
+    everyMs: config['pipeline.sweeper.interval'] * 10,
+    graceMs: config['pipeline.orchestrator.worker.heartbeat-timeout'],
+    callTimeoutMs: config['pipeline.temporal.call-timeout'],
+  });
+  const runWatchTask = new PeriodicTask('execution_run_watch_failed', config['pipeline.sweeper.interval'], () => runWatch.sweepOnce(), log);
   const jobSweeper = new PeriodicTask(
     'redrive_job_sweep_failed',
     config['pipeline.sweeper.interval'],
@@ -401,13 +411,14 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       .finally(() => created.connection.close());
     dispatcher.startSweeper(config['pipeline.sweeper.interval']);
     jobSweeper.start();
+    runWatchTask.start();
     checkpoints.start();
     relay?.start();
     retention.start();
     // Undone if a later start-up step fails (the HTTP server cannot listen after all): else the worker and the loops outlive the failed start.
     const started = { workers, workerDone };
     stack.push(async () => {
-      await Promise.all([dispatcher.stopSweeper(), jobSweeper.stop(), checkpoints.stop(), relay?.stop(), retention.stop()]);
+      await Promise.all([dispatcher.stopSweeper(), jobSweeper.stop(), runWatchTask.stop(), checkpoints.stop(), relay?.stop(), retention.stop()]);
       for (const w of started.workers) if (w.getState() === 'RUNNING') w.shutdown();
       await started.workerDone;
     });
@@ -455,6 +466,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
         (async () => {
           await dispatcher.stopSweeper();
           await jobSweeper.stop();
+          await runWatchTask.stop();
           await checkpoints.stop();
           await relay?.stop();
           await retention.stop();

@@ -22,6 +22,8 @@ import { RejectBuffer } from './rejects';
 import { classifyFailure, decideFailure, nonRetryableErrorTypesOf, toJsonOutput, type StepFailure } from './step-failure';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
 import { deliverWhileInProgress, InProgressBudgetExhaustedError, type InProgressProgress } from './in-progress';
+import type { StepErrorCode } from '../errors';
+import type { EndedRun, EndRun, RunEnding } from '../service/run-end-watch';
 
 export interface EngineDeps {
   store: ExecutionStore;
@@ -56,6 +58,13 @@ export type EngineActivities = ReturnType<typeof createActivities>;
 
 const DEFAULT_IN_PROGRESS_BUDGET_MS = 300_000;
 
+/** What the record says of a run Temporal closed without the engine ending it. */
+const RUN_ENDINGS: Record<RunEnding, { errorCode: StepErrorCode; what: string }> = {
+  TERMINATED: { errorCode: 'RUN_TERMINATED', what: 'was terminated (Terminate in the Temporal UI or CLI, or a Reset of the running run)' },
+  CANCELLED: { errorCode: 'RUN_CANCELLED', what: 'was cancelled (Request Cancellation in the Temporal UI or CLI)' },
+  TIMED_OUT: { errorCode: 'RUN_TIMED_OUT', what: 'timed out (its Temporal run timeout)' },
+};
+
 /**
  * The one way an activity ends a run: a non-retryable failure of the type the workflow's
  * retry policy lists as non-retryable, always carrying the TerminalDetails the workflow
@@ -71,12 +80,23 @@ function runOf(activity: Context): string {
   return activity.info.workflowExecution?.runId ?? 'unknown';
 }
 
-/** Whether Temporal cancelled this activity because it timed the attempt out or its run closed (not a cancel request or a shutdown). */
+/**
+ * Whether Temporal cancelled this activity because it timed the attempt out, its run closed, or
+ * its run is being cancelled (the workflow never cancels a step itself: a cancel request means
+ * Request Cancellation of the run, whose record the run-end watch ends). Not a worker shutdown.
+ */
 function supersededByTemporal(activity: Context): boolean {
   if (!activity.cancellationSignal.aborted) return false;
   const details = activity.cancellationDetails;
   const reason = (activity.cancellationSignal.reason as { message?: unknown } | undefined)?.message;
-  return details?.timedOut === true || details?.notFound === true || reason === 'TIMED_OUT' || reason === 'NOT_FOUND';
+  return (
+    details?.timedOut === true ||
+    details?.notFound === true ||
+    details?.cancelRequested === true ||
+    reason === 'TIMED_OUT' ||
+    reason === 'NOT_FOUND' ||
+    reason === 'CANCELLED'
+  );
 }
 
 /** The execution's record is gone (deleted under a running workflow): nothing to commit, the run ends. */
@@ -119,7 +139,7 @@ export function foreignRunAdvice(req: { tenantId: string; executionId: string },
   }
 }
 
-export function createActivities(deps: EngineDeps) {
+function createEngine(deps: EngineDeps) {
   const { store, effects, registry, log, metrics } = deps;
   const platform = deps.platform ?? `node-${process.versions.node}`;
 
@@ -591,9 +611,45 @@ export function createActivities(deps: EngineDeps) {
    * kept dying past the redelivery allowance). Commit FAILED and a DLQ envelope now.
    */
   async function abandonStep(req: AbandonRequest): Promise<TerminalDetails> {
+    // The run is read from the activity's context once the record is known to exist (tests call this outside one).
+    return endStep(req, () => runOf(Context.current()), {
+      errorCode: 'STEP_ABANDONED',
+      terminalReason: 'retry_exhausted',
+      retryable: true,
+      message: () => req.reason,
+    });
+  }
+
+  /**
+   * A run Temporal closed without the engine ending it (Terminate, cancellation, a run timeout;
+   * found by service/run-end-watch.ts): its record ends FAILED at the step it was at, as an
+   * abandoned step's does. False when the record moved meanwhile (a step committed, a re-drive).
+   */
+  async function endRun(run: EndedRun): Promise<boolean> {
+    const ending = RUN_ENDINGS[run.ending];
+    const details = await endStep(
+      { tenantId: run.tenantId, executionId: run.executionId, stepIndex: run.stepIndex, reason: ending.what, dispatchId: run.dispatchId },
+      () => run.runId,
+      {
+        errorCode: ending.errorCode,
+        terminalReason: 'non_retryable',
+        retryable: false,
+        message: (step) =>
+          `its Temporal run ${run.runId} ${ending.what} at step ${run.stepIndex} (${step}), and no step carries it on; re-drive it (allowFailed=true) to run it again from that step`,
+      },
+    );
+    return details.errorCode === ending.errorCode;
+  }
+
+  /** Commits FAILED and a DLQ envelope for the step the record is at, fenced by the run's ownership of the record. */
+  async function endStep(
+    req: AbandonRequest,
+    runOfDelivery: () => string,
+    ending: { errorCode: StepErrorCode; terminalReason: TerminalReason; retryable: boolean; message: (stepName: string) => string },
+  ): Promise<TerminalDetails> {
     const read = await store.get(req.tenantId, req.executionId);
     if (!read) return recordMissing(req);
-    const runId = runOf(Context.current());
+    const runId = runOfDelivery();
     // A first step given up before any delivery took the record: take it now, as that step
     // would have (only a run of the dispatch the record is queued for does), and end it below.
     const neverTaken = read.status === 'QUEUED' && req.dispatchId !== undefined;
@@ -617,7 +673,8 @@ export function createActivities(deps: EngineDeps) {
     const transport = req.transport ?? pinnedStep?.transport ?? 'LOCAL';
     const stepName = req.stepName ?? pinnedStep?.name ?? `#${req.stepIndex}`;
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
-    const errorCode = 'STEP_ABANDONED';
+    const { errorCode, terminalReason } = ending;
+    const errorMessage = ending.message(stepName);
     const envelope: TerminalFailure['envelope'] = {
       tenantId: req.tenantId,
       executionId: req.executionId,
@@ -626,10 +683,10 @@ export function createActivities(deps: EngineDeps) {
       platform,
       terminalStatus: 'FAILED',
       createdAtEpochMs: Date.now(),
-      terminalReason: 'retry_exhausted',
+      terminalReason,
       errorCode,
-      errorMessage: req.reason,
-      retryable: true,
+      errorMessage,
+      retryable: ending.retryable,
       // A step no delivery ever reached was not retried by this run.
       retriesObserved: neverTaken ? 0 : record.attempt - 1,
     };
@@ -639,7 +696,7 @@ export function createActivities(deps: EngineDeps) {
       stepIndex: req.stepIndex,
       attempt: record.attempt,
       runId,
-      failure: { terminalReason: 'retry_exhausted', errorCode, errorMessage: req.reason, transitionKey, envelope, step: stepName },
+      failure: { terminalReason, errorCode, errorMessage, transitionKey, envelope, step: stepName },
     });
     if (!committed.committed) {
       // The record moved since it was read: report what is committed, or read again on Temporal's retry.
@@ -651,17 +708,17 @@ export function createActivities(deps: EngineDeps) {
         message: `execution ${req.executionId} moved while step ${req.stepIndex} was abandoned`,
       });
     }
-    metrics?.failed.inc({ terminal_reason: 'retry_exhausted', error_code: metrics.code(errorCode) });
+    metrics?.failed.inc({ terminal_reason: terminalReason, error_code: metrics.code(errorCode) });
     log.warn({
       event: 'execution_failed',
       tenantId: req.tenantId,
       executionId: req.executionId,
       transitionKey,
       correlationId: record.correlationId,
-      terminalReason: 'retry_exhausted',
+      terminalReason,
       errorCode,
     });
-    return { status: 'FAILED', terminalReason: 'retry_exhausted', errorCode, stepIndex: req.stepIndex, transitionKey };
+    return { status: 'FAILED', terminalReason, errorCode, stepIndex: req.stepIndex, transitionKey };
   }
 
   /**
@@ -676,5 +733,15 @@ export function createActivities(deps: EngineDeps) {
     return runStep(req);
   }
 
-  return { runStep, abandonStep, default: stepByType };
+  return { activities: { runStep, abandonStep, default: stepByType }, endRun };
+}
+
+/** The engine's activities, registered on the worker (every member is an activity). */
+export function createActivities(deps: EngineDeps) {
+  return createEngine(deps).activities;
+}
+
+/** Ends the record of a run Temporal closed without the engine (service/run-end-watch.ts), as an abandoned step's is ended. */
+export function createRunEnder(deps: EngineDeps): EndRun {
+  return createEngine(deps).endRun;
 }

@@ -444,6 +444,28 @@ export class ExecutionStore {
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
+  /**
+   * Where a run Temporal closed (terminated, cancelled, timed out) left its record, if it still
+   * owns it: RUNNING under that run, or QUEUED for the dispatch that started it (the run ended
+   * before its first step took the record). Null for any record another run owns or that has
+   * ended: a QUEUED record whose last run is this one but whose dispatch is newer was re-driven.
+   */
+  async unfinishedOfRun(tenantId: string, executionId: string, runId: string): Promise<{ stepIndex: number; dispatchId?: string } | null> {
+    const result = await this.db.query<{ current_step_index: number; status: ExecutionStatus; dispatch_id: string | null }>(
+      `SELECT r.current_step_index, r.status, r.dispatch_id FROM execution_record r
+       WHERE r.tenant_id = $1 AND r.execution_id = $2
+         AND ((r.status = 'RUNNING' AND r.run_id = $3)
+           OR (r.status = 'QUEUED' AND EXISTS (SELECT 1 FROM execution_dispatch d WHERE d.tenant_id = r.tenant_id AND d.execution_id = r.execution_id
+                                                 AND d.dispatch_id = r.dispatch_id AND d.status = 'STARTED' AND d.run_id = $3)))`,
+      [tenantId, executionId, runId],
+    );
+    const row = result.rows[0];
+    if (!row) return null;
+    return row.status === 'QUEUED' && row.dispatch_id !== null
+      ? { stepIndex: row.current_step_index, dispatchId: row.dispatch_id }
+      : { stepIndex: row.current_step_index };
+  }
+
   /** The listed executions' records, in one statement (missing ones are absent). */
   async getMany(tenantId: string, executionIds: string[]): Promise<Map<string, ExecutionRecord>> {
     const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2::text[])', [

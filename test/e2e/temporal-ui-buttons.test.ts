@@ -6,7 +6,10 @@
  * as it was, and is noted in the execution's history. The store's begin() never lets such a
  * run take a QUEUED record. "Request Cancellation" on a bulk job aborts it in the store with
  * every item admitted whole or still SELECTED; Terminate leaves it to the watch, which marks
- * it FAILED.
+ * it FAILED. Terminate and Request Cancellation on a pipeline run: the run-end watch ends the
+ * record FAILED at the step it was at, with one DLQ envelope, and a re-drive runs it on from
+ * there (each step's invocations counted by transition identity); a run that ended before its
+ * first step ends its QUEUED record too, and a record re-driven since is never touched.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -15,6 +18,9 @@ import { workflowIdFor } from '../../src/ids';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { jobWorkflowId } from '../../src/service/redrive-jobs';
 import { resolveTemporalCli } from '../../src/temporal/cli';
+import { createRunEnder } from '../../src/activities/engine-activities';
+import { RunEndWatch } from '../../src/service/run-end-watch';
+import { createLog } from '../../src/log';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
 import { scaled } from '../helpers/time-scale';
@@ -25,7 +31,32 @@ let engine: TestEngine;
 const calls = new Map<string, number>();
 const count = (key: string) => calls.set(key, (calls.get(key) ?? 0) + 1);
 
+/** transition identities each gated step ran as, by execution */
+const ran = new Map<string, string[]>();
+/** executions whose `hold` step waits (until the gate opens or its activity is cancelled) */
+const held = new Map<string, () => void>();
+
 const pipelines = [
+  definePipeline({
+    name: 'gated',
+    steps: [
+      localStep('hold', async (input: unknown, ctx) => {
+        ran.set(ctx.executionId, [...(ran.get(ctx.executionId) ?? []), ctx.transitionKey]);
+        // Its first attempt holds until the gate opens or, as an operator that honours its signal
+        // does, fails once its activity is cancelled.
+        if (ctx.attempt === 1)
+          await new Promise<void>((resolve, reject) => {
+            held.set(ctx.executionId, resolve);
+            ctx.signal.addEventListener('abort', () => reject(new Error('step cancelled')), { once: true });
+          });
+        return input;
+      }),
+      localStep('after', (input: unknown, ctx) => {
+        ran.set(ctx.executionId, [...(ran.get(ctx.executionId) ?? []), ctx.transitionKey]);
+        return input;
+      }),
+    ],
+  }),
   definePipeline({
     name: 'two',
     steps: [
@@ -78,7 +109,10 @@ beforeAll(async () => {
   await engine.waitFor('acme', 'good-1', ['SUCCEEDED']);
   for (const id of ['bad-1', 'bad-2', 'bad-3', 'bad-4', 'bad-5', 'bad-6', 'bad-7', 'bad-8']) await engine.waitFor('acme', id, ['FAILED']);
 });
-afterAll(async () => engine?.stop());
+afterAll(async () => {
+  for (const open of held.values()) open();
+  await engine?.stop();
+});
 
 describe('Reset in the Temporal UI', () => {
   it('a FAILED run reset to its first workflow task ends FAILED, says so, runs nothing, and the history notes it', async () => {
@@ -198,5 +232,95 @@ describe('Request Cancellation and Terminate on a bulk job', () => {
     await until(async () => (await job(jobId)).status === 'FAILED', 120_000, 'the watch to mark the job FAILED');
     const failed = await job(jobId);
     expect(failed.failureReason).toContain('its workflow was terminated in Temporal');
+  });
+});
+
+describe('Terminate and Request Cancellation on a pipeline run', () => {
+  const dlq = async (executionId: string) =>
+    (await engine.dlq.list('acme', { limit: 1000 })).entries.map((e) => e.envelope).filter((e) => e.executionId === executionId);
+  const redrive = (executionId: string, body: Record<string, unknown>) =>
+    engine.request('POST', `/admin/tenants/acme/executions/${executionId}/redrive`, { body: { reason: 'run it on', ...body } });
+
+  /** Starts a gated execution and waits until its first step runs (and holds). */
+  async function holding(executionId: string) {
+    await engine.start('acme', { pipeline: 'gated', executionId, input: { n: 1 } });
+    await until(async () => held.has(executionId), 60_000, `${executionId}'s first step to run`);
+    return engine.service.client.workflow.getHandle(workflowIdFor('acme', executionId));
+  }
+
+  for (const [button, errorCode, press] of [
+    [
+      'Terminate',
+      'RUN_TERMINATED',
+      (id: string) => temporal('workflow', 'terminate', '--workflow-id', workflowIdFor('acme', id), '--reason', 'pressed Terminate'),
+    ],
+    ['Request Cancellation', 'RUN_CANCELLED', (id: string) => temporal('workflow', 'cancel', '--workflow-id', workflowIdFor('acme', id))],
+  ] as const) {
+    it(`${button} mid-step: the record ends FAILED (${errorCode}) at that step with one DLQ envelope, and a re-drive runs it on from there`, async () => {
+      const id = `${errorCode.toLowerCase().replace(/_/g, '-')}-1`;
+      const handle = await holding(id);
+      const { runId } = await handle.describe();
+      await press(id);
+      const failed = await engine.waitFor('acme', id, ['FAILED'], 120_000);
+      expect(failed).toMatchObject({ status: 'FAILED', failedStepIndex: 0, terminalReason: 'non_retryable', lastErrorCode: errorCode, runId });
+      expect(failed.lastErrorMessage).toContain(`its Temporal run ${runId} was`);
+      const envelopes = await dlq(id);
+      expect(envelopes.map((e) => [e.errorCode, e.terminalReason, e.transitionKey, e.retryable])).toEqual([[errorCode, 'non_retryable', `${id}:0:1`, false]]);
+      expect(engine.logs.filter((l) => l.event === 'execution_run_ended_in_temporal' && l.executionId === id)).toHaveLength(1);
+      // The held step has ended (its activity cancelled) or ends now, and commits nothing on the FAILED record.
+      held.get(id)!();
+      const res = await redrive(id, { expectedVersion: failed.version, allowFailed: true });
+      expect(res.status).toBe(202);
+      expect((await engine.waitFor('acme', id, ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+      expect(ran.get(id)).toEqual([`${id}:0:1`, `${id}:0:2`, `${id}:1:1`]);
+      expect(await dlq(id)).toHaveLength(1);
+    });
+  }
+
+  it("a run that ended before its first step ends its QUEUED record; a record re-driven since, or another run's, is untouched", async () => {
+    // Two runs of the pipeline workflow that no worker polls, terminated before any step: the
+    // state a Terminate leaves when it comes before the first step took the record.
+    const taskQueue = `${engine.taskQueue}-unpolled`;
+    const closedRun = async (executionId: string) => {
+      const handle = await engine.service.client.workflow.start('pipelineWorkflow', { taskQueue, workflowId: workflowIdFor('acme', executionId), args: [{}] });
+      await handle.terminate('pressed Terminate before the first step');
+      return handle.firstExecutionRunId;
+    };
+    for (const id of ['queued-1', 'queued-2', 'queued-3']) await engine.start('acme', { pipeline: 'two', executionId: id, input: {} });
+    for (const id of ['queued-1', 'queued-2', 'queued-3']) await engine.waitFor('acme', id, ['SUCCEEDED']);
+    const runs = { q1: await closedRun('queued-1'), q2: await closedRun('queued-2'), q3: await closedRun('queued-3') };
+    const { db } = engine.service;
+    const queue = async (id: string, dispatch: string, status: 'STARTED' | 'PENDING', runId: string | null) => {
+      await db.query(`UPDATE execution_record SET status = 'QUEUED', current_step_index = 1, dispatch_id = $2 WHERE tenant_id = 'acme' AND execution_id = $1`, [
+        id,
+        dispatch,
+      ]);
+      await db.query(
+        `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, status, run_id) VALUES ('acme', $1, $2, '{}'::jsonb, $3, $4)`,
+        [id, dispatch, status, runId],
+      );
+    };
+    // queued-1: QUEUED for the dispatch whose run was terminated. queued-2: re-driven since (its
+    // dispatch is a newer one, still PENDING). queued-3: its dispatch was started as another run.
+    await queue('queued-1', 'redrive-q1', 'STARTED', runs.q1);
+    await queue('queued-2', 'redrive-q2', 'PENDING', null);
+    await db.query(`UPDATE execution_record SET run_id = $1 WHERE tenant_id = 'acme' AND execution_id = 'queued-2'`, [runs.q2]);
+    await queue('queued-3', 'redrive-q3', 'STARTED', 'another-run');
+    const before = { q2: await record('queued-2'), q3: await record('queued-3') };
+    const s = engine.service;
+    const log = createLog({ level: 'silent' });
+    const watch = new RunEndWatch(s.client, taskQueue, s.store, createRunEnder({ store: s.store, effects: engine.effects, registry: s.registry, log }), log, {
+      everyMs: 0,
+      graceMs: 0,
+      callTimeoutMs: scaled(10_000),
+    });
+    // Visibility lists a closed run a moment after it closed: pass until it is seen.
+    await until(async () => (await watch.sweepOnce(), (await record('queued-1')).status === 'FAILED'), 60_000, 'the watch to end queued-1');
+    expect(await record('queued-1')).toMatchObject({ status: 'FAILED', failedStepIndex: 1, runId: runs.q1, lastErrorCode: 'RUN_TERMINATED' });
+    expect((await dlq('queued-1')).map((e) => [e.errorCode, e.retriesObserved])).toEqual([['RUN_TERMINATED', 0]]);
+    await watch.sweepOnce();
+    expect(await record('queued-2')).toEqual(before.q2);
+    expect(await record('queued-3')).toEqual(before.q3);
+    expect(await dlq('queued-2')).toEqual([]);
   });
 });

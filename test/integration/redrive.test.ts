@@ -7,6 +7,7 @@
  */
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EffectList, RedriveAcceptedSchema, RedrivePreviewSchema } from '../../src/contract/responses';
 import { definePipeline, localStep, restStep } from '../../src/pipeline/define';
@@ -132,7 +133,30 @@ async function parkedExecution(executionId: string) {
   return parked;
 }
 
-/** Stalled for real: the Command step failed once and waits out a long retry; the run is then lost (terminated). */
+/**
+ * The run is gone from Temporal (deleted, as an operator or the namespace's retention does):
+ * nothing carries the execution on, and no watch ends it, so its record stalls as it was. (A run
+ * terminated or cancelled instead ends its record FAILED: test/e2e/temporal-ui-buttons.test.ts.)
+ */
+async function loseRun(workflowId: string) {
+  const { client } = engine.service;
+  const { runId } = await client.workflow.getHandle(workflowId).describe();
+  await client.workflowService.deleteWorkflowExecution({ namespace: client.options.namespace, workflowExecution: { workflowId, runId } });
+  await until(
+    () =>
+      client.workflow
+        .getHandle(workflowId)
+        .describe()
+        .then(
+          () => false,
+          (err) => err instanceof WorkflowNotFoundError,
+        ),
+    30_000,
+    'the run to be deleted',
+  );
+}
+
+/** Stalled for real: the Command step failed once and waits out a long retry; the run is then lost (deleted). */
 async function stalledAtCommand(executionId: string) {
   failing.add(executionId);
   await engine.start('tenant-a', { pipeline: 'command-slow-retry', executionId, input: { n: 1 } });
@@ -142,9 +166,7 @@ async function stalledAtCommand(executionId: string) {
     'the first failure of the Command step',
   );
   const waiting = (await engine.service.store.get('tenant-a', executionId))!;
-  const handle = engine.service.client.workflow.getHandle(waiting.workflowId);
-  await handle.terminate('simulated loss of the run');
-  await handle.result().catch(() => undefined);
+  await loseRun(waiting.workflowId);
   return (await engine.service.store.get('tenant-a', executionId))!;
 }
 
@@ -429,8 +451,8 @@ describe('accepted re-drives', () => {
   it('replays a stalled RUNNING execution whose run is gone (allowFailed=false) from its first uncommitted step', async () => {
     await engine.start('tenant-a', { pipeline: 'slow', executionId: 'stalled-1' });
     const running = await engine.waitFor('tenant-a', 'stalled-1', ['RUNNING']);
-    await engine.service.client.workflow.getHandle(running.workflowId).terminate('simulated loss of the run');
-    // Terminating a run does not stop its in-flight activity: it finishes and commits step 0
+    await loseRun(running.workflowId);
+    // Deleting a run does not stop its in-flight activity: it finishes and commits step 0
     // (a truthful commit, guarded by step and attempt). The execution then sits RUNNING at
     // step 1 with no run: stalled.
     gates.open('stalled-1');
