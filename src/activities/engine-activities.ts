@@ -60,7 +60,7 @@ const DEFAULT_IN_PROGRESS_BUDGET_MS = 300_000;
 
 /** What the record says of a run Temporal closed without the engine ending it. */
 const RUN_ENDINGS: Record<RunEnding, { errorCode: StepErrorCode; what: string }> = {
-  TERMINATED: { errorCode: 'RUN_TERMINATED', what: 'was terminated (Terminate in the Temporal UI or CLI, or a Reset of the running run)' },
+  TERMINATED: { errorCode: 'RUN_TERMINATED', what: 'was terminated (Terminate in the Temporal UI or CLI, a Reset of the running run, or Temporal itself)' },
   CANCELLED: { errorCode: 'RUN_CANCELLED', what: 'was cancelled (Request Cancellation in the Temporal UI or CLI)' },
   TIMED_OUT: { errorCode: 'RUN_TIMED_OUT', what: 'timed out (its Temporal run timeout)' },
 };
@@ -135,7 +135,7 @@ export function foreignRunAdvice(req: { tenantId: string; executionId: string },
     case 'SUCCEEDED':
       return `Execution ${req.executionId} is SUCCEEDED in its record; nothing to run again.`;
     default:
-      return `Execution ${req.executionId} is ${record.status} in its record; its own run ${record.runId ?? '(not started yet)'} carries it on.`;
+      return `Execution ${req.executionId} is ${record.status} in its record; its own run ${record.runId ?? '(not started yet)'} carries it on (if that run was terminated, by this Reset say, the record ends FAILED shortly and can then be re-driven).`;
   }
 }
 
@@ -612,22 +612,24 @@ function createEngine(deps: EngineDeps) {
    */
   async function abandonStep(req: AbandonRequest): Promise<TerminalDetails> {
     // The run is read from the activity's context once the record is known to exist (tests call this outside one).
-    return endStep(req, () => runOf(Context.current()), {
+    const ended = await endStep(req, () => runOf(Context.current()), {
       errorCode: 'STEP_ABANDONED',
       terminalReason: 'retry_exhausted',
       retryable: true,
       message: () => req.reason,
     });
+    return ended.details;
   }
 
   /**
    * A run Temporal closed without the engine ending it (Terminate, cancellation, a run timeout;
    * found by service/run-end-watch.ts): its record ends FAILED at the step it was at, as an
-   * abandoned step's does. False when the record moved meanwhile (a step committed, a re-drive).
+   * abandoned step's does. 'moved' when this call did not commit it: the record moved since the
+   * watch looked (a step, another worker's watch or a re-drive committed first).
    */
-  async function endRun(run: EndedRun): Promise<boolean> {
+  async function endRun(run: EndedRun): Promise<'ended' | 'moved'> {
     const ending = RUN_ENDINGS[run.ending];
-    const details = await endStep(
+    const ended = await endStep(
       { tenantId: run.tenantId, executionId: run.executionId, stepIndex: run.stepIndex, reason: ending.what, dispatchId: run.dispatchId },
       () => run.runId,
       {
@@ -637,8 +639,12 @@ function createEngine(deps: EngineDeps) {
         message: (step) =>
           `its Temporal run ${run.runId} ${ending.what} at step ${run.stepIndex} (${step}), and no step carries it on; re-drive it (allowFailed=true) to run it again from that step`,
       },
-    );
-    return details.errorCode === ending.errorCode;
+    ).catch((err: unknown) => {
+      // Committed by someone else between the read and the commit, at another step: a later pass looks again.
+      if (err instanceof ApplicationFailure && err.type === FailureTypes.retryable) return { committed: false };
+      throw err;
+    });
+    return ended.committed ? 'ended' : 'moved';
   }
 
   /** Commits FAILED and a DLQ envelope for the step the record is at, fenced by the run's ownership of the record. */
@@ -646,29 +652,30 @@ function createEngine(deps: EngineDeps) {
     req: AbandonRequest,
     runOfDelivery: () => string,
     ending: { errorCode: StepErrorCode; terminalReason: TerminalReason; retryable: boolean; message: (stepName: string) => string },
-  ): Promise<TerminalDetails> {
+  ): Promise<{ details: TerminalDetails; committed: boolean }> {
     const read = await store.get(req.tenantId, req.executionId);
-    if (!read) return recordMissing(req);
+    if (!read) return { details: recordMissing(req), committed: false };
     const runId = runOfDelivery();
     // A first step given up before any delivery took the record: take it now, as that step
     // would have (only a run of the dispatch the record is queued for does), and end it below.
     const neverTaken = read.status === 'QUEUED' && req.dispatchId !== undefined;
     const record = neverTaken ? await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null }) : read;
-    if (!record) return recordMissing(req);
+    if (!record) return { details: recordMissing(req), committed: false };
     // A run that does not own the record commits nothing on it: it ends as it committed, or as a run without the record.
     if (!ownsRecord({}, record, runId)) {
       const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
-      if (committed) return supersededDetails(req, record, runId, committed);
-      return {
+      if (committed) return { details: supersededDetails(req, record, runId, committed), committed: false };
+      const details: TerminalDetails = {
         status: 'FAILED',
         terminalReason: null,
         errorCode: 'RUN_DOES_NOT_OWN_RECORD',
         stepIndex: req.stepIndex,
         transitionKey: makeTransitionKey(req.executionId, req.stepIndex, record.attempt),
       };
+      return { details, committed: false };
     }
     const already = committedTerminal(record, req.stepIndex);
-    if (already) return already;
+    if (already) return { details: already, committed: false };
     const pinnedStep = registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex];
     const transport = req.transport ?? pinnedStep?.transport ?? 'LOCAL';
     const stepName = req.stepName ?? pinnedStep?.name ?? `#${req.stepIndex}`;
@@ -702,7 +709,7 @@ function createEngine(deps: EngineDeps) {
       // The record moved since it was read: report what is committed, or read again on Temporal's retry.
       const now = await store.get(req.tenantId, req.executionId);
       const settled = now ? committedTerminal(now, req.stepIndex) : recordMissing(req);
-      if (settled) return settled;
+      if (settled) return { details: settled, committed: false };
       throw ApplicationFailure.create({
         type: FailureTypes.retryable,
         message: `execution ${req.executionId} moved while step ${req.stepIndex} was abandoned`,
@@ -718,7 +725,7 @@ function createEngine(deps: EngineDeps) {
       terminalReason,
       errorCode,
     });
-    return { status: 'FAILED', terminalReason, errorCode, stepIndex: req.stepIndex, transitionKey };
+    return { details: { status: 'FAILED', terminalReason, errorCode, stepIndex: req.stepIndex, transitionKey }, committed: true };
   }
 
   /**

@@ -445,25 +445,30 @@ export class ExecutionStore {
   }
 
   /**
-   * Where a run Temporal closed (terminated, cancelled, timed out) left its record, if it still
-   * owns it: RUNNING under that run, or QUEUED for the dispatch that started it (the run ended
-   * before its first step took the record). Null for any record another run owns or that has
-   * ended: a QUEUED record whose last run is this one but whose dispatch is newer was re-driven.
+   * Of these runs Temporal closed (terminated, cancelled, timed out), the ones that still own
+   * their record, and where each left it: RUNNING under that run, or QUEUED for the dispatch
+   * that started it (the run ended before its first step took the record). A record another
+   * run owns, or one that has ended, is left out: a QUEUED record whose last run is this one but
+   * whose dispatch is newer was re-driven. One statement for a page of runs.
    */
-  async unfinishedOfRun(tenantId: string, executionId: string, runId: string): Promise<{ stepIndex: number; dispatchId?: string } | null> {
-    const result = await this.db.query<{ current_step_index: number; status: ExecutionStatus; dispatch_id: string | null }>(
-      `SELECT r.current_step_index, r.status, r.dispatch_id FROM execution_record r
-       WHERE r.tenant_id = $1 AND r.execution_id = $2
-         AND ((r.status = 'RUNNING' AND r.run_id = $3)
-           OR (r.status = 'QUEUED' AND EXISTS (SELECT 1 FROM execution_dispatch d WHERE d.tenant_id = r.tenant_id AND d.execution_id = r.execution_id
-                                                 AND d.dispatch_id = r.dispatch_id AND d.status = 'STARTED' AND d.run_id = $3)))`,
-      [tenantId, executionId, runId],
+  async unfinishedOfRuns<R extends { tenantId: string; executionId: string; runId: string }>(
+    runs: R[],
+  ): Promise<(R & { stepIndex: number; dispatchId?: string })[]> {
+    if (runs.length === 0) return [];
+    const result = await this.db.query<{ i: number; current_step_index: number; status: ExecutionStatus; dispatch_id: string | null }>(
+      `SELECT c.i, r.current_step_index, r.status, r.dispatch_id
+       FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS c(tenant_id, execution_id, run_id, i)
+       JOIN execution_record r ON r.tenant_id = c.tenant_id AND r.execution_id = c.execution_id
+       WHERE (r.status = 'RUNNING' AND r.run_id = c.run_id)
+          OR (r.status = 'QUEUED' AND EXISTS (SELECT 1 FROM execution_dispatch d WHERE d.tenant_id = r.tenant_id AND d.execution_id = r.execution_id
+                                                AND d.dispatch_id = r.dispatch_id AND d.status = 'STARTED' AND d.run_id = c.run_id))`,
+      [runs.map((r) => r.tenantId), runs.map((r) => r.executionId), runs.map((r) => r.runId)],
     );
-    const row = result.rows[0];
-    if (!row) return null;
-    return row.status === 'QUEUED' && row.dispatch_id !== null
-      ? { stepIndex: row.current_step_index, dispatchId: row.dispatch_id }
-      : { stepIndex: row.current_step_index };
+    return result.rows.map((row) => ({
+      ...runs[Number(row.i) - 1],
+      stepIndex: row.current_step_index,
+      ...(row.status === 'QUEUED' && row.dispatch_id !== null ? { dispatchId: row.dispatch_id } : {}),
+    }));
   }
 
   /** The listed executions' records, in one statement (missing ones are absent). */

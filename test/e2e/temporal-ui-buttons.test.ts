@@ -287,16 +287,19 @@ describe('Terminate and Request Cancellation on a pipeline run', () => {
       return handle.firstExecutionRunId;
     };
     for (const id of ['queued-1', 'queued-2', 'queued-3']) await engine.start('acme', { pipeline: 'two', executionId: id, input: {} });
-    for (const id of ['queued-1', 'queued-2', 'queued-3']) await engine.waitFor('acme', id, ['SUCCEEDED']);
+    // Each run closes a workflow task after its record reads SUCCEEDED: wait for the close, so the next run of the id can start.
+    for (const id of ['queued-1', 'queued-2', 'queued-3']) await engine.service.client.workflow.getHandle(workflowIdFor('acme', id)).result();
     const runs = { q1: await closedRun('queued-1'), q2: await closedRun('queued-2'), q3: await closedRun('queued-3') };
     const { db } = engine.service;
+    // A PENDING row is leased an hour ahead, as by a starter in the middle of its start: the engine's sweeper leaves it alone.
     const queue = async (id: string, dispatch: string, status: 'STARTED' | 'PENDING', runId: string | null) => {
       await db.query(`UPDATE execution_record SET status = 'QUEUED', current_step_index = 1, dispatch_id = $2 WHERE tenant_id = 'acme' AND execution_id = $1`, [
         id,
         dispatch,
       ]);
       await db.query(
-        `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, status, run_id) VALUES ('acme', $1, $2, '{}'::jsonb, $3, $4)`,
+        `INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, status, run_id, lease_owner, lease_until)
+         VALUES ('acme', $1, $2, '{}'::jsonb, $3, $4, 'test', now() + interval '1 hour')`,
         [id, dispatch, status, runId],
       );
     };
