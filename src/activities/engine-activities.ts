@@ -59,10 +59,14 @@ export type EngineActivities = ReturnType<typeof createActivities>;
 const DEFAULT_IN_PROGRESS_BUDGET_MS = 300_000;
 
 /** What the record says of a run Temporal closed without the engine ending it. */
-const RUN_ENDINGS: Record<RunEnding, { errorCode: StepErrorCode; what: string }> = {
-  TERMINATED: { errorCode: 'RUN_TERMINATED', what: 'was terminated (Terminate in the Temporal UI or CLI, a Reset of the running run, or Temporal itself)' },
-  CANCELLED: { errorCode: 'RUN_CANCELLED', what: 'was cancelled (Request Cancellation in the Temporal UI or CLI)' },
-  TIMED_OUT: { errorCode: 'RUN_TIMED_OUT', what: 'timed out (its Temporal run timeout)' },
+const RUN_ENDINGS: Record<RunEnding, { errorCode: StepErrorCode; what: string; how: string }> = {
+  TERMINATED: {
+    errorCode: 'RUN_TERMINATED',
+    what: 'was terminated',
+    how: '(Terminate in the Temporal UI or CLI, a Reset of the running run, or Temporal itself)',
+  },
+  CANCELLED: { errorCode: 'RUN_CANCELLED', what: 'was cancelled', how: '(Request Cancellation in the Temporal UI or CLI)' },
+  TIMED_OUT: { errorCode: 'RUN_TIMED_OUT', what: 'timed out', how: '(its Temporal run timeout)' },
 };
 
 /**
@@ -629,6 +633,9 @@ function createEngine(deps: EngineDeps) {
    */
   async function endRun(run: EndedRun): Promise<'ended' | 'moved'> {
     const ending = RUN_ENDINGS[run.ending];
+    // Who and why when Temporal recorded it (Terminate), else how such a run usually ends.
+    const by = run.terminatedBy;
+    const how = by ? `by ${by.identity || 'an unnamed client'} (reason: "${by.reason}")` : ending.how;
     const ended = await endStep(
       { tenantId: run.tenantId, executionId: run.executionId, stepIndex: run.stepIndex, reason: ending.what, dispatchId: run.dispatchId },
       () => run.runId,
@@ -637,7 +644,7 @@ function createEngine(deps: EngineDeps) {
         terminalReason: 'non_retryable',
         retryable: false,
         message: (step) =>
-          `its Temporal run ${run.runId} ${ending.what} at step ${run.stepIndex} (${step}), and no step carries it on; re-drive it (allowFailed=true) to run it again from that step`,
+          `its Temporal run ${run.runId} ${ending.what} ${how} at step ${run.stepIndex} (${step}), and no step carries it on; re-drive it (allowFailed=true) to run it again from that step`,
       },
     ).catch((err: unknown) => {
       // Committed by someone else between the read and the commit, at another step: a later pass looks again.

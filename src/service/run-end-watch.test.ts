@@ -26,6 +26,10 @@ function fakeWatch(options: { pages: FakeRun[][]; failPage?: number; describe?: 
     options: { namespace: 'default' },
     connection: { withDeadline: (_: number, fn: () => unknown) => fn(), withAbortSignal: (_: AbortSignal, fn: () => unknown) => fn() },
     workflowService: {
+      // A terminated run's close event: who and why (a newline in the reason, as a CLI user may type).
+      async getWorkflowExecutionHistory() {
+        return { history: { events: [{ workflowExecutionTerminatedEventAttributes: { identity: 'ops@host', reason: 'bad\ninput' } }] } };
+      },
       async listWorkflowExecutions(request: { query: string; nextPageToken?: Uint8Array }) {
         const call = pageCalls++;
         if (call === options.failPage) throw new Error('visibility unavailable');
@@ -87,10 +91,10 @@ describe('run-end watch', () => {
     const job = { workflowId: 'redrive-job/acme/j1', runId: 'job', status: 5 };
     const { watch, ended } = fakeWatch({ pages: [[run(1), run(2, 4)], [run(3, 7)], [job]], describe });
     expect(await watch.sweepOnce(T0)).toBe(3);
-    expect(ended.map((r) => [r.executionId, r.runId, r.ending, r.stepIndex])).toEqual([
-      ['order-1', 'run-1', 'TERMINATED', 2],
-      ['order-2', 'run-2', 'CANCELLED', 2],
-      ['order-3', 'run-3', 'TIMED_OUT', 2],
+    expect(ended.map((r) => [r.executionId, r.runId, r.ending, r.stepIndex, r.terminatedBy])).toEqual([
+      ['order-1', 'run-1', 'TERMINATED', 2, { identity: 'ops@host', reason: 'bad input' }],
+      ['order-2', 'run-2', 'CANCELLED', 2, undefined],
+      ['order-3', 'run-3', 'TIMED_OUT', 2, undefined],
     ]);
   });
 

@@ -38,6 +38,8 @@ export interface EndedRun {
   stepIndex: number;
   /** the dispatch the record is QUEUED for, when the run ended before its first step took it */
   dispatchId?: string;
+  /** who terminated the run and why, as Temporal recorded it (a terminated run's close event), when it could be read */
+  terminatedBy?: { identity: string; reason: string };
 }
 
 /**
@@ -56,6 +58,11 @@ export const FIRST_PASS_LOOKBACK_MS = 24 * 60 * 60 * 1000;
  */
 const WINDOW_OVERLAP_MS = 5 * 60_000;
 const PAGE_SIZE = 200;
+/** HistoryEventFilterType CLOSE_EVENT: only the run's close event. */
+const CLOSE_EVENT = 2;
+
+/** Operator-typed text for a record's message: bounded, control characters replaced. */
+const printable = (text: string, max: number) => text.replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, max);
 
 /** Temporal's WorkflowExecutionStatus values of the closes the watch ends records for. */
 const ENDINGS: Record<number, RunEnding | undefined> = { 4: 'CANCELLED', 5: 'TERMINATED', 7: 'TIMED_OUT' };
@@ -134,9 +141,10 @@ export class RunEndWatch {
       return 'unanswered';
     }
     if (state === 'gone') return 'gone';
+    const terminatedBy = state === 'TERMINATED' ? await this.terminatedBy(workflowId, run.runId) : undefined;
     let outcome: 'ended' | 'moved';
     try {
-      outcome = await this.endRun({ ...run, ending: state });
+      outcome = await this.endRun({ ...run, ending: state, ...(terminatedBy ? { terminatedBy } : {}) });
     } catch (err) {
       this.log.warn({ event: 'execution_run_watch_unanswered', tenantId: run.tenantId, executionId: run.executionId, error: describeError(err) });
       return 'unanswered';
@@ -151,6 +159,27 @@ export class RunEndWatch {
         stepIndex: run.stepIndex,
       });
     return outcome;
+  }
+
+  /**
+   * Who terminated the run and why, from its close event (one event read): what the operator who
+   * finds the record FAILED asks first. Undefined when it cannot be read; the record is ended anyway.
+   */
+  private async terminatedBy(workflowId: string, runId: string): Promise<{ identity: string; reason: string } | undefined> {
+    try {
+      const response = await withCallDeadline(this.client, this.options.callTimeoutMs, () =>
+        this.client.workflowService.getWorkflowExecutionHistory({
+          namespace: this.client.options.namespace,
+          execution: { workflowId, runId },
+          historyEventFilterType: CLOSE_EVENT,
+        }),
+      );
+      const attributes = response.history?.events?.at(-1)?.workflowExecutionTerminatedEventAttributes;
+      if (!attributes) return undefined;
+      return { identity: printable(attributes.identity ?? '', 100), reason: printable(attributes.reason ?? '', 200) };
+    } catch {
+      return undefined;
+    }
   }
 
   /** One page of the query, under its own deadline; undefined when Temporal did not answer. */

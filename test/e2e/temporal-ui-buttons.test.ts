@@ -248,13 +248,20 @@ describe('Terminate and Request Cancellation on a pipeline run', () => {
     return engine.service.client.workflow.getHandle(workflowIdFor('acme', executionId));
   }
 
-  for (const [button, errorCode, press] of [
+  // Each button, and what the record's message then says (who and why, for a Terminate).
+  for (const [button, errorCode, press, says] of [
     [
       'Terminate',
       'RUN_TERMINATED',
       (id: string) => temporal('workflow', 'terminate', '--workflow-id', workflowIdFor('acme', id), '--reason', 'pressed Terminate'),
+      'was terminated by ',
     ],
-    ['Request Cancellation', 'RUN_CANCELLED', (id: string) => temporal('workflow', 'cancel', '--workflow-id', workflowIdFor('acme', id))],
+    [
+      'Request Cancellation',
+      'RUN_CANCELLED',
+      (id: string) => temporal('workflow', 'cancel', '--workflow-id', workflowIdFor('acme', id)),
+      'was cancelled (Request Cancellation',
+    ],
   ] as const) {
     it(`${button} mid-step: the record ends FAILED (${errorCode}) at that step with one DLQ envelope, and a re-drive runs it on from there`, async () => {
       const id = `${errorCode.toLowerCase().replace(/_/g, '-')}-1`;
@@ -263,7 +270,8 @@ describe('Terminate and Request Cancellation on a pipeline run', () => {
       await press(id);
       const failed = await engine.waitFor('acme', id, ['FAILED'], 120_000);
       expect(failed).toMatchObject({ status: 'FAILED', failedStepIndex: 0, terminalReason: 'non_retryable', lastErrorCode: errorCode, runId });
-      expect(failed.lastErrorMessage).toContain(`its Temporal run ${runId} was`);
+      expect(failed.lastErrorMessage).toContain(`its Temporal run ${runId} ${says}`);
+      if (button === 'Terminate') expect(failed.lastErrorMessage).toContain('(reason: "pressed Terminate") at step 0 (hold)');
       const envelopes = await dlq(id);
       expect(envelopes.map((e) => [e.errorCode, e.terminalReason, e.transitionKey, e.retryable])).toEqual([[errorCode, 'non_retryable', `${id}:0:1`, false]]);
       expect(engine.logs.filter((l) => l.event === 'execution_run_ended_in_temporal' && l.executionId === id)).toHaveLength(1);
@@ -320,6 +328,7 @@ describe('Terminate and Request Cancellation on a pipeline run', () => {
     // Visibility lists a closed run a moment after it closed: pass until it is seen.
     await until(async () => (await watch.sweepOnce(), (await record('queued-1')).status === 'FAILED'), 60_000, 'the watch to end queued-1');
     expect(await record('queued-1')).toMatchObject({ status: 'FAILED', failedStepIndex: 1, runId: runs.q1, lastErrorCode: 'RUN_TERMINATED' });
+    expect((await record('queued-1')).lastErrorMessage).toContain('(reason: "pressed Terminate before the first step")');
     expect((await dlq('queued-1')).map((e) => [e.errorCode, e.retriesObserved])).toEqual([['RUN_TERMINATED', 0]]);
     await watch.sweepOnce();
     expect(await record('queued-2')).toEqual(before.q2);
