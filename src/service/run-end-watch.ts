@@ -22,6 +22,7 @@
  * aborts) and commits nothing, and one that finished first has committed.
  */
 import type { Client } from '@temporalio/client';
+import { workflowIdFor } from '../ids';
 import type { Log } from '../log';
 import type { ExecutionStore } from '../store/execution-store';
 import { withCallDeadline } from '../temporal/call-deadline';
@@ -68,7 +69,7 @@ const printable = (text: string, max: number) => text.replace(/[\u0000-\u001f\u0
 const ENDINGS: Record<number, RunEnding | undefined> = { 4: 'CANCELLED', 5: 'TERMINATED', 7: 'TIMED_OUT' };
 const ENDING_NAMES: Record<string, RunEnding | undefined> = { CANCELLED: 'CANCELLED', TERMINATED: 'TERMINATED', TIMED_OUT: 'TIMED_OUT' };
 
-/** `pipeline/{tenant}/{execution}` back into its ids; undefined for any other workflow id. */
+/** `workflowIdFor`'s `pipeline/{tenant}/{execution}` back into its ids; undefined for any other workflow id. */
 function idsOf(workflowId: string): { tenantId: string; executionId: string } | undefined {
   const parts = workflowId.split('/');
   return parts.length === 3 && parts[0] === 'pipeline' ? { tenantId: parts[1], executionId: parts[2] } : undefined;
@@ -127,7 +128,7 @@ export class RunEndWatch {
 
   /** Describes the run once more, then ends its record; 'unanswered' leaves it for the next pass. */
   private async end(run: EndedRun): Promise<'ended' | 'moved' | 'gone' | 'unanswered'> {
-    const workflowId = `pipeline/${run.tenantId}/${run.executionId}`;
+    const workflowId = workflowIdFor(run.tenantId, run.executionId);
     let state: RunEnding | 'gone';
     try {
       const description = await withCallDeadline(this.client, this.options.callTimeoutMs, () =>
