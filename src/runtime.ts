@@ -294,7 +294,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   );
   // Every tenth interval too: a pipeline run Temporal closed without the engine (Terminate, Request
   // Cancellation, a run timeout) ends its record FAILED, to the DLQ (service/run-end-watch.ts).
-  const runWatch = new RunEndWatch(client, taskQueue, store, createRunEnder({ store, effects, registry, log, metrics }), log, {
+  const runWatch = new RunEndWatch(client, taskQueue, store, createRunEnder({ store, effects, registry, log, metrics, definitions }), log, {
     everyMs: config['pipeline.sweeper.interval'] * 10,
     graceMs: config['pipeline.orchestrator.worker.heartbeat-timeout'],
     callTimeoutMs: config['pipeline.temporal.call-timeout'],
@@ -374,7 +374,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       connect: connectOptions,
       namespace,
       taskQueue,
-      deps: { store, effects, registry, log, metrics, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
+      deps: { store, effects, registry, log, metrics, definitions, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
       jobs: { ticks: new RedriveJobTicks(jobStores.jobs, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1), taskQueue: jobTaskQueue },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again

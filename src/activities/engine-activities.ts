@@ -12,6 +12,7 @@ import { idempotencyKey, transitionKey as makeTransitionKey } from '../ids';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry, StepResolution } from '../pipeline/registry';
+import type { DefinitionStore } from '../store/definition-store';
 import type { EffectStore } from '../store/effect-store';
 import type { EffectChange, ExecutionRecord, ExecutionStore, RemoteCall, RunOutcome, StepKey, TerminalFailure } from '../store/execution-store';
 import type { StepDefinition } from '../pipeline/define';
@@ -35,6 +36,12 @@ export interface EngineDeps {
   metrics?: Metrics;
   /** pipeline.orchestrator.worker.in-progress-budget, for runs planned before steps carried it; default 5 min */
   inProgressBudgetMs?: number;
+  /**
+   * The stored shapes of the definitions executions were admitted under: names the step of a
+   * record whose pinned version this worker does not have, when a run-end watch or a given-up
+   * step ends it (else the step is `#k`).
+   */
+  definitions?: DefinitionStore;
 }
 
 export interface AbandonRequest {
@@ -654,6 +661,15 @@ function createEngine(deps: EngineDeps) {
     return ended.committed ? 'ended' : 'moved';
   }
 
+  /**
+   * A step's name from the shape stored at the record's admission, for a worker without the
+   * record's pinned version (one rolled forward, or not yet rolled). Never on a step's own path.
+   */
+  async function storedStepName(record: ExecutionRecord, stepIndex: number): Promise<string | undefined> {
+    const shape = await deps.definitions?.find(record.pipeline, record.pipelineVersion, record.definitionFingerprint);
+    return shape?.steps[stepIndex];
+  }
+
   /** Commits FAILED and a DLQ envelope for the step the record is at, fenced by the run's ownership of the record. */
   async function endStep(
     req: AbandonRequest,
@@ -685,7 +701,7 @@ function createEngine(deps: EngineDeps) {
     if (already) return { details: already, committed: false };
     const pinnedStep = registry.find(record.pipeline, record.pipelineVersion)?.steps[req.stepIndex];
     const transport = req.transport ?? pinnedStep?.transport ?? 'LOCAL';
-    const stepName = req.stepName ?? pinnedStep?.name ?? `#${req.stepIndex}`;
+    const stepName = req.stepName ?? pinnedStep?.name ?? (await storedStepName(record, req.stepIndex)) ?? `#${req.stepIndex}`;
     const transitionKey = makeTransitionKey(req.executionId, req.stepIndex, record.attempt);
     const { errorCode, terminalReason } = ending;
     const errorMessage = ending.message(stepName);

@@ -5,13 +5,14 @@
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities/engine-activities';
+import { createActivities, createRunEnder } from '../../src/activities/engine-activities';
 import { loadConfig } from '../../src/config/config';
 import { createLog } from '../../src/log';
 import { Metrics } from '../../src/metrics';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { PipelineRegistry } from '../../src/pipeline/registry';
 import { DlqStore } from '../../src/store/dlq-store';
+import { DefinitionStore } from '../../src/store/definition-store';
 import { EffectStore } from '../../src/store/effect-store';
 import { ExecutionStore } from '../../src/store/execution-store';
 import { SignalsStore } from '../../src/store/signals-store';
@@ -77,5 +78,53 @@ describe('abandonStep', () => {
       terminalReason: 'retry_exhausted',
       transitionKey: 'ab-1:0:1',
     });
+  });
+
+  it("names the step from the stored shape when this worker does not have the record's pinned version (not `#k`)", async () => {
+    const store = new ExecutionStore(database.db);
+    const definitions = new DefinitionStore(database.db);
+    // This worker has only version 2; the record was admitted under version 1, whose shape is stored.
+    const registry = new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [] }), [
+      definePipeline({ name: 'q', version: 2, steps: [localStep('fetch', () => null), localStep('store', () => null)] }),
+    ]);
+    await definitions.remember({ pipeline: 'q', version: 1, fingerprint: 'fp-v1', steps: ['validate', 'charge', 'ship'] });
+    const log = createLog({ level: 'silent' });
+    const metrics = new Metrics(new SignalsStore(database.db), 5);
+    const admit = async (executionId: string) => {
+      await store.create(
+        {
+          tenantId: 't',
+          executionId,
+          executionKey: null,
+          pipeline: 'q',
+          pipelineVersion: 1,
+          definitionFingerprint: 'fp-v1',
+          workflowId: `w-${executionId}`,
+          stepCount: 3,
+          input: { x: 1 },
+          correlationId: null,
+          resourceType: null,
+          resourceName: null,
+        },
+        {},
+        { owner: 'test', ms: 1000 },
+      );
+      await store.begin({ tenantId: 't', executionId, runId: `run-${executionId}`, dispatchId: 'start' });
+    };
+    await admit('named-1');
+    await admit('unnamed-1');
+    const withShapes = createRunEnder({ store, effects: new EffectStore(database.db), registry, log, metrics, definitions });
+    const withoutShapes = createRunEnder({ store, effects: new EffectStore(database.db), registry, log, metrics });
+    // Version 1's first step ("validate") was in flight when its run was terminated.
+    expect(await withShapes({ tenantId: 't', executionId: 'named-1', runId: 'run-named-1', ending: 'TERMINATED', stepIndex: 0 })).toBe('ended');
+    expect(await withoutShapes({ tenantId: 't', executionId: 'unnamed-1', runId: 'run-unnamed-1', ending: 'TERMINATED', stepIndex: 0 })).toBe('ended');
+    const named = await store.get('t', 'named-1');
+    const unnamed = await store.get('t', 'unnamed-1');
+    expect(named).toMatchObject({ status: 'FAILED', failedStepIndex: 0, lastErrorCode: 'RUN_TERMINATED' });
+    expect(named!.lastErrorMessage).toContain('at step 0 (validate)');
+    // The control: without the stored shapes this worker cannot name the step, which is what the lookup fixes.
+    expect(unnamed!.lastErrorMessage).toContain('at step 0 (#0)');
+    const { entries } = await new DlqStore(database.db).list('t', { errorCode: 'RUN_TERMINATED', limit: 10 });
+    expect(entries.map((entry) => entry.envelope.errorMessage).sort()).toEqual([unnamed!.lastErrorMessage, named!.lastErrorMessage].sort());
   });
 });
