@@ -3,10 +3,12 @@
  * workflow), against the real store on Postgres. Each test makes its own execution and
  * counts operator invocations: the committed attempt a Temporal retry resumes with, a
  * duplicate run, a redelivery after the commit landed, a retained Command effect that
- * ordinary replay must not redispatch, and the retry budget's end.
+ * ordinary replay must not redispatch, the retry budget's end, and a step Temporal cancels (its
+ * run cancelled, timed out or gone), which commits nothing.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { ActivityCancellationDetails } from '@temporalio/common';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities, type EngineActivities } from '../../src/activities/engine-activities';
@@ -54,6 +56,18 @@ const pipelines = [
         (invoked[ctx.executionId] ??= []).push(ctx.attempt);
         if (ctx.attempt === 1) throw new NonRetryableException('refused on attempt 1', 'TEST_FATAL');
         return { settled: ctx.attempt };
+      }),
+    ],
+    retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 },
+  }),
+  // Its operator runs until the activity is cancelled, then fails as an operator that honours ctx.signal does.
+  definePipeline({
+    name: 'waiting',
+    steps: [
+      localStep('wait', async (_input: unknown, ctx: StepContext) => {
+        (invoked[ctx.executionId] ??= []).push(ctx.attempt);
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        throw new Error('stopped: the activity was cancelled');
       }),
     ],
     retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 },
@@ -187,6 +201,33 @@ describe('runStep', () => {
     expect(invoked[req.executionId]).toBeUndefined();
     expect(await store.get('t', req.executionId)).toMatchObject({ runId: 'run-owner', currentStepIndex: 0 });
   });
+
+  it.each([
+    ['its run is being cancelled (Request Cancellation)', 'CANCELLED', { cancelRequested: true }],
+    ['Temporal timed the attempt out', 'TIMED_OUT', { timedOut: true }],
+    ['its run is gone', 'NOT_FOUND', { notFound: true }],
+  ] as const)(
+    'commits nothing when the step is cancelled because %s: no retry intent, no FAILED, the record as the step found it',
+    async (_why, reason, details) => {
+      const req = await execution('waiting');
+      const env = environment(req);
+      const delivery = env.run(activities.runStep, req).then(
+        () => 'completed',
+        (err: unknown) => err,
+      );
+      // Cancel once the operator is running (the record is RUNNING under run-1 by then).
+      while (!invoked[req.executionId]) await new Promise((resolve) => setTimeout(resolve, 5));
+      const before = await store.get('t', req.executionId);
+      env.cancel(reason, new ActivityCancellationDetails(details));
+      const outcome = await delivery;
+      // The cancellation itself, not an ApplicationFailure that would tell the workflow how to go on.
+      expect(outcome).not.toBe('completed');
+      expect(outcome).not.toBeInstanceOf(ApplicationFailure);
+      expect(invoked[req.executionId]).toEqual([1]);
+      expect(await store.get('t', req.executionId)).toEqual(before);
+      expect(before).toMatchObject({ status: 'RUNNING', runId: 'run-1', currentStepIndex: 0, attempt: 1, lastErrorCode: null });
+    },
+  );
 
   it('answers a redelivery whose commit already landed with the committed output, without invoking again', async () => {
     const req = await execution('plain');
