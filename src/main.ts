@@ -17,7 +17,18 @@ import { resolve } from 'node:path';
 
 const log = createLog();
 
+/**
+ * Ctrl-C (or a SIGTERM) before the service is up: say so and exit at once. What had started goes
+ * with the process (the dev server watches its parent; the embedded Postgres and the demo's
+ * workers are in it), so the next start is clean. Replaced by the orderly stop once started.
+ */
+function interruptedDuringStartUp(signal: NodeJS.Signals): void {
+  process.stderr.write(`\n  Stopped (${signal}) during start-up.\n`, () => process.exit(signal === 'SIGINT' ? 130 : 143));
+}
+
 async function main(): Promise<void> {
+  process.once('SIGINT', interruptedDuringStartUp);
+  process.once('SIGTERM', interruptedDuringStartUp);
   const config = loadConfig();
   // One service per embedded data dir: checked before any port, so a second start names the first.
   if (!config['pipeline.store.url'] || !config['pipeline.temporal.address']) assertDataDirFree(resolve(config['pipeline.data-dir']));
@@ -82,6 +93,8 @@ async function main(): Promise<void> {
     const last = `\n  Stopped (${signal}) in ${(ms / 1000).toFixed(1)} s${service.urls.temporalUi ? ': the API, the worker and the Temporal dev server' : ''}.\n`;
     log.flush(() => process.stderr.write(last, () => process.exit(0)));
   };
+  process.off('SIGINT', interruptedDuringStartUp);
+  process.off('SIGTERM', interruptedDuringStartUp);
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // Started by a launcher (`npm start` runs tsx, which runs this): if the launcher is killed (-9),
