@@ -15,6 +15,9 @@ export function createLog(options: { level?: string; destination?: DestinationSt
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    options.destination,
+    // Asynchronous writes to stdout, as pino's default; minLength 1 (each line is still written at
+    // once) makes `log.flush(cb)` wait for the lines in flight: with 0 it calls back at once, and
+    // the shutdown's last words could land above the log lines they follow.
+    options.destination ?? pino.destination({ dest: 1, sync: false, minLength: 1 }),
   );
 }
