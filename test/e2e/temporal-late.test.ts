@@ -3,7 +3,7 @@
  * auto-setup image builds its schema first). It keeps trying with backoff while /readyz
  * answers 503 naming what it waits for, and once a Temporal dev server comes up about 30 s
  * later on the port reserved for it, the same process (no restart) becomes ready and runs an
- * execution.
+ * execution. And a Ctrl-C while it waits is answered: one line, exit 130.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -30,7 +30,48 @@ afterAll(async () => {
   for (const lease of leases) lease.release();
 });
 
+/** The service's environment without the caller's PIPELINE_* settings, over `extra`. */
+function serviceEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
+  return { ...env, ...extra };
+}
+
 describe('a Temporal that comes up after the service', () => {
+  it('answers a Ctrl-C while it waits with one line and exit 130, not a silent death', async () => {
+    const db = await createTestDatabase();
+    const temporalLease = await leasePort();
+    try {
+      const waiting = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        env: serviceEnv({
+          DATABASE_URL: db.url,
+          // Reserved and never served: the service waits for it.
+          TEMPORAL_ADDRESS: `127.0.0.1:${temporalLease.port}`,
+          PIPELINE_AUTH_TOKENS: JSON.stringify([{ sha256: sha256Hex(TOKEN), role: 'admin', name: 'late' }]),
+          PORT: '0',
+          PIPELINE_DEMO_REST_PORT: '0',
+          PIPELINE_DEMO_GRPC_PORT: '0',
+        }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      waiting.stdout!.on('data', (chunk) => (out += chunk));
+      waiting.stderr!.on('data', (chunk) => (err += chunk));
+      const exited = once(waiting, 'exit');
+      await until(() => out.includes('"event":"temporal_connect_waiting"') || waiting.exitCode !== null, 120_000, 'a connect attempt');
+      expect(waiting.exitCode, err + out).toBeNull();
+      waiting.kill('SIGINT');
+      const [code, signal] = await exited;
+      expect({ code, signal }).toEqual({ code: 130, signal: null });
+      expect(err.trimEnd().split('\n').at(-1)).toBe('  Stopped (SIGINT) during start-up.');
+      expect(out).not.toContain('service_started');
+    } finally {
+      temporalLease.release();
+      await db.drop();
+    }
+  });
+
   it('is waited for with /readyz 503, then the same process becomes ready and runs an execution', async () => {
     database = await createTestDatabase();
     // Both must be known before the processes start (the service is probed while it waits; the dev
@@ -38,20 +79,17 @@ describe('a Temporal that comes up after the service', () => {
     const [httpLease, temporalLease] = [await leasePort(), await leasePort()];
     leases.push(httpLease, temporalLease);
     const [port, temporalPort] = [httpLease.port, temporalLease.port];
-    const env = { ...process.env };
-    for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
     let stdout = '';
     let stderr = '';
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...env,
+      env: serviceEnv({
         DATABASE_URL: database.url,
         TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
         PIPELINE_AUTH_TOKENS: JSON.stringify([{ sha256: sha256Hex(TOKEN), role: 'admin', name: 'late' }]),
         PORT: String(port),
         PIPELINE_DEMO_REST_PORT: '0',
         PIPELINE_DEMO_GRPC_PORT: '0',
-      },
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (chunk) => (stdout += chunk));
