@@ -345,7 +345,8 @@ export class ExecutionStore {
       // statement that came late without a burst (no 1 s window holds more than the rate + 1), and
       // n admissions span at least (n - 1.5) spacings. A next time over a second and a spacing
       // ahead (the store's clock stepped back) does not hold the gate shut. A refused statement
-      // changes nothing and answers the time left; no job ($22 null): no gate, no lock.
+      // changes nothing and answers the time left; no job ($22 null): no gate, no lock. A job's
+      // audit row and item carry the gate's time, so either is the exact record of the ceiling.
       `WITH gate AS (
          SELECT status, next_admission_at AS due, clock_timestamp() AS at FROM redrive_job
          WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 FOR UPDATE),
@@ -367,8 +368,10 @@ export class ExecutionStore {
          WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 AND EXISTS (SELECT 1 FROM moved)),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
-           from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, from_pipeline_version, to_pipeline_version)
-         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version FROM moved),
+           from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, from_pipeline_version, to_pipeline_version,
+           created_at)
+         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version,
+           coalesce((SELECT at FROM open), now()) FROM moved),
        job_item AS (
          UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = coalesce((SELECT at FROM open), now())
          WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)

@@ -139,6 +139,13 @@ describe("a bulk job's admission gate", () => {
     // closer than half a spacing, and no 1 s window holds more than the rate + 1.
     for (let i = 0; i < ms.length; i++)
       for (let j = i + 1; j < ms.length; j++) expect(ms[j] - ms[i], `admissions ${i} and ${j}`).toBeGreaterThanOrEqual((j - i - 0.5) * spacingMs);
+    // The audit table is the same record of the ceiling: each admission's audit row has its item's gate time.
+    const audited = await db.query<{ n: number; same: number }>(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE a.created_at = i.processed_at)::int AS same
+       FROM redrive_job_item i JOIN redrive_audit a ON a.tenant_id = i.tenant_id AND a.redrive_id = i.redrive_id
+       WHERE i.job_id = 'gate-4'`,
+    );
+    expect(audited.rows[0]).toEqual({ n: ids.length, same: ids.length });
     const jobs = new RedriveJobStore(db);
     expect(await jobs.counts('t', 'gate-4')).toEqual(await jobs.recount('t', 'gate-4'));
     // The next admission is at least a spacing after the last one.
