@@ -29,6 +29,12 @@ export function workflowIdFor(tenantId: string, executionId: string): string {
   return `pipeline/${tenantId}/${executionId}`;
 }
 
+/** `workflowIdFor` read back: the ids of a pipeline run's workflow id; undefined for any other workflow id. */
+export function idsOfWorkflowId(workflowId: string): { tenantId: string; executionId: string } | undefined {
+  const parts = workflowId.split('/');
+  return parts.length === 3 && parts[0] === 'pipeline' ? { tenantId: parts[1], executionId: parts[2] } : undefined;
+}
+
 export function transitionKey(executionId: string, stepIndex: number, attempt: number): string {
   return `${executionId}:${stepIndex}:${attempt}`;
 }

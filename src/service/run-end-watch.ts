@@ -22,7 +22,7 @@
  * aborts) and commits nothing, and one that finished first has committed.
  */
 import type { Client } from '@temporalio/client';
-import { workflowIdFor } from '../ids';
+import { idsOfWorkflowId, workflowIdFor } from '../ids';
 import type { Log } from '../log';
 import type { ExecutionStore } from '../store/execution-store';
 import { withCallDeadline } from '../temporal/call-deadline';
@@ -69,12 +69,6 @@ const printable = (text: string, max: number) => text.replace(/[\u0000-\u001f\u0
 const ENDINGS: Record<number, RunEnding | undefined> = { 4: 'CANCELLED', 5: 'TERMINATED', 7: 'TIMED_OUT' };
 const ENDING_NAMES: Record<string, RunEnding | undefined> = { CANCELLED: 'CANCELLED', TERMINATED: 'TERMINATED', TIMED_OUT: 'TIMED_OUT' };
 
-/** `workflowIdFor`'s `pipeline/{tenant}/{execution}` back into its ids; undefined for any other workflow id. */
-function idsOf(workflowId: string): { tenantId: string; executionId: string } | undefined {
-  const parts = workflowId.split('/');
-  return parts.length === 3 && parts[0] === 'pipeline' ? { tenantId: parts[1], executionId: parts[2] } : undefined;
-}
-
 /** A visibility query's string literal. */
 const literal = (value: string) => `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
@@ -111,7 +105,7 @@ export class RunEndWatch {
       if (!page) return ended; // Temporal did not answer: the next pass lists the same window again
       pageToken = page.nextPageToken;
       const closed = page.runs.flatMap((run) => {
-        const ids = idsOf(run.workflowId);
+        const ids = idsOfWorkflowId(run.workflowId);
         return ids ? [{ ...ids, runId: run.runId, ending: run.ending }] : [];
       });
       for (const run of await this.store.unfinishedOfRuns(closed)) {
