@@ -9,6 +9,7 @@
  *   npm run capture:histories -- redrive-job    # a bulk re-drive job: canary, halt, resume, finish
  *   npm run capture:histories -- redrive-job-continue-as-new   # a job's run that continued as new, and the run after
  *   npm run capture:histories -- pipeline-foreign-run-fails redrive-job-cancel-aborts   # the Temporal UI's Reset and Request Cancellation
+ *   npm run capture:histories -- redrive-job-yield      # a job yielding to live traffic (steering its own rate)
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -291,6 +292,27 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
     if (view.status !== 'ABORTED') throw new Error(`the job is ${view.status} in the store, not ABORTED`);
     await c.saveWorkflow('redrive-job-cancel-aborts', job.workflowId, closed.runId);
+  },
+  // A job that yields to live traffic (pipeline.redrive-job.yield-to-live, the redrive-job-yield
+  // patch): it starts at a fifth of its rate, steers by its admissions' times, and finishes.
+  async 'redrive-job-yield'(c) {
+    const ids = Array.from({ length: 10 }, (_, i) => `job-yield-${i + 1}`);
+    for (const id of ids) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: id, input: {} });
+    for (const id of ids) await c.waitFor(id, ['FAILED']);
+    const job = await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
+      selection: { executionIds: ids },
+      reason: 'capture',
+      allowFailed: true,
+      ratePerSecond: 10,
+    });
+    for (;;) {
+      const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
+      if (view.status === 'COMPLETED') break;
+      if (view.status !== 'RUNNING') throw new Error(`the job ended ${view.status} instead of completing`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await c.service.client.workflow.getHandle(job.workflowId).result();
+    await c.saveWorkflow('redrive-job-yield', job.workflowId);
   },
   async 'redrive-job-continue-as-new'(c) {
     // A job of 12 items whose workflow is started with a low history limit (as the API's would

@@ -287,7 +287,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const jobWatch = new RedriveJobWatch(
     stores.jobs,
     client,
-    new RedriveJobTicks(stores.jobs, redrive, log),
+    new RedriveJobTicks(stores.jobs, redrive, log, undefined, undefined, config['pipeline.redrive-job.yield-to-live']),
     log,
     config['pipeline.sweeper.interval'] * 10,
     config['pipeline.temporal.call-timeout'],
@@ -375,7 +375,10 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       namespace,
       taskQueue,
       deps: { store, effects, registry, log, metrics, definitions, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
-      jobs: { ticks: new RedriveJobTicks(jobStores.jobs, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1), taskQueue: jobTaskQueue },
+      jobs: {
+        ticks: new RedriveJobTicks(jobStores.jobs, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1, config['pipeline.redrive-job.yield-to-live']),
+        taskQueue: jobTaskQueue,
+      },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.
       // An activity that ignores its cancellation must not hold the process: past as long again
       // (at most 10 s more), the worker gives up on it (Temporal redelivers it elsewhere).

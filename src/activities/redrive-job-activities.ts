@@ -6,7 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { JobTickState, RedriveJobTicks } from '../service/redrive-job-ticks';
-import type { Pace } from '../workflows/redrive-job-policy';
+import type { Pace, Yield } from '../workflows/redrive-job-policy';
 
 export type { JobTickState } from '../service/redrive-job-ticks';
 
@@ -24,12 +24,15 @@ export function createRedriveJobActivities(ticks: RedriveJobTicks) {
     }
   };
   return {
-    /** Admits up to `max` due items (0 = only read the state); with `pace`, goes on admitting what falls due meanwhile, at most `pace.cap` in all. */
-    async redriveJobTick(req: { tenantId: string; jobId: string; max: number; pace?: Pace & { cap: number } }): Promise<JobTickState> {
+    /**
+     * Admits up to `max` due items (0 = only read the state); with `pace`, goes on admitting what
+     * falls due meanwhile, at most `pace.cap` in all; with `yielding`, at the rate the job allows itself.
+     */
+    async redriveJobTick(req: { tenantId: string; jobId: string; max: number; pace?: Pace & { cap: number }; yielding?: Yield }): Promise<JobTickState> {
       // On a clock as well as per item: one item can wait on Temporal for the whole call deadline.
       const beat = setInterval(heartbeat, HEARTBEAT_EVERY_MS);
       try {
-        return await ticks.admitDue(req.tenantId, req.jobId, req.max, heartbeat, req.pace);
+        return await ticks.admitDue(req.tenantId, req.jobId, req.max, heartbeat, req.pace, req.yielding);
       } finally {
         clearInterval(beat);
       }

@@ -211,6 +211,14 @@ export const ConfigSchema = z.object({
    * hands workers live tasks ahead of a job's backlog (within each partition). Default 4; 3 turns it off.
    */
   'pipeline.redrive-job.priority': intFromString.pipe(z.number().int().min(1, 'must be 1 to 5').max(5, 'must be 1 to 5')).default(4),
+  /**
+   * A bulk re-drive job yields to live traffic: it starts at a fifth of its asked rate, backs off
+   * while its own admissions (the same statement and Temporal start as a live submission) take
+   * more than twice the quietest it has seen, and speeds up again while they take at most 1.5×,
+   * never past the asked rate (the ceiling). The job's view says when it is held back by this.
+   * false: a job admits at its asked rate whatever the machine's load. Default true.
+   */
+  'pipeline.redrive-job.yield-to-live': boolFromString.default(true),
   /** Task queue of bulk re-drive jobs' workflow and activities; every worker serves it. Default: pipeline.temporal.task-queue + `-redrive-jobs`. */
   'pipeline.redrive-job.task-queue': z.string().min(1).optional(),
   /** Temporal frontend address. Absent = TEMPORAL_ADDRESS or the temporal CLI's profile, else the embedded dev server. */

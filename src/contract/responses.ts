@@ -409,12 +409,18 @@ export const RedriveJobViewSchema = z
       remoteOutcomeUnknown: z.number().int(),
       running: z.number().int(),
     }),
-    rate: z.object({ asked: z.number(), achieved: z.number().nullable() }),
+    rate: z.object({
+      asked: z.number().meta({ description: 'the ceiling asked at creation, per second' }),
+      achieved: z.number().nullable().meta({ description: 'items processed per second so far (null before the second)' }),
+      current: z.number().meta({
+        description: 'the rate the job allows itself now: below `asked` while it yields to live traffic (pipeline.redrive-job.yield-to-live), else `asked`',
+      }),
+    }),
     etaSeconds: z.number().nullable(),
-    heldBack: z
-      .string()
-      .nullable()
-      .meta({ description: 'why a RUNNING job admits nothing now, e.g. "waiting for room: 50 re-driven runs still running (batchSize 50)"' }),
+    heldBack: z.string().nullable().meta({
+      description:
+        'why a RUNNING job admits nothing now, or below its asked rate, e.g. "waiting for room: 50 re-driven runs still running (batchSize 50)" or "yielding to live traffic: at most 12.5/s of the 50/s asked: …"',
+    }),
     controlLog: z.array(JobControlEntrySchema),
   })
   .meta({ id: 'RedriveJob' });

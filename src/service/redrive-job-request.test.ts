@@ -21,6 +21,7 @@ const stored: RedriveJob = {
   started: true,
   excluded: {},
   selected: 1,
+  yielding: null,
   createdAt: '2026-11-25T00:00:00.000Z',
   updatedAt: '2026-11-25T00:00:00.000Z',
   finishedAt: null,
@@ -31,6 +32,7 @@ describe("a job's stored JSON is parsed on read, never cast", () => {
     const job = parseJob(stored);
     expect(job.request.selection).toEqual({ executionIds: ['e-1'] });
     expect(job.haltOn).toEqual(DEFAULT_HALT_ON);
+    expect(parseJob({ ...stored, yielding: { rate: 2.5, quietestMs: 12, latestMs: 30, at: '2026-11-29T00:00:00.000Z' } }).yielding?.rate).toBe(2.5);
   });
 
   it.each([
@@ -38,6 +40,7 @@ describe("a job's stored JSON is parsed on read, never cast", () => {
     ['haltOn', { ...stored, haltOn: { failedAgainShare: 'half' } }, /haltOn no longer parses \(failedAgainShare/],
     ['controlLog', { ...stored, controlLog: [{ action: 'explode' }] as never }, /controlLog no longer parses \(0\.action/],
     ['excluded', { ...stored, excluded: { GONE: -1 } }, /excluded no longer parses \(GONE/],
+    ['yielding', { ...stored, yielding: { rate: 0 } }, /yielding no longer parses \(rate/],
   ])('a stored %s that no longer parses is an error naming the row and the field', (field, row, message) => {
     let error: unknown;
     try {

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { parseStored } from '../store/stored-json';
-import type { RedriveJob, SelectedItem } from '../store/redrive-job-store';
+import type { JobYielding, RedriveJob, SelectedItem } from '../store/redrive-job-store';
 import type { HaltOn } from '../workflows/redrive-job-policy';
 import { HaltOnSchema, RedriveJobRequest, type RedriveRequest } from '../contract/requests';
 import { JobControlEntrySchema } from '../contract/responses';
@@ -20,10 +20,11 @@ const STORED = {
   haltOn: HaltOnSchema.required(),
   controlLog: z.array(JobControlEntrySchema),
   excluded: z.record(z.string(), z.number().int().nonnegative()),
+  yielding: z.object({ rate: z.number().positive(), quietestMs: z.number().nullable(), latestMs: z.number().nullable(), at: z.string() }).nullable(),
 } as const;
 
 /** A job row whose JSON columns have been parsed by their schemas. */
-export type ParsedJob = Omit<RedriveJob, 'request' | 'haltOn'> & { request: RedriveJobRequest; haltOn: HaltOn };
+export type ParsedJob = Omit<RedriveJob, 'request' | 'haltOn' | 'yielding'> & { request: RedriveJobRequest; haltOn: HaltOn; yielding: JobYielding | null };
 
 /** Parses the job's stored JSON; a value that no longer parses is a StoredValueError naming the row and the field. */
 export function parseJob(job: RedriveJob): ParsedJob {
@@ -34,6 +35,7 @@ export function parseJob(job: RedriveJob): ParsedJob {
     haltOn: parseStored(STORED.haltOn, job.haltOn, at('haltOn')),
     controlLog: parseStored(STORED.controlLog, job.controlLog, at('controlLog')),
     excluded: parseStored(STORED.excluded, job.excluded, at('excluded')),
+    yielding: parseStored(STORED.yielding, job.yielding, at('yielding')),
   };
 }
 

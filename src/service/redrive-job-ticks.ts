@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { JobNotAdmittingError } from '../store/execution-store';
 import type { JobCounts, RedriveJobStore } from '../store/redrive-job-store';
 import type { RedriveJobStatus } from '../store/redrive-job-store';
-import { dueItems, type HaltOn, type Pace } from '../workflows/redrive-job-policy';
+import { dueItems, YIELD, type HaltOn, type Pace, type Yield } from '../workflows/redrive-job-policy';
 import { DEFAULT_HALT_ON } from '../contract/requests';
 import { eachLimited, itemRequest, parseJob, type ParsedJob } from './redrive-job-request';
 import type { RedriveService } from './redrive';
@@ -56,6 +56,10 @@ export interface JobTickState {
   lastControl?: { action: string; principal: string; reason?: string } | null;
   /** who started the job and why (the reason cut to 200 characters: it rides in every tick's result) */
   startedBy?: { principal: string; reason: string };
+  /** the job yields to live traffic (pipeline.redrive-job.yield-to-live); absent in states recorded before it */
+  yieldToLive?: boolean;
+  /** this tick's median admission, ms, without the waits for its rate: what a yielding job steers by (null: it admitted nothing) */
+  admissionMs?: number | null;
 }
 
 /** An item's next admission slot falls after this tick's deadline: it is left SELECTED for the next tick. */
@@ -74,6 +78,8 @@ export class RedriveJobTicks {
     private readonly metrics?: Metrics,
     /** items admitted at once by a tick: twice the jobs' pool size (pipeline.redrive-job.pool-size): an admission holds a connection for part of its time, and waits on Temporal for the rest */
     private readonly lanes = 4,
+    /** pipeline.redrive-job.yield-to-live: the workflow steers the job's rate by its admissions' times (workflows/redrive-job-policy.ts, steerYield) */
+    private readonly yieldToLive = true,
   ) {}
 
   private async read(tenantId: string, jobId: string): Promise<ParsedJob | null> {
@@ -86,11 +92,22 @@ export class RedriveJobTicks {
    * flight, and only while the job is RUNNING (read again after every few dozen items, so
    * a pause stops a tick within one batch). Given the job's `pace`, a tick that is behind
    * keeps admitting what falls due (at most `pace.cap` items, for about 5 s) rather than
-   * returning for every batch.
+   * returning for every batch. Given `yielding` (a job yielding to live traffic), the rate is
+   * the lower of the asked one and the rate it allows itself now, which is written to the job
+   * row when it changes (the API's view says so).
    */
-  async admitDue(tenantId: string, jobId: string, max: number, heartbeat: () => void = () => undefined, pace?: Pace & { cap: number }): Promise<JobTickState> {
+  async admitDue(
+    tenantId: string,
+    jobId: string,
+    max: number,
+    heartbeat: () => void = () => undefined,
+    pace?: Pace & { cap: number },
+    yielding?: Yield,
+  ): Promise<JobTickState> {
     let job = await this.read(tenantId, jobId);
-    if (!job) return goneState();
+    if (!job) return goneState(this.yieldToLive);
+    if (yielding && job.status === 'RUNNING') job = await this.recordYielding(job, yielding);
+    const rate = yielding ? Math.min(job.ratePerSecond, yielding.rate) : job.ratePerSecond;
     let counts = await this.store.counts(tenantId, jobId);
     const startedAt = Date.now();
     const processedAtStart = counts.admitted + counts.skipped;
@@ -102,10 +119,14 @@ export class RedriveJobTicks {
     // The spacing here is on this process's clock; the admission statement holds it on the
     // store's (ExecutionStore.admitRedrive's gate), so a statement that waited for a connection
     // or a lock cannot land closer to the previous one than 1/rate.
-    const interval = 1000 / job.ratePerSecond;
+    const interval = 1000 / rate;
+    // Each admitted item's own time (its checks, statement and Temporal start, without the waits for its slot).
+    const took: number[] = [];
     const lastAdmitted = counts.lastAdmittedAt ? Date.parse(counts.lastAdmittedAt) : -Infinity;
     let nextAt = Math.max(Date.now(), lastAdmitted + interval);
-    const deadline = startedAt + Math.max(TICK_BUDGET_MS, interval);
+    // A yielding job's tick hands back to the workflow after a steering interval, so its rate is steered that often.
+    const budgetMs = yielding ? YIELD.everyMs : TICK_BUDGET_MS;
+    const deadline = startedAt + Math.max(budgetMs, interval);
     let outOfTime = false;
     while (budget > 0 && job.status === 'RUNNING' && !unavailable && !outOfTime) {
       const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, this.lanes);
@@ -118,18 +139,24 @@ export class RedriveJobTicks {
           outOfTime = true; // not this tick's: it stays SELECTED for the next
           return;
         }
+        let waited = 0;
+        const began = Date.now();
         // The slot is taken once the item's checks passed, right before its admission statement.
         const slot = async () => {
           const at = Math.max(nextAt, Date.now());
           if (at > deadline) throw new SlotPastTick();
           nextAt = at + interval;
-          if (at > Date.now()) await sleep(at - Date.now());
+          if (at > Date.now()) {
+            waited += at - Date.now();
+            await sleep(at - Date.now());
+          }
         };
         // The statement's own gate found the job's previous admission too recent on the store's
         // clock: wait what is left of the spacing (the next slots move with it), within this tick.
         const tooSoon = async (waitMs: number) => {
           if (Date.now() + waitMs > deadline) throw new SlotPastTick();
           nextAt = Math.max(nextAt, Date.now() + waitMs + interval);
+          waited += waitMs;
           await sleep(waitMs);
         };
         try {
@@ -139,6 +166,7 @@ export class RedriveJobTicks {
             jobSpacingMs: interval,
             onTooSoon: tooSoon,
           });
+          took.push(Math.max(0, Math.round(Date.now() - began - waited)));
           this.metrics?.redriveJobItems.inc({ outcome: 'admitted' });
         } catch (err) {
           if (err instanceof SlotPastTick || err instanceof JobNotAdmittingError) {
@@ -160,11 +188,20 @@ export class RedriveJobTicks {
       counts = await this.store.counts(tenantId, jobId);
       const processed = counts.admitted + counts.skipped;
       budget =
-        pace && Date.now() - startedAt < TICK_BUDGET_MS
-          ? Math.min(dueItems(pace, job.ratePerSecond, processed, Date.now()), pace.cap - (processed - processedAtStart))
+        pace && Date.now() - startedAt < budgetMs
+          ? Math.min(dueItems(pace, rate, processed, Date.now()), pace.cap - (processed - processedAtStart))
           : budget - items.length;
     }
-    return tickState(job, counts, unavailable);
+    return tickState(job, counts, unavailable, this.yieldToLive, median(took));
+  }
+
+  /** Writes the rate the job allows itself when it changed (null once it is back at the asked rate). */
+  private async recordYielding(job: ParsedJob, yielding: Yield): Promise<ParsedJob> {
+    const rate = yielding.rate < job.ratePerSecond ? yielding.rate : null;
+    if (rate === (job.yielding?.rate ?? null)) return job;
+    const next = rate === null ? null : { rate, quietestMs: yielding.quietestMs, latestMs: yielding.latestMs, at: new Date().toISOString() };
+    await this.store.setYielding(job.tenantId, job.jobId, next);
+    return { ...job, yielding: next };
   }
 
   /** An outage defers the item; anything else counts an attempt, and the last one skips it as ADMISSION_FAILED. */
@@ -235,7 +272,13 @@ export class RedriveJobTicks {
   }
 }
 
-function goneState(): JobTickState {
+function median(values: number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+function goneState(yieldToLive: boolean): JobTickState {
   return {
     status: 'GONE',
     batchSize: 1,
@@ -250,10 +293,12 @@ function goneState(): JobTickState {
     failedAgain: 0,
     remoteOutcomeUnknown: 0,
     unavailable: false,
+    yieldToLive,
+    admissionMs: null,
   };
 }
 
-function tickState(job: ParsedJob, counts: JobCounts, unavailable: boolean): JobTickState {
+function tickState(job: ParsedJob, counts: JobCounts, unavailable: boolean, yieldToLive: boolean, admissionMs: number | null): JobTickState {
   return {
     status: job.status,
     batchSize: job.batchSize,
@@ -271,6 +316,8 @@ function tickState(job: ParsedJob, counts: JobCounts, unavailable: boolean): Job
     haltReason: job.haltReason,
     lastControl: lastControl(job),
     startedBy: { principal: job.principal, reason: job.reason.slice(0, 200) },
+    yieldToLive,
+    admissionMs,
   };
 }
 

@@ -16,6 +16,7 @@ import type { JobCounts, RedriveJob, RedriveJobStatus, RedriveJobStore, Selectio
 import { withCallDeadline } from '../temporal/call-deadline';
 import { redriveJobWake, redriveJobWorkflow } from '../workflows/redrive-job-workflow';
 import { PipelineRedriveJob, PipelineTenant } from '../workflows/search-attributes';
+import { yieldingText } from '../workflows/redrive-job-details';
 import { eachLimited, itemRequest, jobWorkflowId, parseJob, round } from './redrive-job-request';
 import { MAX_JOB_ITEMS, type RedriveJobRequest } from '../contract/requests';
 import type { RedriveService } from './redrive';
@@ -275,7 +276,9 @@ export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, cou
   const processed = counts.admitted + counts.skipped;
   const spanSeconds = counts.firstProcessedAt && counts.lastProcessedAt ? (Date.parse(counts.lastProcessedAt) - Date.parse(counts.firstProcessedAt)) / 1000 : 0;
   const achieved = processed >= 2 && spanSeconds > 0 ? round((processed - 1) / spanSeconds) : null;
-  const pace = Math.min(job.ratePerSecond, achieved ?? job.ratePerSecond);
+  // A yielding job's rate now (below the asked one); the ETA runs at the lower of it and the achieved rate.
+  const current = job.status === 'RUNNING' && job.yielding ? job.yielding.rate : job.ratePerSecond;
+  const pace = Math.min(current, achieved ?? current);
   const request = job.request;
   return {
     jobId: job.jobId,
@@ -310,12 +313,14 @@ export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, cou
       remoteOutcomeUnknown: counts.remoteOutcomeUnknown,
       running: counts.running,
     },
-    rate: { asked: job.ratePerSecond, achieved },
+    rate: { asked: job.ratePerSecond, achieved, current },
     etaSeconds: job.status === 'RUNNING' ? round(counts.remaining / pace) : job.status === 'PAUSED' ? null : 0,
     heldBack:
       job.status === 'RUNNING' && counts.remaining > 0 && counts.running >= job.batchSize
         ? `waiting for room: ${counts.running} re-driven runs still running (batchSize ${job.batchSize})`
-        : null,
+        : job.status === 'RUNNING' && counts.remaining > 0 && job.yielding
+          ? `yielding to live traffic: ${yieldingText(job.ratePerSecond, job.yielding)}`
+          : null,
     controlLog: job.controlLog,
   };
 }

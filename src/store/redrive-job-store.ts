@@ -22,6 +22,15 @@ export interface ControlEntry {
   reason?: string;
 }
 
+/** What a job yielding to live traffic last wrote (workflows/redrive-job-policy.ts, Yield): its rate now and the admission times it steers by. */
+export interface JobYielding {
+  rate: number;
+  quietestMs: number | null;
+  latestMs: number | null;
+  /** when it was written */
+  at: string;
+}
+
 /** A row of `redrive_job`. */
 interface RedriveJobRow {
   tenant_id: string;
@@ -43,6 +52,7 @@ interface RedriveJobRow {
   excluded: Record<string, number>;
   halt_on: unknown;
   selected: number;
+  yielding: unknown;
 }
 
 export interface RedriveJob {
@@ -64,6 +74,8 @@ export interface RedriveJob {
   started: boolean;
   excluded: Record<string, number>;
   selected: number;
+  /** the rate a job yielding to live traffic allows itself, and why (JobYielding); null while the asked rate holds */
+  yielding: unknown;
   createdAt: string;
   updatedAt: string;
   finishedAt: string | null;
@@ -87,6 +99,7 @@ function toJob(row: RedriveJobRow): RedriveJob {
     started: row.workflow_started_at !== null,
     excluded: row.excluded,
     selected: row.selected,
+    yielding: row.yielding ?? null,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
     finishedAt: isoOrNull(row.finished_at),
@@ -197,6 +210,11 @@ export class RedriveJobStore {
       await insertItems(tx, job.tenantId, job.jobId, job.selection.items);
       return toJob(created.rows[0]);
     });
+  }
+
+  /** Writes (or with null, clears) the rate a yielding job allows itself (RedriveJobTicks, when it changes). */
+  async setYielding(tenantId: string, jobId: string, yielding: JobYielding | null): Promise<void> {
+    await this.db.query(`UPDATE redrive_job SET yielding = $3 WHERE tenant_id = $1 AND job_id = $2`, [tenantId, jobId, yielding ? json(yielding) : null]);
   }
 
   async get(tenantId: string, jobId: string): Promise<RedriveJob | null> {

@@ -6,10 +6,11 @@
  * command, so no patch). Pure: the workflow bundle imports this file.
  */
 import type { JobTickState } from '../service/redrive-job-ticks';
+import { YIELD, yieldSlowed, type Yield } from './redrive-job-policy';
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTickState): string {
+export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTickState, yielding: Yield | null = null): string {
   const cli = (command: string) => `\`npx pipeline-admin jobs ${command} ${jobId} --tenant ${tenantId}\``;
   const total = state.processed + state.remaining;
   const lines: string[] = [];
@@ -36,6 +37,7 @@ export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTic
   lines.push(
     `**Rate** at most ${state.ratePerSecond}/s, at most ${state.batchSize} in flight${state.canary !== null ? `; canary of ${state.canary} first` : ''}${state.unavailable ? '; waiting: an item could not be admitted (Temporal or Postgres did not answer)' : ''}`,
   );
+  if (yielding && yielding.rate < state.ratePerSecond) lines.push(`**Yielding to live traffic** ${yieldingText(state.ratePerSecond, yielding)}`);
   if (state.startedBy) lines.push(`**Started by** ${state.startedBy.principal}: ${state.startedBy.reason}`);
   lines.push(`**Inspect** ${cli('show')}`);
   if (state.status === 'PAUSED') lines.push(`**Then** ${cli('resume')} or ${cli('abort')}`);
@@ -44,4 +46,18 @@ export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTic
       `**Control** ${cli('pause')} or ${cli('abort')} (Request Cancellation here aborts it too; Terminate leaves it for the service to mark FAILED: docs/runbook.md)`,
     );
   return lines.join('\n\n');
+}
+
+/**
+ * Why a job yielding to live traffic admits below its asked rate (the Temporal UI's details,
+ * the API's `heldBack`, the CLI): backing off while its admissions are slow, or speeding up.
+ */
+export function yieldingText(asked: number, yielding: Pick<Yield, 'rate' | 'quietestMs' | 'latestMs'>): string {
+  const now = `at most ${yielding.rate}/s of the ${asked}/s asked`;
+  const ms = (value: number | null) => `${Math.round(value ?? 0)} ms`;
+  if (yieldSlowed(yielding))
+    return `${now}: its admissions take ${ms(yielding.latestMs)}, over ${YIELD.slowerThan}× its quietest (${ms(yielding.quietestMs)}), so it backs off (pipeline.redrive-job.yield-to-live)`;
+  if (yielding.quietestMs === null)
+    return `${now}: it starts at a fifth of the asked rate and speeds up while its admissions stay quick (pipeline.redrive-job.yield-to-live)`;
+  return `${now}: it speeds up while its admissions take at most ${YIELD.fasterThan}× its quietest (${ms(yielding.quietestMs)}; latest ${ms(yielding.latestMs)}) (pipeline.redrive-job.yield-to-live)`;
 }

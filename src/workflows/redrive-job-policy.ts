@@ -57,3 +57,71 @@ export function msUntilNextDue(pace: Pace, ratePerSecond: number, processed: num
   const next = pace.originMs + ((processed - pace.processedAtOrigin) / ratePerSecond) * 1000;
   return Math.max(0, Math.ceil(next - nowMs));
 }
+
+/**
+ * A job that yields to live traffic (`pipeline.redrive-job.yield-to-live`): the rate it allows
+ * itself, steered by how long its own admissions take. An admission is the same Postgres
+ * statement and Temporal start as a live submission, so when the job's admissions slow down,
+ * live submissions have slowed down too. The job backs off while its admissions take more than
+ * `YIELD.slowerThan` × the quietest it has seen, and speeds up again (never past the asked
+ * rate) while they take at most `YIELD.fasterThan` × it. The asked rate stays the ceiling.
+ */
+export interface Yield {
+  /** the rate the job allows itself now, per second (≤ the asked rate) */
+  rate: number;
+  /** the quietest tick's median admission so far, ms: the job's idea of an unloaded machine */
+  quietestMs: number | null;
+  /** the latest tick's median admission, ms */
+  latestMs: number | null;
+  /** when the rate was last steered (workflow time, ms since the epoch) */
+  steeredAtMs: number;
+}
+
+export const YIELD = {
+  /** back off while the median admission takes more than this many times the quietest */
+  slowerThan: 2,
+  /** speed up while it takes at most this many times the quietest */
+  fasterThan: 1.5,
+  /** backing off multiplies the rate by this */
+  down: 0.7,
+  /** speeding up multiplies it by this */
+  up: 1.25,
+  /** the rate is steered at most once per this many ms (an admission's effect on the machine shows within about a second) */
+  everyMs: 1000,
+  /** a job starts at this share of its asked rate and speeds up from there */
+  startShare: 0.2,
+  /** it never goes below this rate (per second), nor below its asked rate when that is lower */
+  floor: 1,
+} as const;
+
+const floorOf = (asked: number) => Math.min(asked, YIELD.floor);
+
+/** Where a yielding job starts: a fifth of its asked rate, at least the floor. */
+export function startYield(asked: number, nowMs: number): Yield {
+  return { rate: Math.max(floorOf(asked), round2(asked * YIELD.startShare)), quietestMs: null, latestMs: null, steeredAtMs: nowMs };
+}
+
+/**
+ * The next state after a tick whose admissions took `medianMs` at the median (null: it admitted
+ * nothing, so there is nothing to steer by). Steers at most once per `YIELD.everyMs`.
+ */
+export function steerYield(current: Yield, asked: number, medianMs: number | null, nowMs: number): Yield {
+  const capped = Math.min(current.rate, asked);
+  if (medianMs === null) return capped === current.rate ? current : { ...current, rate: capped };
+  const quietestMs = current.quietestMs === null ? medianMs : Math.min(current.quietestMs, medianMs);
+  const next = { ...current, rate: capped, quietestMs, latestMs: medianMs };
+  if (nowMs - current.steeredAtMs < YIELD.everyMs) return next;
+  let rate = capped;
+  if (medianMs > YIELD.slowerThan * quietestMs) rate = Math.max(floorOf(asked), round2(capped * YIELD.down));
+  else if (medianMs <= YIELD.fasterThan * quietestMs) rate = Math.min(asked, round2(capped * YIELD.up));
+  return { ...next, rate, steeredAtMs: nowMs };
+}
+
+/** Whether the job's latest admissions are slower than it tolerates (it is backing off, not ramping up). */
+export function yieldSlowed(state: Pick<Yield, 'quietestMs' | 'latestMs'>): boolean {
+  return state.quietestMs !== null && state.latestMs !== null && state.latestMs > YIELD.slowerThan * state.quietestMs;
+}
+
+function round2(value: number): number {
+  return Math.round(value * 100) / 100;
+}

@@ -5,7 +5,10 @@
  * this workflow with a signal; a lost signal costs at most one poll interval). Durable
  * timers pace the items at the job's rate; the activity admits at most the due items and
  * never more than `batchSize` re-driven runs in flight. A canary admits its items first
- * and waits for their outcome before the rest.
+ * and waits for their outcome before the rest. A job that yields to live traffic
+ * (`pipeline.redrive-job.yield-to-live`, the tick says so) paces at the rate it allows itself,
+ * steered after each tick by how long the tick's admissions took (redrive-job-policy.ts,
+ * steerYield), never above the asked rate.
  *
  * Its activities retry a bounded number of times (a bug in one must not retry silently for
  * ever): when they give up, the job is marked FAILED with the reason (redriveJobFail) and
@@ -27,7 +30,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RedriveJobActivities, JobTickState } from '../activities/redrive-job-activities';
-import { dueItems, haltVerdict, msUntilNextDue, type OutcomeCounts, type Pace } from './redrive-job-policy';
+import { dueItems, haltVerdict, msUntilNextDue, startYield, steerYield, type OutcomeCounts, type Pace, type Yield } from './redrive-job-policy';
 import { jobCurrentDetails } from './redrive-job-details';
 
 /** Sent by the API after it changed the job's status in the store: look again now. */
@@ -38,6 +41,8 @@ export interface RedriveJobCarry {
   canaryDone: boolean;
   pace: Pace | null;
   baseline: OutcomeCounts | null;
+  /** the rate a job yielding to live traffic allows itself; absent before it */
+  yield?: Yield | null;
 }
 
 /** Limits a test (or an operator starting a job by hand) may lower; the defaults hold otherwise. Carried across continue-as-new. */
@@ -134,8 +139,18 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
   const paceJob = async (): Promise<{ status: string; processed: number }> => {
     let state = await tick({ max: 0 });
     for (;;) {
+      // A job yielding to live traffic steers its rate by the admissions the tick just made; a
+      // new rate starts a new pace (no burst when it grows, nothing owed when it shrinks).
+      const asked = state.ratePerSecond;
+      const yields = state.status === 'RUNNING' && state.yieldToLive === true && patched('redrive-job-yield');
+      if (yields) {
+        const before = carry.yield?.rate;
+        carry.yield = carry.yield ? steerYield(carry.yield, asked, state.admissionMs ?? null, Date.now()) : startYield(asked, Date.now());
+        if (carry.pace && before !== carry.yield.rate) carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
+      }
+      const rate = yields && carry.yield ? Math.min(asked, carry.yield.rate) : asked;
       // The Temporal UI's "current details": the job as just read (no history event, no command).
-      setCurrentDetails(jobCurrentDetails(tenantId, jobId, state));
+      setCurrentDetails(jobCurrentDetails(tenantId, jobId, state, yields ? carry.yield : null));
       if (state.status === 'ABORTED' || state.status === 'COMPLETED' || state.status === 'FAILED' || state.status === 'GONE')
         return { status: state.status, processed: state.processed };
       if (workflowInfo().historyLength > historyLimit || workflowInfo().continueAsNewSuggested) {
@@ -143,7 +158,9 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
       }
       if (state.status === 'PAUSED') {
         // A resume starts a new pace and a new baseline: the failures it was halted for do not halt it again.
+        // A yielding job starts again from a fifth of its rate and learns its quietest admission anew.
         carry.pace = null;
+        carry.yield = null;
         await nap(PAUSED_POLL);
         state = await tick({ max: 0 });
         continue;
@@ -184,19 +201,19 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
       }
       const pace = carry.pace;
       const cap = canaryPhase ? state.canary! - state.admitted : MAX_PER_TICK;
-      const due = Math.min(dueItems(pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
+      const due = Math.min(dueItems(pace, rate, state.processed, Date.now()), cap, MAX_PER_TICK);
       const room = state.batchSize - state.running;
       let wait = 0;
       if (state.unavailable) wait = UNAVAILABLE_BACKOFF_MS;
       else if (room <= 0) wait = POLL_MS;
-      else if (due <= 0) wait = Math.max(msUntilNextDue(pace, state.ratePerSecond, state.processed, Date.now()), PACE_TICK_MS);
+      else if (due <= 0) wait = Math.max(msUntilNextDue(pace, rate, state.processed, Date.now()), PACE_TICK_MS);
       if (wait > 0) await nap(wait);
       if (room <= 0 || state.unavailable) {
         // Time spent waiting for room (or for Temporal or Postgres) is not owed: no burst past the rate when it frees.
         carry.pace = { originMs: Date.now(), processedAtOrigin: state.processed };
       }
-      const max = Math.min(dueItems(carry.pace, state.ratePerSecond, state.processed, Date.now()), cap, MAX_PER_TICK);
-      state = await tick({ max, pace: { ...carry.pace, cap: Math.min(cap, MAX_PER_TICK) } });
+      const max = Math.min(dueItems(carry.pace, rate, state.processed, Date.now()), cap, MAX_PER_TICK);
+      state = await tick({ max, pace: { ...carry.pace, cap: Math.min(cap, MAX_PER_TICK) }, ...(yields && carry.yield ? { yielding: carry.yield } : {}) });
     }
   };
   try {

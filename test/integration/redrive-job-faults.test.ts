@@ -6,7 +6,9 @@
  *   MAX_ADMISSION_ATTEMPTS times, then skipped as ADMISSION_FAILED; the job completes;
  * - a job whose tick keeps failing ends FAILED after its bounded retry, with the reason in
  *   the API, the CLI's line and Temporal;
- * - the halted / paused / stuck gauge and the item outcome counter.
+ * - the halted / paused / stuck gauge and the item outcome counter;
+ * - a job yielding to live traffic backs off while its admissions are slow (a statement that
+ *   stalls), says so in its view, and still admits every item once.
  */
 import { WorkflowFailedError, type ApplicationFailure } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +27,8 @@ const healthy = new Set<string>();
 /** executions whose re-driven step waits until released */
 const held = new Set<string>();
 const RATED = Array.from({ length: 16 }, (_, i) => `r-${i + 1}`);
-const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5', 'h-1', 'h-2', ...RATED];
+const YIELDED = Array.from({ length: 30 }, (_, i) => `y-${i + 1}`);
+const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5', 'h-1', 'h-2', ...RATED, ...YIELDED];
 
 beforeAll(async () => {
   engine = await startTestEngine([
@@ -213,6 +216,62 @@ describe('a bulk job item or tick that keeps failing', () => {
       const peak = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 1000).length));
       expect(peak).toBeLessThanOrEqual(rate + 1);
       await sql(`DROP TRIGGER slow_r4 ON redrive_audit`);
+    },
+  );
+
+  it(
+    'yields to live traffic: backs off while its admissions take more than twice its quietest, says so in rate.current and heldBack, and admits every item once',
+    { timeout: scaled(300_000) },
+    async () => {
+      const rate = 20;
+      const created = await json(
+        await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+          body: { selection: { executionIds: YIELDED }, reason: 'yield', allowFailed: true, ratePerSecond: rate, batchSize: 100 },
+        }),
+        202,
+      );
+      // Its first admissions, unhindered, teach it its quietest.
+      await until(async () => (await job(created.jobId)).counts.admitted >= 4, 60_000, 'the first admissions');
+      // From here every admission stalls inside its statement, far longer than any unhindered one
+      // on this machine (the stall stretches with the machine's time scale, as admissions do).
+      const stallMs = scaled(1000);
+      await sql(`CREATE FUNCTION slow_y() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(${stallMs / 1000}); RETURN NEW; END $$`);
+      await sql(`CREATE TRIGGER slow_y BEFORE INSERT ON redrive_audit FOR EACH ROW WHEN (NEW.execution_id LIKE 'y-%') EXECUTE FUNCTION slow_y()`);
+      try {
+        let slowed: any;
+        await until(
+          async () => {
+            slowed = await job(created.jobId);
+            return slowed.status !== 'RUNNING' || /backs off/.test(slowed.heldBack ?? '');
+          },
+          120_000,
+          'the job to back off',
+        );
+        expect(slowed.status).toBe('RUNNING');
+        expect(slowed.rate.current).toBeLessThan(rate);
+        expect(slowed.heldBack).toMatch(
+          new RegExp(
+            `^yielding to live traffic: at most ${slowed.rate.current}/s of the ${rate}/s asked: its admissions take \\d+ ms, over 2× its quietest \\(\\d+ ms\\), so it backs off`,
+          ),
+        );
+        // What it steered by is what the stall made of its admissions.
+        const { yielding } = (await sql(`SELECT yielding FROM redrive_job WHERE job_id = $1`, [created.jobId])).rows[0] as {
+          yielding: { latestMs: number; quietestMs: number };
+        };
+        expect(yielding.latestMs).toBeGreaterThanOrEqual(stallMs);
+        expect(yielding.latestMs).toBeGreaterThan(2 * yielding.quietestMs);
+        expect(jobLine(slowed)).toContain('(yielding to live traffic: at most');
+      } finally {
+        await sql(`DROP TRIGGER slow_y ON redrive_audit`);
+      }
+      await until(async () => (await job(created.jobId)).status === 'COMPLETED', 180_000, 'the job to complete');
+      const done = await job(created.jobId);
+      expect(done.counts).toMatchObject({ admitted: YIELDED.length, skipped: 0 });
+      expect([done.rate.current, done.heldBack]).toEqual([rate, null]);
+      // Each item admitted once: one audit row per execution.
+      const audit = await sql(`SELECT execution_id, count(*)::int AS n FROM redrive_audit WHERE job_id = $1 GROUP BY 1`, [created.jobId]);
+      expect(audit.rows).toHaveLength(YIELDED.length);
+      expect(audit.rows.every((row: any) => row.n === 1)).toBe(true);
     },
   );
 

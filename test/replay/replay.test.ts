@@ -44,6 +44,8 @@ const REQUIRED = [
   // fails saying so, and "Request Cancellation" aborts a bulk job
   'pipeline-foreign-run-fails',
   'redrive-job-cancel-aborts',
+  // a bulk job yielding to live traffic: it steers its own rate by its admissions' times
+  'redrive-job-yield',
 ];
 
 /** Every patch id the workflow code asks for (`patched('…')`, `deprecatePatch('…')`). */
@@ -84,7 +86,7 @@ describe('recorded histories replay on the current workflow', () => {
 
   it('covers every patched path: each patch the workflow code asks for is recorded by a history that took it', () => {
     const ids = patchIds();
-    expect(ids).toEqual(expect.arrayContaining(['pipeline-foreign-run-fails', 'redrive-job-cancel-aborts']));
+    expect(ids).toEqual(expect.arrayContaining(['pipeline-foreign-run-fails', 'redrive-job-cancel-aborts', 'redrive-job-yield']));
     const recorded = new Set(histories.flatMap(recordedPatches));
     expect(ids.filter((id) => !recorded.has(id))).toEqual([]);
     expect(recordedPatches(histories.find((h) => h.workflowId === 'pipeline-foreign-run-fails')!)).toEqual(['pipeline-foreign-run-fails']);
