@@ -44,6 +44,8 @@ export interface FleetOptions {
   runs: number;
   /** 'one': the whole service in one process; 'split': an API process and a worker process (bench-service.ts) */
   roles: 'one' | 'split';
+  /** pipeline.redrive-job.yield-to-live for the service (default true, as shipped); false: job A admits at its asked rate whatever the load */
+  yieldToLive: boolean;
   log: Log;
   say: (line: string) => void;
   temporalAddress?: string;
@@ -71,6 +73,7 @@ export interface FleetResult {
   submitPerSecond: number;
   holdMs: number;
   roles: 'one' | 'split';
+  yieldToLive: boolean;
   /** under ÷ idle, per run */
   p50Ratio: Spread;
   p99Ratio: Spread;
@@ -101,7 +104,13 @@ const openRuns = async (bench: BenchService, ids: string[]) =>
   ).rows[0].n;
 
 export async function measureFleet(options: FleetOptions): Promise<FleetResult> {
-  const bench = await startBenchService({ log: options.log, temporalAddress: options.temporalAddress, holdMs: options.holdMs, roles: options.roles });
+  const bench = await startBenchService({
+    log: options.log,
+    temporalAddress: options.temporalAddress,
+    holdMs: options.holdMs,
+    roles: options.roles,
+    settings: { 'pipeline.redrive-job.yield-to-live': options.yieldToLive },
+  });
   const perRun: FleetRun[] = [];
   try {
     // Untimed: the first submissions warm the HTTP server, the pool and the Temporal client.
@@ -167,6 +176,7 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
     submitPerSecond: options.submitPerSecond,
     holdMs: options.holdMs,
     roles: options.roles,
+    yieldToLive: options.yieldToLive,
     p50Ratio: spread(perRun.map((r) => r.underJob.p50 / r.idle.p50)),
     p99Ratio: spread(perRun.map((r) => r.underJob.p99 / r.idle.p99)),
     doneP50Ratio: spread(perRun.map((r) => r.underJobDone.p50 / r.idleDone.p50)),
@@ -196,6 +206,9 @@ export function renderFleet(result: FleetResult, meta: { date: string; load: str
       ? "Split roles: the API in one process (`pipeline.role` api), the worker in another (`pipeline.role` worker: every run and the jobs' ticks), one dev server and one Postgres, all on the same cores."
       : "One process: the API, the worker and the jobs' ticks (`pipeline.role` all).",
     `Ordinary submissions: \`POST …/executions\` of a one-step pipeline over loopback HTTP, ${result.submitPerSecond}/s open loop (${runs.map((r) => `${r.idle.n} idle / ${r.underJob.n} under the job`).join(', ')}). Job A: ${result.items} FAILED executions at ${result.ratePerSecond}/s, each re-driven run's step taking ${result.holdMs / 1000} s; job B: ${result.secondItems} more, created at A's last admission.`,
+    result.yieldToLive === false
+      ? `Job A does not yield (\`pipeline.redrive-job.yield-to-live\` false): it admits at its asked rate whatever the load; it achieved ${runs.map((r) => `${r.jobA.achieved ?? '–'}/s`).join(', ')}.`
+      : `Job A yields to live traffic (\`pipeline.redrive-job.yield-to-live\`, the default): it steers its own rate under the asked ${result.ratePerSecond}/s by its admissions' times; it achieved ${runs.map((r) => `${r.jobA.achieved ?? '–'}/s`).join(', ')}.`,
     '',
     '| Figure | Idle | Under job A | Under ÷ idle | Target |',
     '|---|---|---|---|---|',

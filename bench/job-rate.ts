@@ -48,7 +48,12 @@ export interface JobRateResult {
 }
 
 export async function measureJobRate(options: JobRateOptions): Promise<JobRateResult> {
-  const bench = await startBenchService({ log: options.log, temporalAddress: options.temporalAddress });
+  // The ceiling itself: a job that does not yield to its own runs' load (the fleet figure measures yielding).
+  const bench = await startBenchService({
+    log: options.log,
+    temporalAddress: options.temporalAddress,
+    settings: { 'pipeline.redrive-job.yield-to-live': false },
+  });
   const rates: JobRateFigure[] = [];
   try {
     for (const [r, rate] of options.rates.entries()) {

@@ -55,6 +55,7 @@ const { values } = parseArgs({
     'fleet-runs': { type: 'string', default: '3' },
     'fleet-hold-ms': { type: 'string', default: '5000' },
     'fleet-roles': { type: 'string', default: 'one' },
+    'fleet-yield': { type: 'string', default: 'true' },
     'retention-records': { type: 'string', default: '1500000' },
     'retention-live': { type: 'string', default: '100000' },
     'retention-interval-ms': { type: 'string', default: '60000' },
@@ -155,6 +156,11 @@ if (only?.includes('fleet')) {
     process.stderr.write(`bench: --fleet-roles must be one or split (got ${roles})\n`);
     process.exit(2);
   }
+  const yielding = values['fleet-yield'];
+  if (yielding !== 'true' && yielding !== 'false') {
+    process.stderr.write(`bench: --fleet-yield must be true or false (got ${yielding})\n`);
+    process.exit(2);
+  }
   const load = jobRateLoad();
   const result = await measureFleet({
     items: number('fleet-items', values['fleet-items']!, 2),
@@ -164,13 +170,14 @@ if (only?.includes('fleet')) {
     holdMs: number('fleet-hold-ms', values['fleet-hold-ms']!, 0),
     runs: number('fleet-runs', values['fleet-runs']!, 1),
     roles,
+    yieldToLive: yielding === 'true',
     log: createLog({ level: 'error' }),
     say: progress,
   });
   const loadEnd = jobRateLoad();
   const table = renderFleet(result, { date: stamp(), load, loadEnd });
   const [block, file] = roles === 'split' ? ['fleet-split', 'fleet-split.json'] : ['fleet', 'fleet.json'];
-  record(block, file, table, { load, loadEnd, ...result }, defaulted('fleet-items', 'fleet-runs', 'fleet-hold-ms'));
+  record(block, file, table, { load, loadEnd, ...result }, defaulted('fleet-items', 'fleet-runs', 'fleet-hold-ms', 'fleet-yield'));
 }
 
 // Retention draining a seeded backlog, live submissions beside it: its own database and dev server.
