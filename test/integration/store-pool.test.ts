@@ -58,7 +58,9 @@ describe('store pool size and acquire timeout', () => {
 
 describe('store pool idle timeout', () => {
   it('closes connections idle past it, while a pool with a long one keeps them', async () => {
-    // Two pools on the test's database, told apart by application_name in pg_stat_activity.
+    // Two pools on the test's database, told apart by application_name in pg_stat_activity, counted
+    // in this database only: another suite on the same server runs this test too (a third suite
+    // beside CI's two counted both suites' pools, 8).
     const named = (name: string) => {
       const url = new URL(engine.database.url);
       url.searchParams.set('application_name', name);
@@ -68,7 +70,14 @@ describe('store pool idle timeout', () => {
     const long = createPgDb(named('idle-long'), { max: 4, idleTimeoutMs: 600_000 });
     try {
       const connections = async (name: string) =>
-        Number((await engine.database.db.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1', [name])).rows[0].n);
+        Number(
+          (
+            await engine.database.db.query<{ n: string }>(
+              'SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+              [name],
+            )
+          ).rows[0].n,
+        );
       // Four queries at once open four connections in each pool.
       await Promise.all([short, long].flatMap((db) => Array.from({ length: 4 }, () => db.query('SELECT pg_sleep(0.2)'))));
       expect(await connections('idle-long')).toBe(4);
