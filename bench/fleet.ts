@@ -44,7 +44,7 @@ export interface FleetOptions {
   runs: number;
   /** 'one': the whole service in one process; 'split': an API process and a worker process (bench-service.ts) */
   roles: 'one' | 'split';
-  /** pipeline.redrive-job.yield-to-live for the service (default true, as shipped); false: job A admits at its asked rate whatever the load */
+  /** pipeline.redrive-job.yield-to-live for the service (false by default, as shipped: job A admits at its asked rate whatever the load) */
   yieldToLive: boolean;
   log: Log;
   say: (line: string) => void;
@@ -207,8 +207,8 @@ export function renderFleet(result: FleetResult, meta: { date: string; load: str
       : "One process: the API, the worker and the jobs' ticks (`pipeline.role` all).",
     `Ordinary submissions: \`POST …/executions\` of a one-step pipeline over loopback HTTP, ${result.submitPerSecond}/s open loop (${runs.map((r) => `${r.idle.n} idle / ${r.underJob.n} under the job`).join(', ')}). Job A: ${result.items} FAILED executions at ${result.ratePerSecond}/s, each re-driven run's step taking ${result.holdMs / 1000} s; job B: ${result.secondItems} more, created at A's last admission.`,
     result.yieldToLive === false
-      ? `Job A does not yield (\`pipeline.redrive-job.yield-to-live\` false): it admits at its asked rate whatever the load; it achieved ${runs.map((r) => `${r.jobA.achieved ?? '–'}/s`).join(', ')}.`
-      : `Job A yields to live traffic (\`pipeline.redrive-job.yield-to-live\`, the default): it steers its own rate under the asked ${result.ratePerSecond}/s by its admissions' times; it achieved ${runs.map((r) => `${r.jobA.achieved ?? '–'}/s`).join(', ')}.`,
+      ? `Job A does not yield (\`pipeline.redrive-job.yield-to-live\` false, the default): it admits at its asked rate whatever the load; it achieved ${runs.map((r) => `${r.jobA.achieved ?? '–'}/s`).join(', ')}.`
+      : `Job A yields to live traffic (\`pipeline.redrive-job.yield-to-live\` true): it steers its own rate under the asked ${result.ratePerSecond}/s by its admissions' times; it achieved ${runs.map((r) => `${r.jobA.achieved ?? '–'}/s`).join(', ')}.`,
     '',
     '| Figure | Idle | Under job A | Under ÷ idle | Target |',
     '|---|---|---|---|---|',

@@ -55,7 +55,7 @@ const { values } = parseArgs({
     'fleet-runs': { type: 'string', default: '3' },
     'fleet-hold-ms': { type: 'string', default: '5000' },
     'fleet-roles': { type: 'string', default: 'one' },
-    'fleet-yield': { type: 'string', default: 'true' },
+    'fleet-yield': { type: 'string', default: 'false' },
     'retention-records': { type: 'string', default: '1500000' },
     'retention-live': { type: 'string', default: '100000' },
     'retention-interval-ms': { type: 'string', default: '60000' },

@@ -377,6 +377,8 @@ async function main() {
       'pipeline.defaults.retry-wait-ms': 50,
       'pipeline.defaults.max-backoff': 200,
       'pipeline.sweeper.interval': '500ms',
+      // The redrive-job-yield scenario's path (off by default): the other job scenarios take it too when re-captured.
+      'pipeline.redrive-job.yield-to-live': true,
     },
   );
   const service = await startService({ config, log: createLog({ level: 'warn' }), pipelines: pipelines(rest.base), http: false });

@@ -63,9 +63,9 @@ describe('loadConfig', () => {
     expect(loadConfig({})['pipeline.redrive-job.priority']).toBe(4);
     expect(loadConfig({ PIPELINE_REDRIVE_JOB_PRIORITY: '5' })['pipeline.redrive-job.priority']).toBe(5);
     for (const bad of ['0', '6', '2.5', 'low']) expect(() => loadConfig({ PIPELINE_REDRIVE_JOB_PRIORITY: bad })).toThrow(/pipeline\.redrive-job\.priority/);
-    // A job yields to live traffic unless told not to; anything but a boolean names the key.
-    expect(loadConfig({})['pipeline.redrive-job.yield-to-live']).toBe(true);
-    expect(loadConfig({ PIPELINE_REDRIVE_JOB_YIELD_TO_LIVE: 'false' })['pipeline.redrive-job.yield-to-live']).toBe(false);
+    // A job yields to live traffic when told to (off by default); anything but a boolean names the key.
+    expect(loadConfig({})['pipeline.redrive-job.yield-to-live']).toBe(false);
+    expect(loadConfig({ PIPELINE_REDRIVE_JOB_YIELD_TO_LIVE: 'true' })['pipeline.redrive-job.yield-to-live']).toBe(true);
     expect(() => loadConfig({ PIPELINE_REDRIVE_JOB_YIELD_TO_LIVE: 'sometimes' })).toThrow(/pipeline\.redrive-job\.yield-to-live/);
     // The worker's workflow cache: the SDK's default when unset; 0 (off) or at least 2, a whole number.
     expect(loadConfig({})['pipeline.orchestrator.worker.max-cached-workflows']).toBeUndefined();

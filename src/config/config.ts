@@ -216,9 +216,10 @@ export const ConfigSchema = z.object({
    * while its own admissions (the same statement and Temporal start as a live submission) take
    * more than twice the quietest it has seen, and speeds up again while they take at most 1.5×,
    * never past the asked rate (the ceiling). The job's view says when it is held back by this.
-   * false: a job admits at its asked rate whatever the machine's load. Default true.
+   * Live traffic first: on two cores, a 1,000-item job asked 50/s then ran at about 1.5/s
+   * (BENCHMARKS.md). Default false: a job admits at its asked rate whatever the machine's load.
    */
-  'pipeline.redrive-job.yield-to-live': boolFromString.default(true),
+  'pipeline.redrive-job.yield-to-live': boolFromString.default(false),
   /** Task queue of bulk re-drive jobs' workflow and activities; every worker serves it. Default: pipeline.temporal.task-queue + `-redrive-jobs`. */
   'pipeline.redrive-job.task-queue': z.string().min(1).optional(),
   /** Temporal frontend address. Absent = TEMPORAL_ADDRESS or the temporal CLI's profile, else the embedded dev server. */

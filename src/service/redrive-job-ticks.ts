@@ -79,7 +79,7 @@ export class RedriveJobTicks {
     /** items admitted at once by a tick: twice the jobs' pool size (pipeline.redrive-job.pool-size): an admission holds a connection for part of its time, and waits on Temporal for the rest */
     private readonly lanes = 4,
     /** pipeline.redrive-job.yield-to-live: the workflow steers the job's rate by its admissions' times (workflows/redrive-job-policy.ts, steerYield) */
-    private readonly yieldToLive = true,
+    private readonly yieldToLive = false,
   ) {}
 
   private async read(tenantId: string, jobId: string): Promise<ParsedJob | null> {
@@ -195,10 +195,10 @@ export class RedriveJobTicks {
     return tickState(job, counts, unavailable, this.yieldToLive, median(took));
   }
 
-  /** Writes the rate the job allows itself when it changed (null once it is back at the asked rate). */
+  /** Writes the rate the job allows itself and what it steered by, when either changed (null once it is back at the asked rate): about once a second. */
   private async recordYielding(job: ParsedJob, yielding: Yield): Promise<ParsedJob> {
     const rate = yielding.rate < job.ratePerSecond ? yielding.rate : null;
-    if (rate === (job.yielding?.rate ?? null)) return job;
+    if (rate === (job.yielding?.rate ?? null) && (rate === null || yielding.latestMs === job.yielding?.latestMs)) return job;
     const next = rate === null ? null : { rate, quietestMs: yielding.quietestMs, latestMs: yielding.latestMs, at: new Date().toISOString() };
     await this.store.setYielding(job.tenantId, job.jobId, next);
     return { ...job, yielding: next };

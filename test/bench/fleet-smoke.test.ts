@@ -59,7 +59,7 @@ describe('fleet figures harness (smoke)', () => {
     expect(run.previousRunsOpen.atCreation).toBeLessThanOrEqual(10);
     expect(run.firstAdmissionMs).toBeGreaterThanOrEqual(0);
     const table = renderFleet(result, meta);
-    expect(table).toContain('Job A yields to live traffic (`pipeline.redrive-job.yield-to-live`, the default)');
+    expect(table).toContain('Job A yields to live traffic (`pipeline.redrive-job.yield-to-live` true)');
     expect(table).toContain('| Ordinary submission p99, ms |');
     expect(table).toContain('| Their executions, admission → SUCCEEDED p99, ms |');
     expect(table).toContain("| Job B's first admission after its creation, ms");
