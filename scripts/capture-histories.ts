@@ -136,6 +136,22 @@ interface Capture {
   temporal(...args: string[]): string;
 }
 
+/** Starts each id on `pipeline` (one that fails) and waits for all of them to be FAILED. */
+async function failAll(c: Capture, pipeline: string, ids: string[]): Promise<void> {
+  for (const id of ids) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline, executionId: id, input: {} });
+  for (const id of ids) await c.waitFor(id, ['FAILED']);
+}
+
+/** Polls the job's view until `reached` holds; a job that leaves RUNNING before that is an error naming `what`. */
+async function jobUntil(c: Capture, jobId: string, reached: (view: any) => boolean, what: string): Promise<any> {
+  for (;;) {
+    const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${jobId}`);
+    if (reached(view)) return view;
+    if (view.status !== 'RUNNING') throw new Error(`the job ended ${view.status} before ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 const scenarios: Record<string, (c: Capture) => Promise<void>> = {
   async success(c) {
     const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-steps', executionId: 'success', input: { n: 1 } });
@@ -269,8 +285,7 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
   // the job is aborted in the store and its workflow ends Canceled.
   async 'redrive-job-cancel-aborts'(c) {
     const ids = ['job-cancel-1', 'job-cancel-2', 'job-cancel-3'];
-    for (const id of ids) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: id, input: {} });
-    for (const id of ids) await c.waitFor(id, ['FAILED']);
+    await failAll(c, 'replay-validate', ids);
     const job = await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
       selection: { executionIds: ids },
       reason: 'capture',
@@ -278,12 +293,7 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
       ratePerSecond: 0.2,
       haltOn: { failedAgainShare: 1, minFinished: 1000, remoteOutcomeUnknown: true },
     });
-    for (;;) {
-      const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
-      if (view.counts.admitted >= 1) break;
-      if (view.status !== 'RUNNING') throw new Error(`the job ended ${view.status} before its first admission`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await jobUntil(c, job.jobId, (view) => view.counts.admitted >= 1, 'its first admission');
     const handle = c.service.client.workflow.getHandle(job.workflowId);
     await handle.cancel();
     await handle.result().catch(() => undefined);
@@ -297,20 +307,14 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
   // patch): it starts at a fifth of its rate, steers by its admissions' times, and finishes.
   async 'redrive-job-yield'(c) {
     const ids = Array.from({ length: 10 }, (_, i) => `job-yield-${i + 1}`);
-    for (const id of ids) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-validate', executionId: id, input: {} });
-    for (const id of ids) await c.waitFor(id, ['FAILED']);
+    await failAll(c, 'replay-validate', ids);
     const job = await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
       selection: { executionIds: ids },
       reason: 'capture',
       allowFailed: true,
       ratePerSecond: 10,
     });
-    for (;;) {
-      const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
-      if (view.status === 'COMPLETED') break;
-      if (view.status !== 'RUNNING') throw new Error(`the job ended ${view.status} instead of completing`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await jobUntil(c, job.jobId, (view) => view.status === 'COMPLETED', 'completing');
     await c.service.client.workflow.getHandle(job.workflowId).result();
     await c.saveWorkflow('redrive-job-yield', job.workflowId);
   },
