@@ -18,6 +18,12 @@ export function renderTable(results: BenchResults): string {
         `| 1b | CPU ms per execution, by process | ${c(o.cpuMsPerExecution.engine)} | ${c(o.cpuMsPerExecution.bare)} | ${o.cpuRatio ? `**${s(o.cpuRatio)}** (all processes)` : ''} | ${o.cpuTarget ?? 'what dominates'} |`,
       );
     }
+    if (o.floor) {
+      const c = (x: { node: number; temporal: number; postgres: number }) => `node ${x.node} · temporal ${x.temporal} · postgres ${x.postgres}`;
+      rows.push(
+        `| 1c | The floor: bare + one Postgres commit per step and a record row at admission, executions/s · CPU ms | ${s(o.floor.rate)}/s · ${c(o.cpuMsPerExecution.floor)} | | floor ÷ bare **${s(o.floor.ratio)}**, CPU ${s(o.floor.cpuRatio)}; engine ÷ floor **${s(o.floor.engineToFloor)}** | report |`,
+      );
+    }
   }
   if (f.historyEvents) {
     const h = f.historyEvents;
@@ -64,6 +70,13 @@ export function renderTable(results: BenchResults): string {
         `| 4b | One admission: Postgres statements · Temporal calls · CPU ms by process | ${a.postgresStatements} · ${calls(a.temporalCalls)} · ${cpu(a.cpuMs.redrive)} | 0 · ${calls(a.bareTemporalCalls)} · ${cpu(a.cpuMs.bare)} | | ≤ bench/bounds.json |`,
       );
     }
+  }
+  if (f.redriveThroughput?.floor) {
+    const fl = f.redriveThroughput.floor;
+    const c = fl.cpuMs;
+    rows.push(
+      `| 4c | The floor: one guarded Postgres write then the raw start, behind a bare \`node:http\` route (p50 / p99 ms: ${fl.latencyMs.p50} / ${fl.latencyMs.p99}); CPU ms | ${s(fl.rate)}/s · node ${c.node} · temporal ${c.temporal} · postgres ${c.postgres} | | floor ÷ start **${s(fl.ratio)}** | report |`,
+    );
   }
   if (f.workerMemory) {
     const m = f.workerMemory;

@@ -21,6 +21,8 @@
  *                                      # drain ≤ 15 min): writes bench/results/retention.json and its table
  *                                      # (with --retention-records/--retention-live: writes nothing)
  *   npm run bench -- --only jobrate,fleet,retention   # the three fleet figures, one after another
+ *   npm run bench -- --only overhead --floor-with metadata   # the floor (1c) carrying one part of the engine's own
+ *                                      # (metadata, heartbeat, summary, bytes; comma-separated): what that part costs; writes nothing
  *   npm run bench -- --variant engine  # figure 1's executions for one variant alone (bench/profile.ts profiles it); writes nothing
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -46,6 +48,7 @@ const { values } = parseArgs({
     record: { type: 'boolean', default: false },
     only: { type: 'string' },
     variant: { type: 'string' },
+    'floor-with': { type: 'string' },
     'growth-sizes': { type: 'string', default: '10000,10000000' },
     'growth-samples': { type: 'string', default: '31' },
     'job-items': { type: 'string', default: '1000' },
@@ -216,11 +219,24 @@ if (values.variant !== undefined) {
   process.stdout.write(`${JSON.stringify(alone.figures.variantAlone)}\n`);
   process.exit(0);
 }
+const FLOOR_PARTS = ['metadata', 'heartbeat', 'summary', 'bytes'];
+const floorWith = values['floor-with']?.split(',').map((part) => part.trim());
+const unknownPart = floorWith?.find((part) => !FLOOR_PARTS.includes(part));
+if (unknownPart !== undefined) {
+  process.stderr.write(`bench: --floor-with takes ${FLOOR_PARTS.join(', ')} (got ${unknownPart})\n`);
+  process.exit(2);
+}
+if (floorWith && values.record) {
+  process.stderr.write('bench: --floor-with measures one part of the engine at a time and is never recorded\n');
+  process.exit(2);
+}
 const results = await runBenchmarks({
   ...options,
   only: only?.filter((name) => !['growth', 'jobrate', 'fleet', 'retention'].includes(name)),
   progress,
+  floorWith,
 });
+if (floorWith) results.meta.floorWith = floorWith;
 // Absolute figures move with the machine's load: every recorded run says what it was.
 results.meta.loadAverage = { start: loadAtStart, end: loadAverage(), note: '1 / 5 / 15 min' };
 if (only) results.meta.only = only;

@@ -11,6 +11,8 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { PipelineExecutionId, PipelineName, PipelineTenant } from '../src/workflows/search-attributes';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { serve } from '@hono/node-server';
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
@@ -32,7 +34,8 @@ import { startDevServer } from '../src/temporal/dev-server';
 import { Dispatcher } from '../src/temporal/dispatcher';
 import { installSdkLogging } from '../src/temporal/sdk-logging';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres';
-import { bareActivities } from './bare';
+import type { FloorWith } from './workflows';
+import { admitFloor, bareActivities, FLOOR_SCHEMA, floorActivities } from './bare';
 import { cpuDelta, cpuSnapshot, type CpuSample } from './cpu';
 import { historyBytes, type HistoryBytes } from './history-bytes';
 import { benchPipelines } from './pipelines';
@@ -66,6 +69,13 @@ export interface BenchOptions {
    * monotonic clock `node --cpu-prof` stamps its samples with.
    */
   variant?: 'engine' | 'bare';
+  /**
+   * Parts of the engine the floor (1c) carries too, to measure what each costs on its own:
+   * `metadata` (the start's memo, search attributes and UI summary/details), `heartbeat` (a 30 s
+   * heartbeat timeout per activity), `summary` (each activity's UI summary and non-retryable
+   * types), `bytes` (each activity's input as large as the engine's step request).
+   */
+  floorWith?: string[];
 }
 
 export interface BenchResults {
@@ -109,6 +119,8 @@ interface Bench {
   runEngine(pipeline: string, input?: unknown): Promise<string>;
   /** one bare workflow of `steps` no-op activities, to its end; returns the workflowId */
   runBare(steps: number, failTimes?: number): Promise<string>;
+  /** figure 1c's floor: a record row, then a bare workflow committing one Postgres row per step */
+  runFloor(steps: number): Promise<string>;
 }
 
 /** How often the benchmarks' sweepers look for starts that stayed pending. */
@@ -194,7 +206,7 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     connection: nativeConnection,
     taskQueue,
     workflowsPath: WORKFLOWS_PATH,
-    activities: { ...createActivities({ store, effects, registry, log }), ...bareActivities },
+    activities: { ...createActivities({ store, effects, registry, log }), ...bareActivities, ...floorActivities(database.db) },
     ...WORKER_OPTIONS,
   });
   const workerDone = worker.run();
@@ -230,15 +242,42 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       await handle.result();
       return handle.workflowId;
     },
+    async runFloor(steps) {
+      const id = nextId('floor');
+      await admitFloor(database.db, id);
+      const parts = options.floorWith ?? [];
+      const withParts: FloorWith = {
+        ...(parts.includes('heartbeat') ? { heartbeatMs: 30_000 } : {}),
+        ...(parts.includes('summary') ? { summary: true } : {}),
+        ...(parts.includes('bytes') ? { padBytes: 290 } : {}),
+      };
+      const metadata = parts.includes('metadata')
+        ? {
+            memo: { dispatchId: randomBytes(16).toString('hex') },
+            typedSearchAttributes: new TypedSearchAttributes([
+              { key: PipelineTenant, value: TENANT },
+              { key: PipelineExecutionId, value: id },
+              { key: PipelineName, value: 'noop5' },
+            ]),
+            staticSummary: `noop5 v1 · tenant ${TENANT} · execution ${id}`,
+            staticDetails: `**Pipeline** noop5 version 1, 5 steps: 0:a(LOCAL) → 1:b(LOCAL) → 2:c(LOCAL) → 3:d(LOCAL) → 4:e(LOCAL)\n\n**Resumes** at step 0, attempt 1`,
+          }
+        : {};
+      const handle = await client.workflow.start('floorWorkflow', { workflowId: id, taskQueue, args: [id, steps, null, withParts], ...metadata });
+      await handle.result();
+      return handle.workflowId;
+    },
   };
 
   const figures: Record<string, unknown> = {};
   const wanted = (figure: string) => !options.only || options.only.includes(figure);
   try {
+    await database.db.exec(FLOOR_SCHEMA);
     say('warm-up (not counted)');
     await pool(Math.min(20, options.n), options.concurrency, async () => {
       await bench.runEngine('noop5');
       await bench.runBare(5);
+      await bench.runFloor(5);
     });
     if (options.variant) figures.variantAlone = await measureVariantAlone(bench, options.variant);
     else if (wanted('overhead')) figures.engineOverhead = await measureOverhead(bench);
@@ -282,14 +321,29 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
   };
 }
 
-/** Figure 1: executions/s of 5 no-op steps through the engine vs a bare workflow, interleaved, with CPU by process. */
+/**
+ * Figure 1: executions/s of 5 no-op steps through the engine vs a bare workflow, interleaved, with
+ * CPU by process; and 1c, the floor between them (bare plus one Postgres commit per step), in the
+ * same rounds: how much of the engine's cost over bare is the persistence the product exists for.
+ */
 async function measureOverhead(bench: Bench) {
   const { options, say } = bench;
-  const rates: Record<'engine' | 'bare', number[]> = { engine: [], bare: [] };
-  const cpu: Record<'engine' | 'bare', CpuSample[]> = { engine: [], bare: [] };
+  type Variant = 'engine' | 'bare' | 'floor';
+  const ORDERS: Variant[][] = [
+    ['engine', 'bare', 'floor'],
+    ['bare', 'floor', 'engine'],
+    ['floor', 'engine', 'bare'],
+    ['floor', 'bare', 'engine'],
+    ['engine', 'floor', 'bare'],
+    ['bare', 'engine', 'floor'],
+  ];
+  const rates: Record<Variant, number[]> = { engine: [], bare: [], floor: [] };
+  const cpu: Record<Variant, CpuSample[]> = { engine: [], bare: [], floor: [] };
   const ratios: number[] = [];
+  const floorRatios: number[] = [];
+  const engineToFloor: number[] = [];
   for (let round = 0; round < options.runs; round++) {
-    const measure = async (variant: 'engine' | 'bare') => {
+    const measure = async (variant: Variant) => {
       const cpuBefore = cpuSnapshot(bench.temporalPid, databaseName(bench.database));
       const started = performance.now();
       await pool(options.n, options.concurrency, () => runVariant(bench, variant));
@@ -298,17 +352,26 @@ async function measureOverhead(bench: Bench) {
       rates[variant].push(rate);
       return rate;
     };
-    const order: ('engine' | 'bare')[] = round % 2 === 0 ? ['engine', 'bare'] : ['bare', 'engine'];
+    // Every order in turn, so each variant is first, second and last as often as the others.
+    const order = ORDERS[round % ORDERS.length];
     const got: Record<string, number> = {};
     for (const variant of order) got[variant] = await measure(variant);
     ratios.push(got.engine / got.bare);
+    floorRatios.push(got.floor / got.bare);
+    engineToFloor.push(got.engine / got.floor);
     say(
-      `engine overhead ${round + 1}/${options.runs}: engine ${got.engine.toFixed(1)}/s, bare ${got.bare.toFixed(1)}/s, ratio ${(got.engine / got.bare).toFixed(3)}`,
+      `engine overhead ${round + 1}/${options.runs}: engine ${got.engine.toFixed(1)}/s, bare ${got.bare.toFixed(1)}/s, floor ${got.floor.toFixed(1)}/s, ratio ${(got.engine / got.bare).toFixed(3)} (floor ÷ bare ${(got.floor / got.bare).toFixed(3)})`,
     );
   }
   // Engine ÷ bare CPU ms per execution, every process summed (this Node process, the dev server, the bench database's backends), per round.
   const total = (x: CpuSample) => x.node + x.temporal + x.postgres;
   const cpuRatios = cpu.engine.map((engine, round) => total(engine) / total(cpu.bare[round]));
+  const floorCpuRatios = cpu.floor.map((floor, round) => total(floor) / total(cpu.bare[round]));
+  // Counted, not assumed: every floor execution (warm-up included) committed one attempt row per step and ended SUCCEEDED.
+  const floorRows = await bench.database.db.query<{ records: number; succeeded: number; attempts: number }>(
+    `SELECT (SELECT count(*) FROM bench_floor_record) AS records, (SELECT count(*) FROM bench_floor_record WHERE status = 'SUCCEEDED' AND version = 6) AS succeeded,
+            (SELECT count(*) FROM bench_floor_attempt) AS attempts`,
+  );
   const cpuMedian = (samples: CpuSample[]) => ({
     node: spread(samples.map((x) => x.node)).median,
     temporal: spread(samples.map((x) => x.temporal)).median,
@@ -323,17 +386,26 @@ async function measureOverhead(bench: Bench) {
     bare: spread(rates.bare),
     ratio: spread(ratios, 3),
     target: '≥ 0.95 (min ≥ 0.85)',
-    cpuMsPerExecution: { engine: cpuMedian(cpu.engine), bare: cpuMedian(cpu.bare) },
+    cpuMsPerExecution: { engine: cpuMedian(cpu.engine), bare: cpuMedian(cpu.bare), floor: cpuMedian(cpu.floor) },
     cpuRatio: spread(cpuRatios, 3),
     cpuTarget: '≤ 1.10',
+    floor: {
+      about: 'bare Temporal plus one Postgres commit per step and a record row at admission (6 round trips; the engine makes 7)',
+      rate: spread(rates.floor),
+      ratio: spread(floorRatios, 3),
+      cpuRatio: spread(floorCpuRatios, 3),
+      engineToFloor: spread(engineToFloor, 3),
+      executions: floorRows.rows[0].records,
+      succeeded: floorRows.rows[0].succeeded,
+      commitsPerExecution: floorRows.rows[0].attempts / floorRows.rows[0].records,
+    },
   };
 }
 
-/** One of figure 1's executions: 5 no-op steps through the engine, or a bare workflow of 5 activities. */
-async function runVariant(bench: Bench, variant: 'engine' | 'bare'): Promise<void> {
-  await (variant === 'engine' ? bench.runEngine('noop5') : bench.runBare(5));
+/** One of figure 1's executions: 5 no-op steps through the engine, a bare workflow of 5 activities, or the floor's. */
+async function runVariant(bench: Bench, variant: 'engine' | 'bare' | 'floor'): Promise<void> {
+  await (variant === 'engine' ? bench.runEngine('noop5') : variant === 'bare' ? bench.runBare(5) : bench.runFloor(5));
 }
-
 /** Figure 1's executions for one variant only, with the window a profile's samples are cut to (see BenchOptions.variant). */
 async function measureVariantAlone(bench: Bench, variant: 'engine' | 'bare') {
   const { options } = bench;
@@ -530,14 +602,46 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((resolve) => server.once('listening', resolve));
   const port = (server.address() as { port: number }).port;
+  // The re-drive's floor: a bare node:http route that makes the least durable admission the
+  // contract asks for (one Postgres write guarded by the expected version) and then the raw
+  // start. No framework, auth, record read, audit or dispatch row: the admission ÷ floor is
+  // what the service adds, floor ÷ raw start what any durable HTTP admission costs here.
+  await ctx.database.db.exec(
+    `CREATE TABLE IF NOT EXISTS bench_floor_redrive (id text PRIMARY KEY, version int NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const floorServer = http.createServer((request, response) => {
+    let text = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk: string) => (text += chunk));
+    request.on('end', async () => {
+      try {
+        const id = decodeURIComponent(request.url!.split('/')[2]);
+        const { expectedVersion } = JSON.parse(text) as { expectedVersion: number };
+        const moved = await apiDb.prepared(
+          `UPDATE bench_floor_redrive SET version = version + 1, updated_at = now() WHERE id = $1 AND version = $2 RETURNING version`,
+          [id, expectedVersion],
+        );
+        if (!moved.rowCount) {
+          response.writeHead(409).end();
+          return;
+        }
+        await ctx.client.workflow.start('bareWorkflow', { workflowId: `rd-floor-${id}`, taskQueue: ctx.taskQueue, args: [1, null, 0] });
+        response.writeHead(202).end();
+      } catch (err) {
+        response.writeHead(500).end(String(err));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => floorServer.listen(0, '127.0.0.1', resolve));
+  const floorPort = (floorServer.address() as { port: number }).port;
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const body = JSON.stringify({ expectedVersion: 3, reason: 'benchmark', allowFailed: true });
-  const post = (path: string) =>
+  const post = (path: string, to = port) =>
     new Promise<void>((resolve, reject) => {
       const request = http.request(
         {
           host: '127.0.0.1',
-          port,
+          port: to,
           path,
           method: 'POST',
           agent,
@@ -559,9 +663,13 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   const ratios: number[] = [];
   const latencies: number[] = [];
   const bareLatencies: number[] = [];
-  const cpu: Record<'redrive' | 'bare', CpuSample[]> = { redrive: [], bare: [] };
+  const floorRates: number[] = [];
+  const floorRatios: number[] = [];
+  const floorLatencies: number[] = [];
+  type Variant = 'redrive' | 'bare' | 'floor';
+  const cpu: Record<Variant, CpuSample[]> = { redrive: [], bare: [], floor: [] };
   const statements: number[] = [];
-  const calls: Record<'redrive' | 'bare', Record<string, number>> = { redrive: {}, bare: {} };
+  const calls: Record<Variant, Record<string, number>> = { redrive: {}, bare: {}, floor: {} };
   const database = databaseName(ctx.database);
   try {
     for (let round = 0; round < options.runs; round++) {
@@ -573,7 +681,8 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
          FROM generate_series(0, $2 - 1) g`,
         [prefix, count],
       );
-      const measure = async (variant: 'redrive' | 'bare') => {
+      await ctx.database.db.query(`INSERT INTO bench_floor_redrive (id, version) SELECT $1 || g, 3 FROM generate_series(0, $2 - 1) g`, [prefix, count]);
+      const measure = async (variant: Variant) => {
         const queriesBefore = apiDb.stats.queries;
         const callsBefore = { ...ctx.temporalCalls };
         const cpuBefore = cpuSnapshot(ctx.temporalPid, database);
@@ -583,6 +692,9 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
           if (variant === 'redrive') {
             await post(`/pipeline/admin/tenants/bench/executions/${prefix}${i}/redrive`);
             latencies.push(performance.now() - t0);
+          } else if (variant === 'floor') {
+            await post(`/floor/${prefix}${i}/redrive`, floorPort);
+            floorLatencies.push(performance.now() - t0);
           } else {
             await ctx.client.workflow.start('bareWorkflow', { workflowId: `rd-bare-${round}-${i}`, taskQueue: ctx.taskQueue, args: [1, null, 0] });
             bareLatencies.push(performance.now() - t0);
@@ -597,7 +709,15 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
         }
         return rate;
       };
-      const order: ('redrive' | 'bare')[] = round % 2 === 0 ? ['redrive', 'bare'] : ['bare', 'redrive'];
+      const orders: Variant[][] = [
+        ['redrive', 'bare', 'floor'],
+        ['bare', 'floor', 'redrive'],
+        ['floor', 'redrive', 'bare'],
+        ['floor', 'bare', 'redrive'],
+        ['redrive', 'floor', 'bare'],
+        ['bare', 'redrive', 'floor'],
+      ];
+      const order = orders[round % orders.length];
       const rates: Record<string, number> = {};
       for (const variant of order) {
         rates[variant] = await measure(variant);
@@ -607,13 +727,16 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
       redriveRates.push(rates.redrive);
       bareRates.push(rates.bare);
       ratios.push(rates.redrive / rates.bare);
+      floorRates.push(rates.floor);
+      floorRatios.push(rates.floor / rates.bare);
       ctx.say(
-        `re-drive ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)}`,
+        `re-drive ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, floor ${rates.floor.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)} (floor ÷ start ${(rates.floor / rates.bare).toFixed(3)})`,
       );
     }
   } finally {
     agent.destroy();
     await new Promise((resolve) => server.close(resolve));
+    await new Promise((resolve) => floorServer.close(resolve));
     await apiDb.close();
   }
   const cpuMedian = (samples: CpuSample[]) => ({
@@ -632,6 +755,13 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
     ratio: spread(ratios, 3),
     latencyMs: { p50: ms(latencies, 50), p99: ms(latencies, 99) },
     bareLatencyMs: { p50: ms(bareLatencies, 50), p99: ms(bareLatencies, 99) },
+    floor: {
+      about: 'a bare node:http route: one Postgres write guarded by the expected version, then the raw start',
+      rate: spread(floorRates),
+      ratio: spread(floorRatios, 3),
+      latencyMs: { p50: ms(floorLatencies, 50), p99: ms(floorLatencies, 99) },
+      cpuMs: cpuMedian(cpu.floor),
+    },
     perAdmission: {
       postgresStatements: spread(statements, 2).max,
       temporalCalls: calls.redrive,

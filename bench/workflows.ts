@@ -1,6 +1,6 @@
 /** Workflow bundle for benchmarks: the engine's workflow and the bare baseline, on one worker. */
 import { proxyActivities } from '@temporalio/workflow';
-import type { bareActivities } from './bare';
+import type { bareActivities, floorActivities } from './bare';
 
 export { pipelineWorkflow } from '../src/workflows/pipeline-workflow';
 
@@ -12,5 +12,48 @@ const { noop, flaky } = proxyActivities<typeof bareActivities>({
 export async function bareWorkflow(steps: number, input: unknown, failTimes = 0): Promise<unknown> {
   let value = input;
   for (let i = 0; i < steps; i++) value = failTimes > 0 && i === 0 ? await flaky(value, failTimes) : await noop(value);
+  return value;
+}
+
+/** What the floor carries of the engine's own, to measure one part at a time (`--floor-with`). */
+export interface FloorWith {
+  /** each activity's heartbeat timeout, as the engine's steps have (ms) */
+  heartbeatMs?: number;
+  /** each activity's UI summary and non-retryable failure types, as the engine's */
+  summary?: boolean;
+  /** each activity's input padded by this many bytes (the engine's StepRequest is ≈ 290 B more than the floor's) */
+  padBytes?: number;
+}
+
+/** Figure 1c's floor: the bare workflow with one Postgres commit per step (bench/bare.ts). */
+export async function floorWorkflow(id: string, steps: number, input: unknown, withParts: FloorWith = {}): Promise<unknown> {
+  const { persist } = proxyActivities<ReturnType<typeof floorActivities>>({
+    startToCloseTimeout: '5 minutes',
+    ...(withParts.heartbeatMs ? { heartbeatTimeout: withParts.heartbeatMs } : {}),
+    retry: {
+      initialInterval: '10ms',
+      backoffCoefficient: 2,
+      maximumInterval: '50ms',
+      ...(withParts.summary ? { nonRetryableErrorTypes: ['PipelineExecutionFailed', 'PipelineDuplicateRun'] } : {}),
+    },
+  });
+  const pad = withParts.padBytes ? 'x'.repeat(withParts.padBytes) : undefined;
+  let value = input;
+  for (let i = 0; i < steps; i++) {
+    const call = withParts.summary
+      ? proxyActivities<ReturnType<typeof floorActivities>>({
+          startToCloseTimeout: '5 minutes',
+          ...(withParts.heartbeatMs ? { heartbeatTimeout: withParts.heartbeatMs } : {}),
+          retry: {
+            initialInterval: '10ms',
+            backoffCoefficient: 2,
+            maximumInterval: '50ms',
+            nonRetryableErrorTypes: ['PipelineExecutionFailed', 'PipelineDuplicateRun'],
+          },
+          summary: `step ${i} noop · LOCAL · transition ${id}:${i}:1`,
+        }).persist
+      : persist;
+    value = await call(id, i + 1, i === steps - 1, value, pad);
+  }
   return value;
 }

@@ -34,6 +34,10 @@ describe('benchmark harness (smoke)', () => {
     const { engineOverhead, historyEvents, historyBytes, stepCommit, postgresRoundTrips, workerMemory, dlqPublish } = results.figures;
     expect(engineOverhead.engine.median).toBeGreaterThan(0);
     expect(engineOverhead.bare.median).toBeGreaterThan(0);
+    // The floor (1c) ran in the same rounds, and each of its executions committed one row per step.
+    expect(engineOverhead.floor.rate.median).toBeGreaterThan(0);
+    expect(engineOverhead.floor.succeeded).toBe(engineOverhead.floor.executions);
+    expect(engineOverhead.floor.commitsPerExecution).toBe(5);
     expect(historyEvents.bare.perStep).toBe(6);
     expect(historyEvents.engine.perStep).toBeLessThanOrEqual(historyEvents.bare.perStep);
     expect(historyEvents.engine.perRetriedAttempt).toBeLessThanOrEqual(2);
@@ -61,6 +65,8 @@ describe('benchmark harness (smoke)', () => {
     expect(dlqPublish.postgres.rate.median).toBeGreaterThan(0);
     expect(results.figures.redriveThroughput).toMatchObject({ measured: true, count: 2 });
     expect(results.figures.redriveThroughput.ratio.median).toBeGreaterThan(0);
+    // The re-drive's floor (4c) admitted its rows too (a refused write answers 409 and fails the figure).
+    expect(results.figures.redriveThroughput.floor.ratio.median).toBeGreaterThan(0);
     // One admission's work, counted: the record read and the admission statement, then the one start.
     const admission = results.figures.redriveThroughput.perAdmission;
     expect(admission.postgresStatements).toBeGreaterThan(0);
