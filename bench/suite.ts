@@ -329,14 +329,6 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
 async function measureOverhead(bench: Bench) {
   const { options, say } = bench;
   type Variant = 'engine' | 'bare' | 'floor';
-  const ORDERS: Variant[][] = [
-    ['engine', 'bare', 'floor'],
-    ['bare', 'floor', 'engine'],
-    ['floor', 'engine', 'bare'],
-    ['floor', 'bare', 'engine'],
-    ['engine', 'floor', 'bare'],
-    ['bare', 'engine', 'floor'],
-  ];
   const rates: Record<Variant, number[]> = { engine: [], bare: [], floor: [] };
   const cpu: Record<Variant, CpuSample[]> = { engine: [], bare: [], floor: [] };
   const ratios: number[] = [];
@@ -353,7 +345,7 @@ async function measureOverhead(bench: Bench) {
       return rate;
     };
     // Every order in turn, so each variant is first, second and last as often as the others.
-    const order = ORDERS[round % ORDERS.length];
+    const order = everyOrder(['engine', 'bare', 'floor'] as const, round);
     const got: Record<string, number> = {};
     for (const variant of order) got[variant] = await measure(variant);
     ratios.push(got.engine / got.bare);
@@ -400,6 +392,20 @@ async function measureOverhead(bench: Bench) {
       commitsPerExecution: floorRows.rows[0].attempts / floorRows.rows[0].records,
     },
   };
+}
+
+/** Round `round`'s order of three variants: the six orders in turn, so each variant is first, second and last as often. */
+function everyOrder<V>(variants: readonly [V, V, V], round: number): V[] {
+  const [a, b, c] = variants;
+  const orders = [
+    [a, b, c],
+    [b, c, a],
+    [c, a, b],
+    [c, b, a],
+    [a, c, b],
+    [b, a, c],
+  ];
+  return orders[round % orders.length];
 }
 
 /** One of figure 1's executions: 5 no-op steps through the engine, a bare workflow of 5 activities, or the floor's. */
@@ -709,15 +715,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
         }
         return rate;
       };
-      const orders: Variant[][] = [
-        ['redrive', 'bare', 'floor'],
-        ['bare', 'floor', 'redrive'],
-        ['floor', 'redrive', 'bare'],
-        ['floor', 'bare', 'redrive'],
-        ['redrive', 'floor', 'bare'],
-        ['bare', 'redrive', 'floor'],
-      ];
-      const order = orders[round % orders.length];
+      const order = everyOrder(['redrive', 'bare', 'floor'] as const, round);
       const rates: Record<string, number> = {};
       for (const variant of order) {
         rates[variant] = await measure(variant);

@@ -27,33 +27,22 @@ export interface FloorWith {
 
 /** Figure 1c's floor: the bare workflow with one Postgres commit per step (bench/bare.ts). */
 export async function floorWorkflow(id: string, steps: number, input: unknown, withParts: FloorWith = {}): Promise<unknown> {
-  const { persist } = proxyActivities<ReturnType<typeof floorActivities>>({
-    startToCloseTimeout: '5 minutes',
-    ...(withParts.heartbeatMs ? { heartbeatTimeout: withParts.heartbeatMs } : {}),
-    retry: {
-      initialInterval: '10ms',
-      backoffCoefficient: 2,
-      maximumInterval: '50ms',
-      ...(withParts.summary ? { nonRetryableErrorTypes: ['PipelineExecutionFailed', 'PipelineDuplicateRun'] } : {}),
-    },
-  });
+  // One proxy per step, as the engine's, only when each step carries its own summary.
+  const persistFor = (step: number) =>
+    proxyActivities<ReturnType<typeof floorActivities>>({
+      startToCloseTimeout: '5 minutes',
+      ...(withParts.heartbeatMs ? { heartbeatTimeout: withParts.heartbeatMs } : {}),
+      retry: {
+        initialInterval: '10ms',
+        backoffCoefficient: 2,
+        maximumInterval: '50ms',
+        ...(withParts.summary ? { nonRetryableErrorTypes: ['PipelineExecutionFailed', 'PipelineDuplicateRun'] } : {}),
+      },
+      ...(withParts.summary ? { summary: `step ${step} noop · LOCAL · transition ${id}:${step}:1` } : {}),
+    }).persist;
+  const shared = persistFor(0);
   const pad = withParts.padBytes ? 'x'.repeat(withParts.padBytes) : undefined;
   let value = input;
-  for (let i = 0; i < steps; i++) {
-    const call = withParts.summary
-      ? proxyActivities<ReturnType<typeof floorActivities>>({
-          startToCloseTimeout: '5 minutes',
-          ...(withParts.heartbeatMs ? { heartbeatTimeout: withParts.heartbeatMs } : {}),
-          retry: {
-            initialInterval: '10ms',
-            backoffCoefficient: 2,
-            maximumInterval: '50ms',
-            nonRetryableErrorTypes: ['PipelineExecutionFailed', 'PipelineDuplicateRun'],
-          },
-          summary: `step ${i} noop · LOCAL · transition ${id}:${i}:1`,
-        }).persist
-      : persist;
-    value = await call(id, i + 1, i === steps - 1, value, pad);
-  }
+  for (let i = 0; i < steps; i++) value = await (withParts.summary ? persistFor(i) : shared)(id, i + 1, i === steps - 1, value, pad);
   return value;
 }
