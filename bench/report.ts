@@ -78,6 +78,13 @@ export function renderTable(results: BenchResults): string {
       `| 4c | The floor: one guarded Postgres write then the raw start, behind a bare \`node:http\` route (p50 / p99 ms: ${fl.latencyMs.p50} / ${fl.latencyMs.p99}); CPU ms | ${s(fl.rate)}/s · node ${c.node} · temporal ${c.temporal} · postgres ${c.postgres} | | floor ÷ start **${s(fl.ratio)}** | report |`,
     );
   }
+  if (f.redriveAlone?.measured) {
+    const r = f.redriveAlone;
+    const c = (x: { node: number; temporal: number; postgres: number }) => `node ${x.node} · temporal ${x.temporal} · postgres ${x.postgres}`;
+    rows.push(
+      `| 4d | Re-drive admissions/s alone: every variant's runs held on a queue no worker polls until its window ends (p50 / p99 ms: ${r.latencyMs.p50} / ${r.latencyMs.p99}; floor ${r.floor.latencyMs.p50} / ${r.floor.latencyMs.p99}); CPU ms per admission | ${s(r.redrive)} · ${c(r.perAdmission.cpuMs.redrive)} | ${s(r.bare)} · ${c(r.perAdmission.cpuMs.bare)} | **${s(r.ratio)}**; floor ÷ start ${s(r.floor.ratio)} (floor CPU ${c(r.floor.cpuMs)}) | ${r.target} |`,
+    );
+  }
   if (f.workerMemory) {
     const m = f.workerMemory;
     rows.push(

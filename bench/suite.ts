@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { PipelineExecutionId, PipelineName, PipelineTenant } from '../src/workflows/search-attributes';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { serve } from '@hono/node-server';
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { createActivities } from '../src/activities/engine-activities';
@@ -121,6 +121,8 @@ interface Bench {
   runBare(steps: number, failTimes?: number): Promise<string>;
   /** figure 1c's floor: a record row, then a bare workflow committing one Postgres row per step */
   runFloor(steps: number): Promise<string>;
+  /** runs a worker of the bench's workflows and activities on `taskQueue` until `until` settles (figure 4d's held runs) */
+  drain(taskQueue: string, until: Promise<void>): Promise<void>;
 }
 
 /** How often the benchmarks' sweepers look for starts that stayed pending. */
@@ -210,6 +212,7 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     ...WORKER_OPTIONS,
   });
   const workerDone = worker.run();
+  let drainBundle: { code: string } | undefined;
 
   let seq = 0;
   const nextId = (label: string) => `${label}-${++seq}`;
@@ -241,6 +244,17 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       const handle = await client.workflow.start('bareWorkflow', { workflowId: nextId('bare'), taskQueue, args: [steps, null, failTimes] });
       await handle.result();
       return handle.workflowId;
+    },
+    async drain(queue, until) {
+      drainBundle ??= await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
+      const drainer = await Worker.create({
+        connection: nativeConnection,
+        taskQueue: queue,
+        workflowBundle: drainBundle,
+        activities: { ...createActivities({ store, effects, registry, log }), ...bareActivities },
+        ...WORKER_OPTIONS,
+      });
+      await drainer.runUntil(until);
     },
     async runFloor(steps) {
       const id = nextId('floor');
@@ -285,7 +299,10 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     if (wanted('bytes')) figures.historyBytes = await measureBytes(bench);
     if (wanted('commit')) figures.stepCommit = await measureCommit(bench);
     if (wanted('roundtrips')) figures.postgresRoundTrips = await measureRoundTrips(bench);
-    if (wanted('redrive')) figures.redriveThroughput = await measureRedrive(bench);
+    if (wanted('redrive')) {
+      figures.redriveThroughput = await measureRedrive(bench, false);
+      figures.redriveAlone = await measureRedrive(bench, true);
+    }
     if (wanted('memory')) figures.workerMemory = await measureMemory(bench);
     if (wanted('dlq')) figures.dlqPublish = await measureDlq(bench);
   } finally {
@@ -574,16 +591,20 @@ async function measureDlq(bench: Bench) {
  * pool of its own, as large as the concurrency (in a deployment the API and the workers are
  * separate processes): on the worker's pool of 10 an admission waited for a connection.
  */
-async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
+async function measureRedrive(ctx: Bench, held: boolean): Promise<Record<string, unknown>> {
   const { options } = ctx;
-  ctx.say(`re-drive throughput: ${options.redriveCount} per variant`);
+  // Held (4d): every variant's runs start on a task queue no worker polls until its window has
+  // ended, so the window holds the admissions alone, not the runs they started executing beside them.
+  const queue = held ? `${ctx.taskQueue}-held` : ctx.taskQueue;
+  const label = held ? 'rh' : 'rd';
+  ctx.say(`re-drive throughput${held ? ', runs held until each window ends' : ''}: ${options.redriveCount} per variant`);
   const concurrency = 16;
   const token = 'bench-admin-token';
   const config = loadConfig({}, { 'pipeline.auth.tokens': [{ sha256: sha256Hex(token), role: 'admin' }] });
   const apiDb = createPgDb(ctx.database.url, { max: concurrency });
   const apiStores = createStores(apiDb);
   const { executions: store, effects } = apiStores;
-  const dispatcher = new Dispatcher(apiDb, ctx.client, ctx.registry, ctx.taskQueue, ctx.log, CALL_TIMEOUT_MS);
+  const dispatcher = new Dispatcher(apiDb, ctx.client, ctx.registry, queue, ctx.log, CALL_TIMEOUT_MS);
   const redrive = new RedriveService(store, effects, apiStores.definitions, ctx.registry, dispatcher, ctx.client, ctx.log);
   const executions = new ExecutionService(store, apiStores.definitions, ctx.registry, dispatcher, ctx.log);
   const checkpoints = new CheckpointPublisher(apiStores.checkpoints, ctx.registry, executions, dispatcher, ctx.log, {
@@ -631,7 +652,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
           response.writeHead(409).end();
           return;
         }
-        await ctx.client.workflow.start('bareWorkflow', { workflowId: `rd-floor-${id}`, taskQueue: ctx.taskQueue, args: [1, null, 0] });
+        await ctx.client.workflow.start('bareWorkflow', { workflowId: `floor-${id}`, taskQueue: queue, args: [1, null, 0] });
         response.writeHead(202).end();
       } catch (err) {
         response.writeHead(500).end(String(err));
@@ -679,7 +700,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   const database = databaseName(ctx.database);
   try {
     for (let round = 0; round < options.runs; round++) {
-      const prefix = `rd-${round}-`;
+      const prefix = `${label}-${round}-`;
       await ctx.database.db.query(
         `INSERT INTO execution_record (tenant_id, execution_id, pipeline, workflow_id, status, version, step_count, current_step_index,
            attempt, failed_step_index, terminal_reason, segment_input)
@@ -702,7 +723,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
             await post(`/floor/${prefix}${i}/redrive`, floorPort);
             floorLatencies.push(performance.now() - t0);
           } else {
-            await ctx.client.workflow.start('bareWorkflow', { workflowId: `rd-bare-${round}-${i}`, taskQueue: ctx.taskQueue, args: [1, null, 0] });
+            await ctx.client.workflow.start('bareWorkflow', { workflowId: `${label}-bare-${round}-${i}`, taskQueue: queue, args: [1, null, 0] });
             bareLatencies.push(performance.now() - t0);
           }
         });
@@ -720,7 +741,8 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
       for (const variant of order) {
         rates[variant] = await measure(variant);
         // Each variant's started runs finish before the other variant is measured, so neither pays for the other's runs.
-        await waitForQuiet(ctx.database, ctx.client, ctx.taskQueue, 'rd-');
+        const quiet = waitForQuiet(ctx.database, ctx.client, queue, `${label}-`);
+        await (held ? ctx.drain(queue, quiet) : quiet);
       }
       redriveRates.push(rates.redrive);
       bareRates.push(rates.bare);
@@ -728,7 +750,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
       floorRates.push(rates.floor);
       floorRatios.push(rates.floor / rates.bare);
       ctx.say(
-        `re-drive ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, floor ${rates.floor.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)} (floor ÷ start ${(rates.floor / rates.bare).toFixed(3)})`,
+        `re-drive${held ? ' (held)' : ''} ${round + 1}/${options.runs}: re-drive ${rates.redrive.toFixed(1)}/s, start ${rates.bare.toFixed(1)}/s, floor ${rates.floor.toFixed(1)}/s, ratio ${(rates.redrive / rates.bare).toFixed(3)} (floor ÷ start ${(rates.floor / rates.bare).toFixed(3)})`,
       );
     }
   } finally {
@@ -745,6 +767,7 @@ async function measureRedrive(ctx: Bench): Promise<Record<string, unknown>> {
   const ms = (values: number[], p: number) => Number(percentile(values, p).toFixed(1));
   return {
     measured: true,
+    held,
     unit: 'admissions/s',
     count,
     concurrency,

@@ -67,6 +67,9 @@ describe('benchmark harness (smoke)', () => {
     expect(results.figures.redriveThroughput.ratio.median).toBeGreaterThan(0);
     // The re-drive's floor (4c) admitted its rows too (a refused write answers 409 and fails the figure).
     expect(results.figures.redriveThroughput.floor.ratio.median).toBeGreaterThan(0);
+    // 4d: the same admissions with their runs held until each window ended, then run to their end by a drain worker.
+    expect(results.figures.redriveAlone).toMatchObject({ measured: true, held: true, count: 2 });
+    expect(results.figures.redriveAlone.floor.ratio.median).toBeGreaterThan(0);
     // One admission's work, counted: the record read and the admission statement, then the one start.
     const admission = results.figures.redriveThroughput.perAdmission;
     expect(admission.postgresStatements).toBeGreaterThan(0);
