@@ -5,7 +5,7 @@
  * the other group and every DLQ envelope alone; a dry run's counts are what the job then
  * does; a canary whose items fail again halts the job, and resume finishes it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
@@ -43,6 +43,47 @@ const pipelines = [
 const REFUSED = 180;
 const TIMEOUT = 120;
 const idsOf = (way: string, count: number) => Array.from({ length: count }, (_, i) => `${way}-${i + 1}`);
+
+/**
+ * What a failed job test prints: the phase it was in, the job as the API shows it, its workflow as
+ * Temporal describes it (pending activities, their attempts and last failures), and the engine's
+ * log lines about it: counts by event, then the warnings and errors.
+ */
+async function reportJob(phase: string, jobId: string | undefined): Promise<void> {
+  const out: string[] = [`phase: ${phase}`];
+  try {
+    if (jobId) {
+      const view = await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`);
+      const body = await view.json();
+      out.push(
+        `job: ${JSON.stringify({ status: body.status, counts: body.counts, dispatch: body.dispatch, heldBack: body.heldBack, haltReason: body.haltReason })}`,
+      );
+      // The counters the job steers by, against the same counts recounted from its items and their records.
+      const recount = await engine.service.jobs.store.recount('acme', jobId);
+      out.push(
+        `recount: ${JSON.stringify({ admitted: recount.admitted, running: recount.running, failedAgain: recount.failedAgain, succeeded: recount.succeeded, remaining: recount.remaining })}`,
+      );
+      const described = await engine.service.client.workflow.getHandle(body.workflowId).describe();
+      out.push(
+        `workflow: ${described.status.name}, history ${described.historyLength} events, pending activities ${JSON.stringify(
+          (described.raw.pendingActivities ?? []).map((a) => ({
+            type: a.activityType?.name,
+            state: a.state,
+            attempt: a.attempt,
+            lastFailure: a.lastFailure?.message,
+          })),
+        )}`,
+      );
+    }
+  } catch (err) {
+    out.push(`could not read the job: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const counts = new Map<string, number>();
+  for (const line of engine.logs) counts.set(line.event, (counts.get(line.event) ?? 0) + 1);
+  out.push(`log events: ${JSON.stringify(Object.fromEntries(counts))}`);
+  for (const line of engine.logs.filter((l) => l.level === 'warn' || l.level === 'error').slice(-30)) out.push(JSON.stringify(line));
+  process.stderr.write(`${out.join('\n')}\n`);
+}
 
 async function json(res: Response, status: number) {
   const body = await res.json();
@@ -205,6 +246,11 @@ describe('bulk re-drive of a failure group', () => {
   });
 
   it('halts when a canary of 5 fails again, says why, and finishes after resume', async () => {
+    // CI once saw this test run out its whole timeout (167 s; 5–12 s as a rule) with no wait's own
+    // message: on a failure it prints which phase it was in and what the job and its workflow were doing.
+    let phase = 'creating the job';
+    const seen: { jobId?: string } = {};
+    onTestFailed(() => reportJob(phase, seen.jobId));
     const created = await json(
       await post('/redrive-jobs', {
         selection: { groupId: timeoutGroup },
@@ -216,6 +262,8 @@ describe('bulk re-drive of a failure group', () => {
       }),
       202,
     );
+    seen.jobId = created.jobId;
+    phase = 'waiting for the canary to halt the job';
     await until(async () => (await job(created.jobId)).status === 'PAUSED', 120_000, 'the canary to halt the job');
     const halted = await job(created.jobId);
     expect(halted.haltReason).toMatch(/^canary of 5: 5 of 5 re-driven items failed again/);
@@ -223,8 +271,10 @@ describe('bulk re-drive of a failure group', () => {
     expect(halted.controlLog.at(-1)).toMatchObject({ action: 'halt', principal: 'system' });
 
     for (const id of idsOf('timeout', TIMEOUT)) healthy.add(id);
+    phase = 'resuming';
     const resumed = await json(await post(`/redrive-jobs/${created.jobId}/resume`, { reason: 'ledger fixed' }), 200);
     expect(resumed).toMatchObject({ status: 'RUNNING', haltReason: null });
+    phase = 'waiting for the resumed job to complete';
     await until(async () => (await job(created.jobId)).status === 'COMPLETED', 120_000, 'the resumed job to complete');
     const done = await job(created.jobId);
     expect(done.counts.admitted + done.counts.skipped).toBe(done.counts.selected);
