@@ -204,11 +204,13 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
   const sweeper = sweeperFor(database.url, client, registry, taskQueue, log);
   const executions = new ExecutionService(store, stores.definitions, registry, dispatcher, log);
   const nativeConnection = await NativeConnection.connect({ address });
+  // One set of activities for the bench's worker and figure 4d's drain workers.
+  const activities = { ...createActivities({ store, effects, registry, log }), ...bareActivities, ...floorActivities(database.db) };
   const worker = await Worker.create({
     connection: nativeConnection,
     taskQueue,
     workflowsPath: WORKFLOWS_PATH,
-    activities: { ...createActivities({ store, effects, registry, log }), ...bareActivities, ...floorActivities(database.db) },
+    activities,
     ...WORKER_OPTIONS,
   });
   const workerDone = worker.run();
@@ -251,7 +253,7 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
         connection: nativeConnection,
         taskQueue: queue,
         workflowBundle: drainBundle,
-        activities: { ...createActivities({ store, effects, registry, log }), ...bareActivities },
+        activities,
         ...WORKER_OPTIONS,
       });
       await drainer.runUntil(until);
