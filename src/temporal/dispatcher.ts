@@ -7,7 +7,7 @@
  * ExecutionStore.begin) and ends quietly.
  */
 import { randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Log } from '../log';
@@ -50,6 +50,9 @@ export class Dispatcher {
   beforeStart?: (tenantId: string, executionId: string, dispatchId: string) => void | Promise<void>;
   private sweeper?: PeriodicTask;
   private readonly rows: DispatchStore;
+  readonly jobPriorityKey: number;
+  /** where a bulk job's runs start (the sweeper's too: the row's spec names the job) */
+  readonly jobTaskQueue: string;
 
   constructor(
     db: Db,
@@ -59,9 +62,11 @@ export class Dispatcher {
     private readonly log: Log,
     /** deadline of the Temporal calls of one start (`pipeline.temporal.call-timeout`) */
     readonly callTimeoutMs = 5000,
-    /** Temporal priority key of the runs a bulk job admits (`pipeline.redrive-job.priority`); others keep the default */
-    readonly jobPriorityKey = 4,
+    /** the runs a bulk job admits: their Temporal priority key (`pipeline.redrive-job.priority`) and task queue (`pipeline.redrive-job.run-task-queue`); others keep the default and `taskQueue` */
+    jobRuns: { priorityKey?: number; taskQueue?: string } = {},
   ) {
+    this.jobPriorityKey = jobRuns.priorityKey ?? 4;
+    this.jobTaskQueue = jobRuns.taskQueue ?? taskQueue;
     this.rows = new DispatchStore(db);
   }
 
@@ -78,7 +83,7 @@ export class Dispatcher {
     const key = { tenantId, executionId, dispatchId };
     const claimed = await this.rows.claim({ ...key, lease: this.lease() });
     if (!claimed) return { dispatch: 'pending', runId: null };
-    const outcome = await this.launch(claimed.record, dispatchId, claimed.spec as DispatchSpec);
+    const outcome = await this.launch(claimed.record, dispatchId, claimed.spec as DispatchSpec, { swept: true });
     // The run's first step marks the row too; a swept start may find a run whose first step already passed.
     if (outcome.runId) await this.rows.markStarted({ ...key, runId: outcome.runId });
     return outcome;
@@ -89,7 +94,7 @@ export class Dispatcher {
    * wrote it so). The run's first step marks the row STARTED. Never throws: on failure the
    * lease is given back and the sweeper retries.
    */
-  async launch(record: ExecutionRecord, dispatchId: string, spec: DispatchSpec): Promise<DispatchOutcome> {
+  async launch(record: ExecutionRecord, dispatchId: string, spec: DispatchSpec, options: { swept?: boolean } = {}): Promise<DispatchOutcome> {
     const { tenantId, executionId } = record;
     try {
       // The run follows the definition the execution is pinned to, never the newest one.
@@ -115,7 +120,11 @@ export class Dispatcher {
       await this.beforeStart?.(tenantId, executionId, dispatchId);
       // A start that cannot finish within the deadline stays pending: the sweeper starts it later.
       const runId = await withCallDeadline(this.client, this.callTimeoutMs, () =>
-        withTraceCarrier(spec.trace, () => this.startRun(record.workflowId, dispatchId, run, spec)),
+        withTraceCarrier(
+          spec.trace,
+          async () =>
+            (options.swept ? await this.runOfDispatch(record.workflowId, dispatchId) : null) ?? this.startRun(record.workflowId, dispatchId, run, spec),
+        ),
       );
       return { dispatch: 'started', runId };
     } catch (err) {
@@ -137,10 +146,10 @@ export class Dispatcher {
     try {
       const handle = await this.client.workflow.start(pipelineWorkflow, {
         workflowId,
-        taskQueue: this.taskQueue,
+        taskQueue: spec.redrive?.jobId ? this.jobTaskQueue : this.taskQueue,
         args: [run],
         memo: { dispatchId },
-        // A bulk job's runs (and their activities, which inherit it) wait behind live work on the shared task queue.
+        // A bulk job's runs (and their activities, which inherit it) wait behind live work on a shared task queue.
         ...(spec.redrive?.jobId ? { priority: { priorityKey: this.jobPriorityKey } } : {}),
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
         workflowIdConflictPolicy: 'FAIL',
@@ -185,6 +194,23 @@ export class Dispatcher {
         return this.startRun(workflowId, dispatchId, run, spec, attempt + 1);
       }
       throw new Error(`workflow ${workflowId} is still running for dispatch ${String(owner)}; the sweeper retries`);
+    }
+  }
+
+  /**
+   * A swept dispatch may already have its run: started by an admission whose first step has not
+   * marked the row yet (a backlog, a queue no worker serves yet), and perhaps closed since (an
+   * operator terminated it). That run is the dispatch's, open or closed: starting another would
+   * undo the operator's terminate (the run-end watch ends the record instead). Null: no run of
+   * this dispatch exists, so it is started.
+   */
+  private async runOfDispatch(workflowId: string, dispatchId: string): Promise<string | null> {
+    try {
+      const description = await this.client.workflow.getHandle(workflowId).describe();
+      return description.memo?.dispatchId === dispatchId ? description.runId : null;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return null;
+      throw err;
     }
   }
 
