@@ -38,6 +38,13 @@ export interface BenchServiceOptions {
    * the pipelines' runs, the jobs' ticks), as a fleet deployment runs them.
    */
   roles?: 'one' | 'split';
+  /**
+   * 'shared' (default): a job's re-driven runs start on the pipelines' task queue and run beside
+   * everything else. 'held': on a task queue of their own (`pipeline.redrive-job.run-task-queue`)
+   * that no process of the bench runs (`pipeline.orchestrator.worker.runs` live) until
+   * `runBulk()` starts a worker process that runs them: a job's admissions measured alone.
+   */
+  jobRuns?: 'shared' | 'held';
 }
 
 export interface BenchService {
@@ -51,6 +58,8 @@ export interface BenchService {
   /** the dev server's pid (absent with a Temporal of the caller's) and the database's name: whose CPU to count */
   temporalPid?: number;
   databaseName: string;
+  /** with `jobRuns` 'held': starts a worker process that runs bulk jobs' runs only; resolves once it serves, to its stop */
+  runBulk(): Promise<() => Promise<void>>;
   stop(): Promise<void>;
 }
 
@@ -80,7 +89,7 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
   const database = options.database ?? (await createTestDatabase());
   let service: Service;
   let worker: ChildProcess | undefined;
-  const settings = {
+  const settings: Record<string, unknown> = {
     'pipeline.store.url': database.url,
     'pipeline.temporal.address': options.temporalAddress ?? devServer!.address,
     'pipeline.temporal.task-queue': `fleet-bench-${randomBytes(4).toString('hex')}`,
@@ -90,6 +99,10 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     'pipeline.server.host': '127.0.0.1',
     ...options.settings,
   };
+  if (options.jobRuns === 'held') {
+    settings['pipeline.redrive-job.run-task-queue'] = `${settings['pipeline.temporal.task-queue']}-bulk`;
+    settings['pipeline.orchestrator.worker.runs'] = 'live';
+  }
   try {
     if (options.roles === 'split') worker = await startRoleWorker({ ...settings, 'pipeline.role': 'worker' }, holdMs);
     const config = loadConfig({}, options.roles === 'split' ? { ...settings, 'pipeline.role': 'api' } : settings);
@@ -128,6 +141,11 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     submit,
     temporalPid: devServer?.pid,
     databaseName: new URL(database.url).pathname.slice(1),
+    async runBulk() {
+      if (options.jobRuns !== 'held') throw new Error("runBulk() needs startBenchService({ jobRuns: 'held' })");
+      const bulk = await startRoleWorker({ ...settings, 'pipeline.role': 'worker', 'pipeline.orchestrator.worker.runs': 'bulk' }, holdMs);
+      return () => stopRoleWorker(bulk);
+    },
     async stop() {
       await service.stop();
       await stopRoleWorker(worker);

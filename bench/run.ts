@@ -13,6 +13,8 @@
  *   npm run bench -- --only jobrate    # a bulk re-drive job's rate as a ceiling: 1,000 items at 10, 50 and 100/s, 3 runs
  *                                      # each (~15 min): achieved ÷ asked and the busiest second; writes
  *                                      # bench/results/job-rate.json and its table (with --job-items/--job-rates/--job-runs: writes nothing)
+ *   npm run bench -- --only jobrate --job-held   # the same with the re-driven runs held on a task queue of their own until
+ *                                      # the job has admitted every item: the job's own path alone (its own block and job-rate-held.json)
  *   npm run bench -- --only fleet --fleet-roles split   # the same with the API and the worker in two processes (its own block)
  *   npm run bench -- --only fleet      # live traffic beside a bulk job: submission p50/p99 idle and under a 50/s job of
  *                                      # 1,000 items, a second job's first admission behind the first's runs; 3 runs (~6 min):
@@ -54,6 +56,7 @@ const { values } = parseArgs({
     'job-items': { type: 'string', default: '1000' },
     'job-rates': { type: 'string', default: '10,50,100' },
     'job-runs': { type: 'string', default: '3' },
+    'job-held': { type: 'boolean', default: false },
     'fleet-items': { type: 'string', default: '1000' },
     'fleet-runs': { type: 'string', default: '3' },
     'fleet-hold-ms': { type: 'string', default: '5000' },
@@ -146,10 +149,19 @@ if (only?.includes('jobrate')) {
     return rate;
   });
   const load = jobRateLoad();
-  const result = await measureJobRate({ items, rates, runs: number('job-runs', values['job-runs']!, 1), log: createLog({ level: 'error' }), say: progress });
+  const held = values['job-held'] === true;
+  const result = await measureJobRate({
+    items,
+    rates,
+    runs: number('job-runs', values['job-runs']!, 1),
+    held,
+    log: createLog({ level: 'error' }),
+    say: progress,
+  });
   const loadEnd = jobRateLoad();
   const table = renderJobRate(result, { date: stamp(), load, loadEnd });
-  record('jobrate', 'job-rate.json', table, { load, loadEnd, ...result }, defaulted('job-items', 'job-rates', 'job-runs'));
+  const [block, file] = held ? ['jobrate-held', 'job-rate-held.json'] : ['jobrate', 'job-rate.json'];
+  record(block, file, table, { load, loadEnd, ...result }, defaulted('job-items', 'job-rates', 'job-runs'));
 }
 
 // Live traffic beside a bulk job, and a second job behind the first's runs: its own dev server and database.

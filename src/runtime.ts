@@ -12,7 +12,7 @@ import type { Worker } from '@temporalio/worker';
 import { createApp } from './api/app';
 import { createHealthApp, createStartingApp } from './api/health';
 import { sha256Hex } from './hash';
-import type { Config, Role } from './config/config';
+import { bulkRunTaskQueue, type Config, type Role } from './config/config';
 import { lockDataDir } from './service/data-dir-lock';
 import { ConfigError } from './errors';
 import type { Log } from './log';
@@ -272,7 +272,10 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
 
   const { executions: store, effects, dlq, definitions, signals } = stores;
   const taskQueue = config['pipeline.temporal.task-queue'];
-  const dispatcher = new Dispatcher(db, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout'], config['pipeline.redrive-job.priority']);
+  // A bulk job's runs: behind live work in Temporal's queue, and on a task queue of their own when one is configured.
+  const jobRuns = { priorityKey: config['pipeline.redrive-job.priority'], taskQueue: bulkRunTaskQueue(config) };
+  const runQueues = [...new Set([taskQueue, jobRuns.taskQueue])];
+  const dispatcher = new Dispatcher(db, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout'], jobRuns);
   const dlqProvider = createDlqProvider(config, log);
   const relay = dlqProvider ? new DlqRelay(dlq, dlqProvider, log) : undefined;
   if (dlqProvider) stack.push(() => dlqProvider.close());
@@ -294,7 +297,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   );
   // Every tenth interval too: a pipeline run Temporal closed without the engine (Terminate, Request
   // Cancellation, a run timeout) ends its record FAILED, to the DLQ (service/run-end-watch.ts).
-  const runWatch = new RunEndWatch(client, taskQueue, store, createRunEnder({ store, effects, registry, log, metrics, definitions }), log, {
+  const runWatch = new RunEndWatch(client, runQueues, store, createRunEnder({ store, effects, registry, log, metrics, definitions }), log, {
     everyMs: config['pipeline.sweeper.interval'] * 10,
     graceMs: config['pipeline.orchestrator.worker.heartbeat-timeout'],
     callTimeoutMs: config['pipeline.temporal.call-timeout'],
@@ -324,6 +327,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   );
   let worker: Worker | undefined;
   let jobWorker: Worker | undefined;
+  let bulkWorker: Worker | undefined;
   let jobDb: Db | undefined;
   const runWorker = options.worker ?? role !== 'api';
   const readiness = new Readiness({ db, client, worker: runWorker ? () => worker : undefined, timeoutMs: config['pipeline.temporal.call-timeout'] });
@@ -364,16 +368,19 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       jobStores.effects,
       jobStores.definitions,
       registry,
-      new Dispatcher(jobStore, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout'], config['pipeline.redrive-job.priority']),
+      new Dispatcher(jobStore, client, registry, taskQueue, log, config['pipeline.temporal.call-timeout'], jobRuns),
       client,
       log,
       metrics,
     );
+    // Which runs this process executes (pipeline.orchestrator.worker.runs): the live queue, the bulk jobs' runs' queue, or both.
+    const runsHere = config['pipeline.orchestrator.worker.runs'];
     const created = await createEngineWorker({
       address,
       connect: connectOptions,
       namespace,
-      taskQueue,
+      taskQueue: runsHere === 'bulk' ? jobRuns.taskQueue : taskQueue,
+      bulkTaskQueue: runsHere === 'all' && jobRuns.taskQueue !== taskQueue ? jobRuns.taskQueue : undefined,
       deps: { store, effects, registry, log, metrics, definitions, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
       jobs: {
         ticks: new RedriveJobTicks(jobStores.jobs, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1, config['pipeline.redrive-job.yield-to-live']),
@@ -393,7 +400,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     });
     worker = created.worker;
     jobWorker = created.jobWorker;
-    const workers = [worker, ...(jobWorker ? [jobWorker] : [])];
+    bulkWorker = created.bulkWorker;
+    const workers = [worker, ...(bulkWorker ? [bulkWorker] : []), ...(jobWorker ? [jobWorker] : [])];
     metrics.observeWorkflowCache(() => workers.map((w) => ({ taskQueue: w.options.taskQueue, cached: w.getStatus().numCachedWorkflows })));
     const runs = workers.map((w) =>
       w.run().catch((err) => {
@@ -463,7 +471,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       stopping = true;
       // Our own dev server's complaints while the worker and the connection go are expected.
       devServer?.expectStop?.();
-      for (const w of [worker, jobWorker]) if (w?.getState() === 'RUNNING') w.shutdown();
+      for (const w of [worker, bulkWorker, jobWorker]) if (w?.getState() === 'RUNNING') w.shutdown();
       await Promise.all([
         drainHttp(server, grace),
         (async () => {

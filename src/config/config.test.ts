@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors';
-import { envName, loadConfig } from './config';
+import { bulkRunTaskQueue, envName, loadConfig } from './config';
 
 describe('loadConfig', () => {
   it('applies the spec defaults', () => {
@@ -67,6 +67,23 @@ describe('loadConfig', () => {
     expect(loadConfig({})['pipeline.redrive-job.yield-to-live']).toBe(false);
     expect(loadConfig({ PIPELINE_REDRIVE_JOB_YIELD_TO_LIVE: 'true' })['pipeline.redrive-job.yield-to-live']).toBe(true);
     expect(() => loadConfig({ PIPELINE_REDRIVE_JOB_YIELD_TO_LIVE: 'sometimes' })).toThrow(/pipeline\.redrive-job\.yield-to-live/);
+    // Bulk jobs' runs: on the pipelines' queue unless given their own; a worker that runs only one kind needs the two apart.
+    expect(bulkRunTaskQueue(loadConfig({}))).toBe('pipeline');
+    expect(loadConfig({})['pipeline.orchestrator.worker.runs']).toBe('all');
+    const apart = { PIPELINE_REDRIVE_JOB_RUN_TASK_QUEUE: 'pipeline-bulk' };
+    expect(bulkRunTaskQueue(loadConfig(apart))).toBe('pipeline-bulk');
+    for (const runs of ['live', 'bulk'])
+      expect(loadConfig({ ...apart, PIPELINE_ORCHESTRATOR_WORKER_RUNS: runs })['pipeline.orchestrator.worker.runs']).toBe(runs);
+    for (const env of [
+      { PIPELINE_ORCHESTRATOR_WORKER_RUNS: 'bulk' },
+      { PIPELINE_ORCHESTRATOR_WORKER_RUNS: 'live', PIPELINE_REDRIVE_JOB_RUN_TASK_QUEUE: 'pipeline' },
+    ])
+      expect(() => loadConfig(env)).toThrow(
+        /pipeline\.orchestrator\.worker\.runs=(bulk|live) needs pipeline\.redrive-job\.run-task-queue set to a task queue other than/,
+      );
+    expect(() => loadConfig({ ...apart, PIPELINE_ORCHESTRATOR_WORKER_RUNS: 'some' })).toThrow(
+      /pipeline\.orchestrator\.worker\.runs must be one of all, live, bulk/,
+    );
     // The worker's workflow cache: the SDK's default when unset; 0 (off) or at least 2, a whole number.
     expect(loadConfig({})['pipeline.orchestrator.worker.max-cached-workflows']).toBeUndefined();
     for (const [text, n] of [

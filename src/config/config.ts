@@ -37,6 +37,7 @@ export const DLQ_PROVIDERS = ['postgres', 'sqs', 'rabbitmq'] as const;
 /** What one process runs: `all` (API + worker + periodic tasks), `api` (HTTP only), `worker` (worker + periodic tasks, health endpoints only). */
 export const ROLES = ['all', 'api', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
+export const WORKER_RUNS = ['all', 'live', 'bulk'] as const;
 
 export const TokenConfig = z.object({
   /** hex SHA-256 of the bearer token; the token itself is never configured */
@@ -98,6 +99,15 @@ export const ConfigSchema = z.object({
    * Unset (default): the SDK's own, from the heap size (about 600 per GiB of heap above 200 MiB;
    * about 2,300 with Node's 4 GiB default). 0 turns the cache off (every workflow task replays).
    */
+  /**
+   * Which runs this worker process executes: `all` (default: the pipelines' task queue and, when it
+   * is another, `pipeline.redrive-job.run-task-queue`), `live` (the pipelines' task queue only) or
+   * `bulk` (the bulk jobs' runs only). `live` and `bulk` need a run task queue of its own. Every
+   * worker serves the jobs' own queue (their workflow and ticks) whatever this says.
+   */
+  'pipeline.orchestrator.worker.runs': z
+    .enum(WORKER_RUNS, { message: `pipeline.orchestrator.worker.runs must be one of ${WORKER_RUNS.join(', ')}` })
+    .default('all'),
   'pipeline.orchestrator.worker.max-cached-workflows': intFromString
     .pipe(
       z
@@ -222,6 +232,13 @@ export const ConfigSchema = z.object({
   'pipeline.redrive-job.yield-to-live': boolFromString.default(false),
   /** Task queue of bulk re-drive jobs' workflow and activities; every worker serves it. Default: pipeline.temporal.task-queue + `-redrive-jobs`. */
   'pipeline.redrive-job.task-queue': z.string().min(1).optional(),
+  /**
+   * Task queue the runs a bulk re-drive job admits start on. Default: the pipelines' own
+   * (`pipeline.temporal.task-queue`). Set it, the same in every process, to give a fleet-sized
+   * job's runs workers of their own (`pipeline.orchestrator.worker.runs`): live runs then never
+   * wait for a slot, a core or a cached run behind them.
+   */
+  'pipeline.redrive-job.run-task-queue': z.string().min(1).optional(),
   /** Temporal frontend address. Absent = TEMPORAL_ADDRESS or the temporal CLI's profile, else the embedded dev server. */
   'pipeline.temporal.address': z.string().optional(),
   /** Temporal namespace. Default: TEMPORAL_NAMESPACE or the profile's, else `default`. */
@@ -357,7 +374,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     });
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
-  return checkServer(checkRetention(checkDlq(result.data)));
+  return checkRunQueues(checkServer(checkRetention(checkDlq(result.data))));
+}
+
+/** The task queue a bulk job's runs start on: its own when configured, else the pipelines'. */
+export function bulkRunTaskQueue(config: Config): string {
+  return config['pipeline.redrive-job.run-task-queue'] ?? config['pipeline.temporal.task-queue'];
+}
+
+function checkRunQueues(config: Config): Config {
+  const runs = config['pipeline.orchestrator.worker.runs'];
+  if (runs !== 'all' && bulkRunTaskQueue(config) === config['pipeline.temporal.task-queue']) {
+    throw new ConfigError(
+      `pipeline.orchestrator.worker.runs=${runs} needs pipeline.redrive-job.run-task-queue set to a task queue other than pipeline.temporal.task-queue (${config['pipeline.temporal.task-queue']}): with one queue, live and bulk runs cannot be told apart`,
+    );
+  }
+  return config;
 }
 
 function checkServer(config: Config): Config {

@@ -18,7 +18,13 @@ interface FakeRun {
   status: number;
 }
 
-function fakeWatch(options: { pages: FakeRun[][]; failPage?: number; describe?: (runId: string) => string | Error; moved?: Set<string>; taskQueue?: string }) {
+function fakeWatch(options: {
+  pages: FakeRun[][];
+  failPage?: number;
+  describe?: (runId: string) => string | Error;
+  moved?: Set<string>;
+  taskQueues?: string[];
+}) {
   const queries: string[] = [];
   const ended: EndedRun[] = [];
   let pageCalls = 0;
@@ -60,7 +66,7 @@ function fakeWatch(options: { pages: FakeRun[][]; failPage?: number; describe?: 
   };
   const watch = new RunEndWatch(
     client,
-    options.taskQueue ?? 'orders',
+    options.taskQueues ?? ['orders'],
     store,
     async (run) => {
       if (options.moved?.has(run.runId)) return 'moved';
@@ -83,7 +89,7 @@ describe('run-end watch', () => {
     await watch.sweepOnce(T0 + 60_000);
     expect(bounds(queries[0])).toEqual([new Date(T0 - FIRST_PASS_LOOKBACK_MS).toISOString(), new Date(T0 - GRACE).toISOString()]);
     expect(bounds(queries[1])).toEqual([new Date(T0 - GRACE - 300_000).toISOString(), new Date(T0 + 60_000 - GRACE).toISOString()]);
-    expect(queries[0]).toContain("WorkflowType = 'pipelineWorkflow' AND TaskQueue = 'orders' AND ExecutionStatus IN ('Terminated', 'Canceled', 'TimedOut')");
+    expect(queries[0]).toContain("WorkflowType = 'pipelineWorkflow' AND (TaskQueue = 'orders') AND ExecutionStatus IN ('Terminated', 'Canceled', 'TimedOut')");
   });
 
   it('follows every page, names each ending, and passes over workflows that are not pipeline runs', async () => {
@@ -133,8 +139,14 @@ describe('run-end watch', () => {
   });
 
   it('quotes the task queue in the query', async () => {
-    const { watch, queries } = fakeWatch({ pages: [[]], taskQueue: "it's\\queue" });
+    const { watch, queries } = fakeWatch({ pages: [[]], taskQueues: ["it's\\queue"] });
     await watch.sweepOnce(T0);
     expect(queries[0]).toContain("TaskQueue = 'it\\'s\\\\queue'");
+  });
+
+  it("lists the bulk jobs' runs too when they have a task queue of their own", async () => {
+    const { watch, queries } = fakeWatch({ pages: [[]], taskQueues: ['orders', 'orders-bulk'] });
+    await watch.sweepOnce(T0);
+    expect(queries[0]).toContain("AND (TaskQueue = 'orders' OR TaskQueue = 'orders-bulk') AND ExecutionStatus");
   });
 });

@@ -78,7 +78,8 @@ export class RunEndWatch {
 
   constructor(
     private readonly client: Client,
-    private readonly taskQueue: string,
+    /** the task queues pipeline runs start on (the pipelines' own, and bulk jobs' runs' when it is another) */
+    private readonly taskQueues: string[],
     private readonly store: Pick<ExecutionStore, 'unfinishedOfRuns'>,
     private readonly endRun: EndRun,
     private readonly log: Log,
@@ -94,7 +95,7 @@ export class RunEndWatch {
     const to = now - this.options.graceMs;
     if (to <= from) return 0;
     const query =
-      `WorkflowType = ${literal(this.options.workflowType ?? 'pipelineWorkflow')} AND TaskQueue = ${literal(this.taskQueue)}` +
+      `WorkflowType = ${literal(this.options.workflowType ?? 'pipelineWorkflow')} AND (${this.taskQueues.map((queue) => `TaskQueue = ${literal(queue)}`).join(' OR ')})` +
       ` AND ExecutionStatus IN ('Terminated', 'Canceled', 'TimedOut')` +
       ` AND CloseTime > '${new Date(from).toISOString()}' AND CloseTime <= '${new Date(to).toISOString()}'`;
     let ended = 0;

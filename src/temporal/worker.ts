@@ -30,6 +30,8 @@ export interface EngineWorkerOptions {
   connect?: TemporalConnectOptions;
   namespace: string;
   taskQueue: string;
+  /** a second task queue of runs this worker also executes (`pipeline.redrive-job.run-task-queue`, when it is its own) */
+  bulkTaskQueue?: string;
   deps: EngineDeps;
   /** bulk re-drive jobs: a second worker on their own task queue (absent: jobs wait for a worker that has them) */
   jobs?: { ticks: RedriveJobTicks; taskQueue: string };
@@ -55,7 +57,9 @@ export function workflowCacheOptions(maxCached: number | undefined): Partial<Wor
 /** Activity tasks of bulk jobs one worker runs at once (each admits up to the jobs' pool size in parallel). */
 const JOB_ACTIVITY_SLOTS = 4;
 
-export async function createEngineWorker(options: EngineWorkerOptions): Promise<{ worker: Worker; jobWorker?: Worker; connection: NativeConnection }> {
+export async function createEngineWorker(
+  options: EngineWorkerOptions,
+): Promise<{ worker: Worker; bulkWorker?: Worker; jobWorker?: Worker; connection: NativeConnection }> {
   const connection = await connectNative(options.connect ?? { address: options.address });
   const jobActivities = options.jobs ? createRedriveJobActivities(options.jobs.ticks) : {};
   const worker = await Worker.create({
@@ -67,6 +71,17 @@ export async function createEngineWorker(options: EngineWorkerOptions): Promise<
     activities: { ...createActivities(options.deps), ...jobActivities },
     ...options.worker,
   });
+  // Bulk jobs' runs on a queue of their own: the same workflows and activities, their own slots.
+  const bulkWorker = options.bulkTaskQueue
+    ? await Worker.create({
+        connection,
+        namespace: options.namespace,
+        taskQueue: options.bulkTaskQueue,
+        ...(options.worker?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
+        activities: createActivities(options.deps),
+        ...options.worker,
+      })
+    : undefined;
   const jobWorker = options.jobs
     ? await Worker.create({
         connection,
@@ -78,5 +93,5 @@ export async function createEngineWorker(options: EngineWorkerOptions): Promise<
         maxConcurrentActivityTaskExecutions: JOB_ACTIVITY_SLOTS,
       })
     : undefined;
-  return { worker, jobWorker, connection };
+  return { worker, bulkWorker, jobWorker, connection };
 }

@@ -33,6 +33,14 @@ describe('fleet figures harness (smoke)', () => {
     expect(table).toContain('load average (1 / 5 / 15 min) 0 at the start and 0 at the end');
   });
 
+  it('jobrate, runs held: admits every item with none of its runs started, then drains them to SUCCEEDED', async () => {
+    // measureJobRate throws if a run left QUEUED before the last admission, or if a drained run did not succeed.
+    const result = await measureJobRate({ items: 4, rates: [50], runs: 1, held: true, log, say, temporalAddress: inject('temporalAddress') });
+    expect(result.held).toBe(true);
+    expect(result.rates[0].perRun.map((run) => run.admitted)).toEqual([4]);
+    expect(renderJobRate(result, meta)).toContain('admissions only (the runs held)');
+  });
+
   it('fleet, split roles: submissions idle and under a job, and a second job admitted behind the first one, the runs in a worker process of their own', async () => {
     const result = await measureFleet({
       items: 10,

@@ -320,7 +320,7 @@ describe('Terminate and Request Cancellation on a pipeline run', () => {
     const before = { q2: await record('queued-2'), q3: await record('queued-3') };
     const s = engine.service;
     const log = createLog({ level: 'silent' });
-    const watch = new RunEndWatch(s.client, taskQueue, s.store, createRunEnder({ store: s.store, effects: engine.effects, registry: s.registry, log }), log, {
+    const watch = new RunEndWatch(s.client, [taskQueue], s.store, createRunEnder({ store: s.store, effects: engine.effects, registry: s.registry, log }), log, {
       everyMs: 0,
       graceMs: 0,
       callTimeoutMs: scaled(10_000),
