@@ -14,6 +14,7 @@ import type { Log } from '../log';
 import { PeriodicTask } from '../periodic-task';
 import { TemporalCallTimeoutError, withCallDeadline } from './call-deadline';
 import type { PipelineRegistry } from '../pipeline/registry';
+import type { VersionedPipeline } from '../pipeline/define';
 import type { Db } from '../store/db';
 import { DispatchStore } from '../store/dispatch-store';
 import type { DispatchLease, ExecutionRecord } from '../store/execution-store';
@@ -50,6 +51,8 @@ export class Dispatcher {
   beforeStart?: (tenantId: string, executionId: string, dispatchId: string) => void | Promise<void>;
   private sweeper?: PeriodicTask;
   private readonly rows: DispatchStore;
+  /** Each registered definition's compact plan, built once: the same for every run of it (the registry's settings are fixed). */
+  private readonly plans = new WeakMap<VersionedPipeline, ReturnType<typeof compactPlan>>();
   readonly jobPriorityKey: number;
   /** where a bulk job's runs start (the sweeper's too: the row's spec names the job) */
   readonly jobTaskQueue: string;
@@ -109,7 +112,7 @@ export class Dispatcher {
         pipeline: record.pipeline,
         pipelineVersion: definition.version,
         correlationId: record.correlationId,
-        ...compactPlan(this.registry.plan(definition)),
+        ...this.planOf(definition),
         resumeStepIndex: record.currentStepIndex,
         resumeAttempt: record.attempt,
         input: record.segmentInput,
@@ -195,6 +198,12 @@ export class Dispatcher {
       }
       throw new Error(`workflow ${workflowId} is still running for dispatch ${String(owner)}; the sweeper retries`);
     }
+  }
+
+  private planOf(definition: VersionedPipeline): ReturnType<typeof compactPlan> {
+    let plan = this.plans.get(definition);
+    if (!plan) this.plans.set(definition, (plan = compactPlan(this.registry.plan(definition))));
+    return plan;
   }
 
   /**
