@@ -26,6 +26,12 @@ import type { RedriveService } from './redrive';
 
 /** A tick that is behind its pace keeps admitting what falls due for up to this long, instead of handing back to the workflow for each batch. */
 const TICK_BUDGET_MS = 5000;
+/**
+ * Items a tick reads at once, per lane. Between two reads it waits for the slowest admission of
+ * the batch and reads the job and its counts again; with one item per lane that pause cost a
+ * 100/s job about 8 % of its rate (the jobrate benchmark with its runs held: 92/s).
+ */
+const ITEMS_PER_LANE = 4;
 /** Admissions of one item that fail for a reason other than a refusal, before it is skipped as ADMISSION_FAILED. */
 export const MAX_ADMISSION_ATTEMPTS = 5;
 /** The skip code of an item whose admission kept failing. */
@@ -89,8 +95,9 @@ export class RedriveJobTicks {
 
   /**
    * Admits up to `max` due items in selection order, never more than `batchSize` runs in
-   * flight, and only while the job is RUNNING (read again after every few dozen items, so
-   * a pause stops a tick within one batch). Given the job's `pace`, a tick that is behind
+   * flight, and only while the job is RUNNING (the admission statement's gate refuses a job
+   * that is not, so a pause stops the tick at its next admission; the job is read again after
+   * each batch of a few dozen items). Given the job's `pace`, a tick that is behind
    * keeps admitting what falls due (at most `pace.cap` items, for about 5 s) rather than
    * returning for every batch. Given `yielding` (a job yielding to live traffic), the rate is
    * the lower of the asked one and the rate it allows itself now, which is written to the job
@@ -129,12 +136,14 @@ export class RedriveJobTicks {
     const deadline = startedAt + Math.max(budgetMs, interval);
     let outOfTime = false;
     while (budget > 0 && job.status === 'RUNNING' && !unavailable && !outOfTime) {
-      const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, this.lanes);
+      const room = Math.min(budget, job.batchSize - counts.running, counts.remaining, this.lanes * ITEMS_PER_LANE);
       if (room <= 0) break;
       const items = await this.store.nextItems(tenantId, jobId, room);
       if (items.length === 0) break;
       const current = job;
       await eachLimited(items, this.lanes, async (item) => {
+        // Another lane found the tick over (its deadline, the job paused, an outage): the rest stay SELECTED for the next.
+        if (outOfTime || unavailable) return;
         if (Math.max(nextAt, Date.now()) > deadline) {
           outOfTime = true; // not this tick's: it stays SELECTED for the next
           return;
