@@ -62,13 +62,14 @@ export async function createEngineWorker(
 ): Promise<{ worker: Worker; bulkWorker?: Worker; jobWorker?: Worker; connection: NativeConnection }> {
   const connection = await connectNative(options.connect ?? { address: options.address });
   const jobActivities = options.jobs ? createRedriveJobActivities(options.jobs.ticks) : {};
+  const runActivities = createActivities(options.deps);
   const worker = await Worker.create({
     connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.worker?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
     // Jobs started before they had their own task queue still schedule their activities here.
-    activities: { ...createActivities(options.deps), ...jobActivities },
+    activities: { ...runActivities, ...jobActivities },
     ...options.worker,
   });
   // Bulk jobs' runs on a queue of their own: the same workflows and activities, their own slots.
@@ -78,7 +79,7 @@ export async function createEngineWorker(
         namespace: options.namespace,
         taskQueue: options.bulkTaskQueue,
         ...(options.worker?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
-        activities: createActivities(options.deps),
+        activities: runActivities,
         ...options.worker,
       })
     : undefined;
