@@ -284,7 +284,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const retention = new Retention(db, retentionPolicy(config), log, metrics, config['pipeline.retention.interval']);
   const redrive = new RedriveService(store, effects, definitions, registry, dispatcher, client, log, metrics);
   const jobTaskQueue = config['pipeline.redrive-job.task-queue'] ?? `${taskQueue}-redrive-jobs`;
-  const jobs = new RedriveJobs(stores.jobs, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout']);
+  const jobs = new RedriveJobs(stores.jobs, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout'], jobRuns.taskQueue);
   // Starts the bulk re-drive jobs whose start was lost, on the execution sweeper's interval; every tenth
   // interval it also fails the jobs whose workflow was terminated in Temporal (service/redrive-job-watch.ts).
   const jobWatch = new RedriveJobWatch(

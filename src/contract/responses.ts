@@ -419,7 +419,7 @@ export const RedriveJobViewSchema = z
     etaSeconds: z.number().nullable(),
     heldBack: z.string().nullable().meta({
       description:
-        'why a RUNNING job admits nothing now, or below its asked rate, e.g. "waiting for room: 50 re-driven runs still running (batchSize 50)" or "yielding to live traffic: at most 12.5/s of the 50/s asked: …"',
+        'why a RUNNING job admits nothing now, or below its asked rate, e.g. "no worker polls task queue pipeline-bulk, where its 50 re-driven runs wait: start one with pipeline.orchestrator.worker.runs=bulk or all" (a single job\'s read asks Temporal; a list does not), "waiting for room: 50 re-driven runs still running (batchSize 50)" or "yielding to live traffic: at most 12.5/s of the 50/s asked: …"',
     }),
     controlLog: z.array(JobControlEntrySchema),
   })

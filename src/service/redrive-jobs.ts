@@ -14,6 +14,7 @@ import { JobFinishedError, JobNotFoundError, SelectionError, ValidationError } f
 import type { Log } from '../log';
 import type { JobCounts, RedriveJob, RedriveJobStatus, RedriveJobStore, Selection } from '../store/redrive-job-store';
 import { withCallDeadline } from '../temporal/call-deadline';
+import { TaskQueuePollers } from '../temporal/task-queue-pollers';
 import { redriveJobWake, redriveJobWorkflow } from '../workflows/redrive-job-workflow';
 import { PipelineRedriveJob, PipelineTenant } from '../workflows/search-attributes';
 import { yieldingText } from '../workflows/redrive-job-details';
@@ -42,7 +43,21 @@ export class RedriveJobs {
     private readonly log: Log,
     /** deadline of each Temporal call made while answering a request */
     private readonly callTimeoutMs = 5000,
-  ) {}
+    /** the task queue a job's re-driven runs start on (pipeline.redrive-job.run-task-queue, else the pipelines' own) */
+    private readonly runTaskQueue?: string,
+  ) {
+    this.pollers = new TaskQueuePollers(client, callTimeoutMs);
+  }
+
+  private readonly pollers: TaskQueuePollers;
+
+  /** The queues a RUNNING job depends on that no worker polls: its own, and its runs' while it has runs in flight (unknown counts as polled). */
+  private async unpolled(job: RedriveJob, counts: JobCounts): Promise<Unpolled> {
+    if (job.status !== 'RUNNING') return {};
+    const runs = this.runTaskQueue && counts.running > 0 ? this.runTaskQueue : undefined;
+    const [jobPolled, runsPolled] = await Promise.all([this.pollers.polled(this.taskQueue), runs ? this.pollers.polled(runs) : null]);
+    return { ...(jobPolled === false ? { jobQueue: this.taskQueue } : {}), ...(runs && runsPolled === false ? { runQueue: runs } : {}) };
+  }
 
   /** The selection's items now; a canary that is not smaller than it is refused (it would make the whole job its canary). */
   private async select(tenantId: string, body: RedriveJobRequest): Promise<Selection> {
@@ -186,7 +201,8 @@ export class RedriveJobs {
   async get(tenantId: string, jobId: string): Promise<JobView> {
     const job = await this.store.get(tenantId, jobId);
     if (!job) throw new JobNotFoundError(jobId);
-    return jobView(job, await this.store.counts(tenantId, jobId));
+    const counts = await this.store.counts(tenantId, jobId);
+    return jobView(job, counts, await this.unpolled(job, counts));
   }
 
   async list(tenantId: string, options: { limit: number; after?: { createdAt: string; jobId: string } }) {
@@ -271,7 +287,15 @@ function describeSelection(selection: RedriveJobRequest['selection']): string {
 export type JobView = z.output<typeof RedriveJobViewSchema>;
 
 /** The API's view of a job: the row, where its items stand, the achieved rate and an ETA (typed by its schema, so the two cannot drift). */
-export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, counts: JobCounts): JobView {
+/** Task queues no worker polls (Temporal's answer; a single job's view asks, a list does not). */
+export interface Unpolled {
+  /** the jobs' own queue: the job's workflow does not tick */
+  jobQueue?: string;
+  /** where its re-driven runs wait */
+  runQueue?: string;
+}
+
+export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, counts: JobCounts, unpolled: Unpolled = {}): JobView {
   const job = { ...parseJob(stored), dispatch: stored.dispatch };
   const processed = counts.admitted + counts.skipped;
   const spanSeconds = counts.firstProcessedAt && counts.lastProcessedAt ? (Date.parse(counts.lastProcessedAt) - Date.parse(counts.firstProcessedAt)) / 1000 : 0;
@@ -315,12 +339,15 @@ export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, cou
     },
     rate: { asked: job.ratePerSecond, achieved, current },
     etaSeconds: job.status === 'RUNNING' ? round(counts.remaining / pace) : job.status === 'PAUSED' ? null : 0,
-    heldBack:
-      job.status === 'RUNNING' && counts.remaining > 0 && counts.running >= job.batchSize
-        ? `waiting for room: ${counts.running} re-driven runs still running (batchSize ${job.batchSize})`
-        : job.status === 'RUNNING' && counts.remaining > 0 && job.yielding
-          ? `yielding to live traffic: ${yieldingText(job.ratePerSecond, job.yielding)}`
-          : null,
+    heldBack: unpolled.jobQueue
+      ? `no worker polls task queue ${unpolled.jobQueue}, where the job's workflow runs: it admits nothing until a worker serves it (pipeline.redrive-job.task-queue)`
+      : unpolled.runQueue
+        ? `no worker polls task queue ${unpolled.runQueue}, where its ${counts.running} re-driven runs wait: start one with pipeline.orchestrator.worker.runs=bulk or all`
+        : job.status === 'RUNNING' && counts.remaining > 0 && counts.running >= job.batchSize
+          ? `waiting for room: ${counts.running} re-driven runs still running (batchSize ${job.batchSize})`
+          : job.status === 'RUNNING' && counts.remaining > 0 && job.yielding
+            ? `yielding to live traffic: ${yieldingText(job.ratePerSecond, job.yielding)}`
+            : null,
     controlLog: job.controlLog,
   };
 }

@@ -3,7 +3,7 @@
  * the real dev server and Postgres. The engine here runs live runs only
  * (`pipeline.orchestrator.worker.runs` live): a job's re-driven runs start on the bulk queue and
  * none of their steps runs while no worker serves it, while a live execution submitted meanwhile
- * succeeds. A run terminated there before its first step is ended by the run-end watch, not
+ * succeeds; the job, held back by its batchSize, says that no worker polls that queue. A run terminated there before its first step is ended by the run-end watch, not
  * started again by the dispatch sweeper (its row is still unmarked: the first step marks it). Then a second process
  * composition that runs bulk runs only (on the same store and Temporal) runs each of them: every
  * re-driven step exactly once more, counted per execution, one audit row each.
@@ -27,7 +27,9 @@ const healthy = new Set<string>();
 /** every charge call, per execution: a re-drive is one more */
 const calls = new Map<string, number>();
 const IDS = Array.from({ length: 6 }, (_, i) => `bq-${i + 1}`);
-const TERMINATED = 'bq-6';
+const TERMINATED = 'bq-1';
+/** the job's in-flight bound: the first four are admitted, the rest wait for room */
+const BATCH = 4;
 
 const pipelines = [
   definePipeline({
@@ -83,14 +85,21 @@ describe("a bulk job's runs on a task queue of their own", () => {
       for (const id of IDS) healthy.add(id);
       const created = await json(
         await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
-          body: { selection: { executionIds: IDS }, reason: 'processor back', allowFailed: true, ratePerSecond: 50, batchSize: 10 },
+          body: { selection: { executionIds: IDS }, reason: 'processor back', allowFailed: true, ratePerSecond: 50, batchSize: BATCH },
         }),
         202,
       );
-      await until(async () => (await job(created.jobId)).counts.admitted === IDS.length, 120_000, 'the job to admit every item');
+      await until(async () => (await job(created.jobId)).counts.admitted === BATCH, 120_000, 'the job to admit a batch');
+      // Held back by its batchSize, the job says why its runs do not end: no worker polls their queue (Temporal's answer).
+      await until(async () => /^no worker polls/.test((await job(created.jobId)).heldBack ?? ''), 60_000, 'the job to say no worker polls its runs');
+      expect(await job(created.jobId)).toMatchObject({
+        status: 'RUNNING',
+        counts: { admitted: BATCH, running: BATCH, remaining: IDS.length - BATCH },
+        heldBack: `no worker polls task queue ${bulkQueue}, where its ${BATCH} re-driven runs wait: start one with pipeline.orchestrator.worker.runs=bulk or all`,
+      });
 
       // Every re-driven run is on the bulk queue, still open, and none of their steps has run: no worker here serves that queue.
-      for (const id of IDS) {
+      for (const id of IDS.slice(0, BATCH)) {
         const run = await describeRun(id);
         expect([id, run.taskQueue, run.status.name]).toEqual([id, bulkQueue, 'RUNNING']);
       }
