@@ -19,6 +19,14 @@ function interruptedDuringStartUp(signal: NodeJS.Signals): void {
   process.stderr.write(`\n  Stopped (${signal}) during start-up.\n`, () => process.exit(signal === 'SIGINT' ? 130 : 143));
 }
 
+/**
+ * The launcher's pid, read before anything else: `npm start` runs tsx, which runs this. Read once
+ * the service is up instead, a launcher killed (-9) in the moment between the service's
+ * `service_started` line and that read would already be gone, the read would find init, and
+ * the service would live on as an orphan holding its ports and its dev server.
+ */
+const launcher = process.ppid;
+
 process.once('SIGINT', interruptedDuringStartUp);
 process.once('SIGTERM', interruptedDuringStartUp);
 // Not a static import: those would load the whole service before the handlers above exist.
@@ -26,6 +34,6 @@ const { runService } = await import('./service-main');
 runService(() => {
   process.off('SIGINT', interruptedDuringStartUp);
   process.off('SIGTERM', interruptedDuringStartUp);
-});
+}, launcher);
 
 export {};

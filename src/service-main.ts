@@ -15,7 +15,7 @@ import { resolve } from 'node:path';
 
 const log = createLog();
 
-async function main(started: () => void): Promise<void> {
+async function main(started: () => void, launcher: number): Promise<void> {
   const config = loadConfig();
   // One service per embedded data dir: checked before any port, so a second start names the first.
   if (!config['pipeline.store.url'] || !config['pipeline.temporal.address']) assertDataDirFree(resolve(config['pipeline.data-dir']));
@@ -84,14 +84,19 @@ async function main(started: () => void): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // Started by a launcher (`npm start` runs tsx, which runs this): if the launcher is killed (-9),
-  // stop with it instead of living on as an orphan that holds the ports and the dev server.
-  const launcher = process.ppid;
+  // stop with it instead of living on as an orphan that holds the ports and the dev server. Its
+  // pid was read when the process began (main.ts), so a launcher that died during start-up, or
+  // in the moment since the line above, is seen gone at the first check.
   if (launcher > 1) setInterval(() => process.ppid !== launcher && void stop('LAUNCHER_EXITED'), 1000).unref();
 }
 
-/** Starts the service; `started` is called when it is up, before its own stop handlers are installed. */
-export function runService(started: () => void): void {
-  main(started).catch((err) => {
+/**
+ * Starts the service; `started` is called when it is up, before its own stop handlers are
+ * installed. `launcher`: the parent's pid as read when the process began (the service stops
+ * once its parent is no longer that process).
+ */
+export function runService(started: () => void, launcher = process.ppid): void {
+  main(started, launcher).catch((err) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`pipeline-orchestrator: ${err.message}\n`);
       process.exit(2);

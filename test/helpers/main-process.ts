@@ -1,8 +1,9 @@
 /**
  * `src/main.ts` run as `npm start` runs it, in its own process, on the embedded default: a
  * fresh data dir and every port 0 (the service binds free ones and names them in its
- * `service_started` line). Call `cleanUpMainProcesses()` in afterAll: it SIGKILLs what is
- * still running and removes the data dirs.
+ * `service_started` line). Each runs in a process group of its own; call
+ * `cleanUpMainProcesses()` in afterAll: it SIGKILLs every such group (a launcher's service too,
+ * should a test have left one orphaned) and removes the data dirs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,7 +16,13 @@ const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
 export function cleanUpMainProcesses(): void {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0)) {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // the group is gone
+    }
+  }
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
@@ -45,8 +52,8 @@ function freshEnv(): Record<string, string> {
 export function startMain(env: Record<string, string>, command: 'node' | 'tsx' = 'node') {
   const child =
     command === 'node'
-      ? spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn(join('node_modules', '.bin', 'tsx'), ['src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      ? spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+      : spawn(join('node_modules', '.bin', 'tsx'), ['src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(child);
   const output = { stdout: '', stderr: '' };
   child.stdout!.on('data', (chunk) => (output.stdout += chunk));
