@@ -286,7 +286,6 @@ function describeSelection(selection: RedriveJobRequest['selection']): string {
 /** What the API answers for a job: the contract's schema (src/contract/responses.ts) is its one definition. */
 export type JobView = z.output<typeof RedriveJobViewSchema>;
 
-/** The API's view of a job: the row, where its items stand, the achieved rate and an ETA (typed by its schema, so the two cannot drift). */
 /** Task queues no worker polls (Temporal's answer; a single job's view asks, a list does not). */
 export interface Unpolled {
   /** the jobs' own queue: the job's workflow does not tick */
@@ -294,6 +293,8 @@ export interface Unpolled {
   /** where its re-driven runs wait */
   runQueue?: string;
 }
+
+/** The API's view of a job: the row, where its items stand, the achieved rate and an ETA (typed by its schema, so the two cannot drift). */
 
 export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, counts: JobCounts, unpolled: Unpolled = {}): JobView {
   const job = { ...parseJob(stored), dispatch: stored.dispatch };
@@ -340,7 +341,7 @@ export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, cou
     rate: { asked: job.ratePerSecond, achieved, current },
     etaSeconds: job.status === 'RUNNING' ? round(counts.remaining / pace) : job.status === 'PAUSED' ? null : 0,
     heldBack: unpolled.jobQueue
-      ? `no worker polls task queue ${unpolled.jobQueue}, where the job's workflow runs: it admits nothing until a worker serves it (pipeline.redrive-job.task-queue)`
+      ? `no worker polls task queue ${unpolled.jobQueue}, where the job's workflow runs: it admits nothing until a worker process (pipeline.role worker or all) runs with pipeline.redrive-job.task-queue ${unpolled.jobQueue}`
       : unpolled.runQueue
         ? `no worker polls task queue ${unpolled.runQueue}, where its ${counts.running} re-driven runs wait: start one with pipeline.orchestrator.worker.runs=bulk or all`
         : job.status === 'RUNNING' && counts.remaining > 0 && counts.running >= job.batchSize

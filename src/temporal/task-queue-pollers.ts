@@ -3,9 +3,9 @@
  * tasks). A bulk job's view uses it to say why the job stands still when no worker serves its
  * own queue or the queue its re-driven runs wait on (`heldBack`).
  *
- * A read never waits on Temporal for long: an answer not back within `waitMs` is "unknown"
- * (null) for this read, and the call goes on in the background (within the call deadline) so
- * the next read has it. Answers are kept for `ttlMs` per queue. Temporal lists a worker that
+ * A read never waits on Temporal for long: the read that asks waits at most `waitMs`, else its
+ * answer is "unknown" (null) and the call goes on in the background (within the call deadline)
+ * so a later read has it; reads while a call is out get the last answer without waiting. Answers are kept for `ttlMs` per queue. Temporal lists a worker that
  * stopped polling for a few minutes more, so "no pollers" is only ever said of a queue that
  * no worker has served for that long, never of one whose worker just restarted.
  */
@@ -37,8 +37,8 @@ export class TaskQueuePollers {
   /** true: a worker polls it; false: none does; null: Temporal did not say in time. */
   async polled(taskQueue: string): Promise<boolean | null> {
     const seen = this.seen.get(taskQueue);
-    if (seen && !seen.call && Date.now() - seen.at < this.ttlMs) return seen.polled;
-    const call = seen?.call ?? this.ask(taskQueue);
+    if (seen && (seen.call || Date.now() - seen.at < this.ttlMs)) return seen.polled;
+    const call = this.ask(taskQueue);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<null>((resolve) => {
       timer = setTimeout(() => resolve(null), this.waitMs);
