@@ -41,6 +41,12 @@ const TICK_BUDGET_MS = 10_000;
  * its rate (the jobrate benchmark with its runs held: 94/s).
  */
 const ITEMS_PER_LANE = 4;
+/**
+ * A tick that paces reads the items falling due within this long, not only those due now: they
+ * wait for their slot in a lane (the slots hold the rate). Read only as they fall due, a job near
+ * its pace read one or two items at a time, three statements per admission at 100/s.
+ */
+const LOOKAHEAD_MS = 250;
 /** Admissions of one item that fail for a reason other than a refusal, before it is skipped as ADMISSION_FAILED. */
 export const MAX_ADMISSION_ATTEMPTS = 5;
 /** The skip code of an item whose admission kept failing. */
@@ -163,7 +169,7 @@ export class RedriveJobTicks {
       const due =
         firstRead || !pace || Date.now() - startedAt >= budgetMs
           ? max - taken - queue.length
-          : Math.min(dueItems(pace, rate, processed, Date.now()), pace.cap - (processed - processedAtStart)) - pending;
+          : Math.min(dueItems(pace, rate, processed, Date.now() + LOOKAHEAD_MS), pace.cap - (processed - processedAtStart)) - pending;
       firstRead = false;
       const room = Math.min(due, job.batchSize - counts.running - pending, counts.remaining - pending, this.lanes * ITEMS_PER_LANE - queue.length);
       if (room <= 0) return false;
