@@ -416,7 +416,10 @@ export const RedriveJobViewSchema = z
         description: 'the rate the job allows itself now: below `asked` while it yields to live traffic (pipeline.redrive-job.yield-to-live), else `asked`',
       }),
     }),
-    etaSeconds: z.number().nullable(),
+    etaSeconds: z.number().nullable().meta({
+      description:
+        'seconds until the last item is processed at the current rate; null while PAUSED, and while no worker polls a task queue the job needs (`heldBack` says which); 0 once it ended',
+    }),
     heldBack: z.string().nullable().meta({
       description:
         'why a RUNNING job admits nothing now, or below its asked rate, e.g. "no worker polls task queue pipeline-bulk, where its 50 re-driven runs wait: start one with pipeline.orchestrator.worker.runs=bulk or all" (a single job\'s read asks Temporal; a list does not), "waiting for room: 50 re-driven runs still running (batchSize 50)" or "yielding to live traffic: at most 12.5/s of the 50/s asked: …"',

@@ -339,7 +339,8 @@ export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, cou
       running: counts.running,
     },
     rate: { asked: job.ratePerSecond, achieved, current },
-    etaSeconds: job.status === 'RUNNING' ? round(counts.remaining / pace) : job.status === 'PAUSED' ? null : 0,
+    // No ETA while no worker serves a queue it needs: nothing moves until one does.
+    etaSeconds: unpolled.jobQueue || unpolled.runQueue ? null : job.status === 'RUNNING' ? round(counts.remaining / pace) : job.status === 'PAUSED' ? null : 0,
     heldBack: unpolled.jobQueue
       ? `no worker polls task queue ${unpolled.jobQueue}, where the job's workflow runs: it admits nothing until a worker process (pipeline.role worker or all) runs with pipeline.redrive-job.task-queue ${unpolled.jobQueue}`
       : unpolled.runQueue

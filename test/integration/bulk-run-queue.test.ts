@@ -95,6 +95,7 @@ describe("a bulk job's runs on a task queue of their own", () => {
       expect(await job(created.jobId)).toMatchObject({
         status: 'RUNNING',
         counts: { admitted: BATCH, running: BATCH, remaining: IDS.length - BATCH },
+        etaSeconds: null,
         heldBack: `no worker polls task queue ${bulkQueue}, where its ${BATCH} re-driven runs wait: start one with pipeline.orchestrator.worker.runs=bulk or all`,
       });
 
