@@ -35,6 +35,7 @@ import { connectClient, temporalConnectOptions, type TemporalConnectOptions } fr
 import { connectWaiting } from './temporal/connect-wait';
 import { startDevServer, type DevServer } from './temporal/dev-server';
 import { Dispatcher } from './temporal/dispatcher';
+import { TaskQueuePollers } from './temporal/task-queue-pollers';
 import { installSdkLogging } from './temporal/sdk-logging';
 import { createEngineWorker, workflowCacheOptions } from './temporal/worker';
 import { ALL_SEARCH_ATTRIBUTES } from './workflows/search-attributes';
@@ -284,7 +285,11 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const retention = new Retention(db, retentionPolicy(config), log, metrics, config['pipeline.retention.interval']);
   const redrive = new RedriveService(store, effects, definitions, registry, dispatcher, client, log, metrics);
   const jobTaskQueue = config['pipeline.redrive-job.task-queue'] ?? `${taskQueue}-redrive-jobs`;
-  const jobs = new RedriveJobs(stores.jobs, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout'], jobRuns.taskQueue);
+  const pollers = new TaskQueuePollers(client, config['pipeline.temporal.call-timeout']);
+  const jobs = new RedriveJobs(stores.jobs, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout'], {
+    pollers,
+    runTaskQueue: jobRuns.taskQueue,
+  });
   // Starts the bulk re-drive jobs whose start was lost, on the execution sweeper's interval; every tenth
   // interval it also fails the jobs whose workflow was terminated in Temporal (service/redrive-job-watch.ts).
   const jobWatch = new RedriveJobWatch(
@@ -485,6 +490,8 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
         })(),
         workerDone,
       ]);
+      // A job's read may have left a DescribeTaskQueue out (it waits at most 300 ms for it): it ends by its deadline.
+      await pollers.settled();
       await connection.close();
       await devServer?.stop();
       await db.close();

@@ -14,7 +14,7 @@ import { JobFinishedError, JobNotFoundError, SelectionError, ValidationError } f
 import type { Log } from '../log';
 import type { JobCounts, RedriveJob, RedriveJobStatus, RedriveJobStore, Selection } from '../store/redrive-job-store';
 import { withCallDeadline } from '../temporal/call-deadline';
-import { TaskQueuePollers } from '../temporal/task-queue-pollers';
+import type { TaskQueuePollers } from '../temporal/task-queue-pollers';
 import { redriveJobWake, redriveJobWorkflow } from '../workflows/redrive-job-workflow';
 import { PipelineRedriveJob, PipelineTenant } from '../workflows/search-attributes';
 import { yieldingText } from '../workflows/redrive-job-details';
@@ -43,19 +43,20 @@ export class RedriveJobs {
     private readonly log: Log,
     /** deadline of each Temporal call made while answering a request */
     private readonly callTimeoutMs = 5000,
-    /** the task queue a job's re-driven runs start on (pipeline.redrive-job.run-task-queue, else the pipelines' own) */
-    private readonly runTaskQueue?: string,
-  ) {
-    this.pollers = new TaskQueuePollers(client, callTimeoutMs);
-  }
-
-  private readonly pollers: TaskQueuePollers;
+    /**
+     * Asks Temporal whether workers poll the jobs' queue and `runTaskQueue`, the queue a job's
+     * re-driven runs start on, so a job's view can say when none does. Without it (a composition
+     * with no Temporal to ask) a job's read never calls Temporal.
+     */
+    private readonly queues?: { pollers: TaskQueuePollers; runTaskQueue: string },
+  ) {}
 
   /** The queues a RUNNING job depends on that no worker polls: its own, and its runs' while it has runs in flight (unknown counts as polled). */
   private async unpolled(job: RedriveJob, counts: JobCounts): Promise<Unpolled> {
-    if (job.status !== 'RUNNING') return {};
-    const runs = this.runTaskQueue && counts.running > 0 ? this.runTaskQueue : undefined;
-    const [jobPolled, runsPolled] = await Promise.all([this.pollers.polled(this.taskQueue), runs ? this.pollers.polled(runs) : null]);
+    if (job.status !== 'RUNNING' || !this.queues) return {};
+    const { pollers, runTaskQueue } = this.queues;
+    const runs = counts.running > 0 ? runTaskQueue : undefined;
+    const [jobPolled, runsPolled] = await Promise.all([pollers.polled(this.taskQueue), runs ? pollers.polled(runs) : null]);
     return { ...(jobPolled === false ? { jobQueue: this.taskQueue } : {}), ...(runs && runsPolled === false ? { runQueue: runs } : {}) };
   }
 

@@ -35,8 +35,13 @@ describe('TaskQueuePollers', () => {
     expect(await pollers.polled('bulk')).toBeNull();
     // The call is still out: the next read gets the last answer at once, and asks nothing more.
     expect(await Promise.race([pollers.polled('bulk'), new Promise((resolve) => setTimeout(() => resolve('waited'), 15))])).toBeNull();
+    // The service's stop waits for the call that is still out before it closes the connection.
+    let settled = false;
+    const stop = pollers.settled().then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(settled).toBe(false);
     release();
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    await stop;
     expect(await pollers.polled('bulk')).toBe(false);
     expect(calls).toEqual(['bulk']);
   });

@@ -24,6 +24,8 @@ interface Seen {
 
 export class TaskQueuePollers {
   private readonly seen = new Map<string, Seen>();
+  /** calls still out: the service waits for them before it closes its Temporal connection */
+  private readonly out = new Set<Promise<unknown>>();
 
   constructor(
     private readonly client: Client,
@@ -64,9 +66,20 @@ export class TaskQueuePollers {
     );
     entry.call = call;
     this.seen.set(taskQueue, entry);
-    void call.then((polled) => {
+    const settled = call.then((polled) => {
       this.seen.set(taskQueue, { at: Date.now(), polled });
+      this.out.delete(settled);
     });
+    this.out.add(settled);
     return call;
+  }
+
+  /**
+   * Resolves once no call is out (each ends by its deadline). The service awaits it before it
+   * closes its Temporal connection: a call that outlived its read must not be retried by the SDK
+   * on a closed channel ("Channel has been shut down", thrown from a timer).
+   */
+  async settled(): Promise<void> {
+    while (this.out.size > 0) await Promise.allSettled([...this.out]);
   }
 }
