@@ -58,8 +58,11 @@ export interface BenchService {
   /** the dev server's pid (absent with a Temporal of the caller's) and the database's name: whose CPU to count */
   temporalPid?: number;
   databaseName: string;
-  /** with `jobRuns` 'held': starts a worker process that runs bulk jobs' runs only; resolves once it serves, to its stop */
-  runBulk(): Promise<() => Promise<void>>;
+  /**
+   * with `jobRuns` 'held': starts a worker process that runs bulk jobs' runs only (under
+   * `nice -n nice` when given); resolves once it serves, to its stop
+   */
+  runBulk(nice?: number): Promise<() => Promise<void>>;
   stop(): Promise<void>;
 }
 
@@ -141,9 +144,9 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     submit,
     temporalPid: devServer?.pid,
     databaseName: new URL(database.url).pathname.slice(1),
-    async runBulk() {
+    async runBulk(nice) {
       if (options.jobRuns !== 'held') throw new Error("runBulk() needs startBenchService({ jobRuns: 'held' })");
-      const bulk = await startRoleWorker({ ...settings, 'pipeline.role': 'worker', 'pipeline.orchestrator.worker.runs': 'bulk' }, holdMs);
+      const bulk = await startRoleWorker({ ...settings, 'pipeline.role': 'worker', 'pipeline.orchestrator.worker.runs': 'bulk' }, holdMs, nice);
       return () => stopRoleWorker(bulk);
     },
     async stop() {
@@ -247,9 +250,9 @@ export function latencySummary(samples: Sample[]): { n: number; p50: number; p99
 }
 
 /** The worker role in a process of its own (bench/role-worker.ts), on the same settings; resolves once it serves. */
-async function startRoleWorker(settings: Record<string, unknown>, holdMs: number): Promise<ChildProcess> {
+async function startRoleWorker(settings: Record<string, unknown>, holdMs: number, nice?: number): Promise<ChildProcess> {
   const env = { BENCH_SETTINGS: JSON.stringify(settings), BENCH_HOLD_MS: String(holdMs) };
-  return (await startFixture(join(import.meta.dirname, 'role-worker.ts'), env, /^ready/m, 120_000, "the bench's worker process")).child;
+  return (await startFixture(join(import.meta.dirname, 'role-worker.ts'), env, /^ready/m, 120_000, "the bench's worker process", nice)).child;
 }
 
 async function stopRoleWorker(child: ChildProcess | undefined): Promise<void> {

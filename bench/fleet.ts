@@ -42,14 +42,26 @@ export interface FleetOptions {
   /** how long a re-driven run's step takes (default 5 s) */
   holdMs: number;
   runs: number;
-  /** 'one': the whole service in one process; 'split': an API process and a worker process (bench-service.ts) */
-  roles: 'one' | 'split';
+  /**
+   * 'one': the whole service in one process; 'split': an API process and a worker process
+   * (bench-service.ts); 'bulk': the live service in one process (`pipeline.orchestrator.worker.runs`
+   * live) and the jobs' runs on a task queue of their own, run by a worker process of their own
+   * (`…worker.runs` bulk) started under `nice -n bulkNice`; 'held': the same queue, but no worker
+   * runs the jobs' runs until job B's first admission has been read (then a bulk worker process
+   * runs them to SUCCEEDED, not measured): the live service beside a 50/s job whose runs execute
+   * on capacity of their own, which a single machine can only stand in for by holding them
+   */
+  roles: FleetRoles;
+  /** with roles 'bulk': the bulk worker's nice value (19: the kernel runs it after everything else when the cores are busy; 0: as the rest) */
+  bulkNice: number;
   /** pipeline.redrive-job.yield-to-live for the service (false by default, as shipped: job A admits at its asked rate whatever the load) */
   yieldToLive: boolean;
   log: Log;
   say: (line: string) => void;
   temporalAddress?: string;
 }
+
+export type FleetRoles = 'one' | 'split' | 'bulk' | 'held';
 
 export interface FleetRun {
   idle: { n: number; p50: number; p99: number };
@@ -72,7 +84,8 @@ export interface FleetResult {
   ratePerSecond: number;
   submitPerSecond: number;
   holdMs: number;
-  roles: 'one' | 'split';
+  roles: FleetRoles;
+  bulkNice: number;
   yieldToLive: boolean;
   /** under ÷ idle, per run */
   p50Ratio: Spread;
@@ -108,11 +121,14 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
     log: options.log,
     temporalAddress: options.temporalAddress,
     holdMs: options.holdMs,
-    roles: options.roles,
+    roles: options.roles === 'split' ? 'split' : 'one',
+    jobRuns: options.roles === 'bulk' || options.roles === 'held' ? 'held' : 'shared',
     settings: { 'pipeline.redrive-job.yield-to-live': options.yieldToLive },
   });
   const perRun: FleetRun[] = [];
+  let stopBulk: (() => Promise<void>) | undefined;
   try {
+    if (options.roles === 'bulk') stopBulk = await bench.runBulk(options.bulkNice);
     // Untimed: the first submissions warm the HTTP server, the pool and the Temporal client.
     for (let i = 0; i < 10; i++) await bench.submit(`warm-${i}`);
     for (let run = 0; run < options.runs; run++) {
@@ -144,11 +160,25 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
       }
       if (firstB === undefined) throw new Error(`${label}: job B admitted nothing in 300 s`);
       const atFirstAdmission = await openRuns(bench, a);
+      if (options.roles === 'held') {
+        // Held means held: had any of A's runs left QUEUED, something ran them on these cores.
+        const moved = await bench.service.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2) AND status <> 'QUEUED'`,
+          [TENANT, a],
+        );
+        if (moved.rows[0].n > 0) throw new Error(`${label}: ${moved.rows[0].n} of A's re-driven runs left QUEUED while they were held`);
+        options.say(`${label}: running the held runs on a bulk worker (not measured)`);
+        stopBulk = await bench.runBulk();
+      }
       options.say(`${label}: waiting for both jobs' runs to end`);
       const doneA = await waitForJob(bench, jobA.jobId, () => false, 1000);
       const doneB = await waitForJob(bench, jobB.jobId, () => false, 1000);
       // A job may finish at its last admission: the next run's idle figure waits for every re-driven run to end.
       while ((await openRuns(bench, [...a, ...b])) > 0) await new Promise((resolve) => setTimeout(resolve, 1000));
+      if (options.roles === 'held') {
+        await stopBulk?.();
+        stopBulk = undefined;
+      }
       const result: FleetRun = {
         idle: latencySummary(idle),
         underJob: latencySummary(underJob),
@@ -167,6 +197,7 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
       );
     }
   } finally {
+    await stopBulk?.();
     await bench.stop();
   }
   return {
@@ -176,6 +207,7 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
     submitPerSecond: options.submitPerSecond,
     holdMs: options.holdMs,
     roles: options.roles,
+    bulkNice: options.bulkNice,
     yieldToLive: options.yieldToLive,
     p50Ratio: spread(perRun.map((r) => r.underJob.p50 / r.idle.p50)),
     p99Ratio: spread(perRun.map((r) => r.underJob.p99 / r.idle.p99)),
@@ -185,6 +217,16 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
     perRun,
   };
 }
+
+const ROLES_TEXT: Record<FleetRoles, (nice: number) => string> = {
+  one: () => "One process: the API, the worker and the jobs' ticks (`pipeline.role` all).",
+  split: () =>
+    "Split roles: the API in one process (`pipeline.role` api), the worker in another (`pipeline.role` worker: every run and the jobs' ticks), one dev server and one Postgres, all on the same cores.",
+  held: () =>
+    "The job's runs on capacity of their own: the live service in one process (`pipeline.role` all, `pipeline.orchestrator.worker.runs` live: the API, the live runs, the jobs' ticks), the jobs' re-driven runs on a task queue of their own (`pipeline.redrive-job.run-task-queue`) that nothing here runs while the figure is measured (a machine with two cores cannot stand in for a second one otherwise): a bulk worker process runs them to SUCCEEDED after job B's first admission, checked QUEUED until then; one dev server and one Postgres, on the same cores as the live service.",
+  bulk: (nice) =>
+    `Bulk runs on a worker of their own: the live service in one process (\`pipeline.role\` all, \`pipeline.orchestrator.worker.runs\` live: the API, the live runs, the jobs' ticks), the jobs' re-driven runs on a task queue of their own (\`pipeline.redrive-job.run-task-queue\`) run by a worker process that runs nothing else (\`…worker.runs\` bulk, the jobs' ticks too)${nice === 0 ? '' : ` started under \`nice -n ${nice}\``}; one dev server and one Postgres, all on the same cores.`,
+};
 
 export function renderFleet(result: FleetResult, meta: { date: string; load: string; loadEnd: string }): string {
   const f = (s: Spread) => `${s.median} (${s.min}–${s.max})`;
@@ -202,9 +244,7 @@ export function renderFleet(result: FleetResult, meta: { date: string; load: str
   const within = (s: Spread) => (s.max <= 2 ? 'met' : '**not met**');
   return [
     `Measured ${meta.date} on ${cpus().length} cores, Node ${process.version}; load average (1 / 5 / 15 min) ${meta.load} at the start and ${meta.loadEnd} at the end; ${runs.length} runs, median (min–max) over runs.`,
-    result.roles === 'split'
-      ? "Split roles: the API in one process (`pipeline.role` api), the worker in another (`pipeline.role` worker: every run and the jobs' ticks), one dev server and one Postgres, all on the same cores."
-      : "One process: the API, the worker and the jobs' ticks (`pipeline.role` all).",
+    ROLES_TEXT[result.roles](result.bulkNice),
     `Ordinary submissions: \`POST …/executions\` of a one-step pipeline over loopback HTTP, ${result.submitPerSecond}/s open loop (${runs.map((r) => `${r.idle.n} idle / ${r.underJob.n} under the job`).join(', ')}). Job A: ${result.items} FAILED executions at ${result.ratePerSecond}/s, each re-driven run's step taking ${result.holdMs / 1000} s; job B: ${result.secondItems} more, created at A's last admission.`,
     result.yieldToLive === false
       ? `Job A does not yield (\`pipeline.redrive-job.yield-to-live\` false, the default): it admits at its asked rate whatever the load; it achieved ${runs.map((r) => `${r.jobA.achieved ?? '–'}/s`).join(', ')}.`

@@ -16,6 +16,10 @@
  *   npm run bench -- --only jobrate --job-held   # the same with the re-driven runs held on a task queue of their own until
  *                                      # the job has admitted every item: the job's own path alone (its own block and job-rate-held.json)
  *   npm run bench -- --only fleet --fleet-roles split   # the same with the API and the worker in two processes (its own block)
+ *   npm run bench -- --only fleet --fleet-roles bulk    # the same with the job's runs on a worker process of their own under
+ *                                      # nice -n 19 (--fleet-bulk-nice N: another value; its own block, fleet-bulk.json)
+ *   npm run bench -- --only fleet --fleet-roles held    # the same with the job's runs held while it is measured, as if
+ *                                      # they ran on machines of their own, then run to their end (its own block, fleet-held.json)
  *   npm run bench -- --only fleet      # live traffic beside a bulk job: submission p50/p99 idle and under a 50/s job of
  *                                      # 1,000 items, a second job's first admission behind the first's runs; 3 runs (~6 min):
  *                                      # writes bench/results/fleet.json and its table (with --fleet-*: writes nothing)
@@ -61,6 +65,7 @@ const { values } = parseArgs({
     'fleet-runs': { type: 'string', default: '3' },
     'fleet-hold-ms': { type: 'string', default: '5000' },
     'fleet-roles': { type: 'string', default: 'one' },
+    'fleet-bulk-nice': { type: 'string', default: '19' },
     'fleet-yield': { type: 'string', default: 'false' },
     'retention-records': { type: 'string', default: '1500000' },
     'retention-live': { type: 'string', default: '100000' },
@@ -167,13 +172,18 @@ if (only?.includes('jobrate')) {
 // Live traffic beside a bulk job, and a second job behind the first's runs: its own dev server and database.
 if (only?.includes('fleet')) {
   const roles = values['fleet-roles'];
-  if (roles !== 'one' && roles !== 'split') {
-    process.stderr.write(`bench: --fleet-roles must be one or split (got ${roles})\n`);
+  if (roles !== 'one' && roles !== 'split' && roles !== 'bulk' && roles !== 'held') {
+    process.stderr.write(`bench: --fleet-roles must be one, split, bulk or held (got ${roles})\n`);
     process.exit(2);
   }
   const yielding = values['fleet-yield'];
   if (yielding !== 'true' && yielding !== 'false') {
     process.stderr.write(`bench: --fleet-yield must be true or false (got ${yielding})\n`);
+    process.exit(2);
+  }
+  const bulkNice = number('fleet-bulk-nice', values['fleet-bulk-nice']!, 0);
+  if (bulkNice > 19) {
+    process.stderr.write(`bench: --fleet-bulk-nice must be a nice value from 0 to 19 (got ${bulkNice})\n`);
     process.exit(2);
   }
   const load = jobRateLoad();
@@ -185,14 +195,15 @@ if (only?.includes('fleet')) {
     holdMs: number('fleet-hold-ms', values['fleet-hold-ms']!, 0),
     runs: number('fleet-runs', values['fleet-runs']!, 1),
     roles,
+    bulkNice,
     yieldToLive: yielding === 'true',
     log: createLog({ level: 'error' }),
     say: progress,
   });
   const loadEnd = jobRateLoad();
   const table = renderFleet(result, { date: stamp(), load, loadEnd });
-  const [block, file] = roles === 'split' ? ['fleet-split', 'fleet-split.json'] : ['fleet', 'fleet.json'];
-  record(block, file, table, { load, loadEnd, ...result }, defaulted('fleet-items', 'fleet-runs', 'fleet-hold-ms', 'fleet-yield'));
+  const [block, file] = roles === 'one' ? ['fleet', 'fleet.json'] : [`fleet-${roles}`, `fleet-${roles}.json`];
+  record(block, file, table, { load, loadEnd, ...result }, defaulted('fleet-items', 'fleet-runs', 'fleet-hold-ms', 'fleet-yield', 'fleet-bulk-nice'));
 }
 
 // Retention draining a seeded backlog, live submissions beside it: its own database and dev server.

@@ -50,6 +50,7 @@ describe('fleet figures harness (smoke)', () => {
       holdMs: 1000,
       runs: 1,
       roles: 'split',
+      bulkNice: 0,
       yieldToLive: true,
       log,
       say,
@@ -72,6 +73,30 @@ describe('fleet figures harness (smoke)', () => {
     expect(table).toContain('| Their executions, admission → SUCCEEDED p99, ms |');
     expect(table).toContain("| Job B's first admission after its creation, ms");
     expect(table).toContain('Split roles: the API in one process');
+  });
+
+  it('fleet, runs held: job A admits every item with none of its runs started, then a bulk worker runs them all', async () => {
+    // measureFleet throws if one of A's runs left QUEUED while held, and completion() if a submission's execution did not succeed.
+    const result = await measureFleet({
+      items: 6,
+      secondItems: 2,
+      ratePerSecond: 50,
+      submitPerSecond: 10,
+      holdMs: 0,
+      runs: 1,
+      roles: 'held',
+      bulkNice: 0,
+      yieldToLive: false,
+      log,
+      say,
+      temporalAddress: inject('temporalAddress'),
+    });
+    const [run] = result.perRun;
+    expect(run.jobA.admitted).toBe(6);
+    expect(run.jobB.admitted).toBe(2);
+    // Held: every one of A's runs was still open when B was created and at B's first admission.
+    expect(run.previousRunsOpen).toEqual({ atCreation: 6, atFirstAdmission: 6 });
+    expect(renderFleet(result, meta)).toContain("The job's runs on capacity of their own");
   });
 
   it('retention: drains exactly the seeded backlog, with its attempt log, and nothing of the live store', async () => {

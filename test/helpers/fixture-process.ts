@@ -2,6 +2,8 @@
  * A test fixture (a .ts file run through tsx) in a process of its own, started and waited on
  * until its stdout matches `ready` (the port it got, "ready", …). A process that exits first
  * fails the wait with its exit code; one that is not ready in time is killed. `output()` is everything it printed so far.
+ * `nice` starts it under `nice -n` (every thread of it, from its first instruction): a process the
+ * kernel schedules after the others when the cores are busy.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { until } from './until';
@@ -13,8 +15,10 @@ export interface FixtureProcess {
   output: () => string;
 }
 
-export async function startFixture(fixture: string, env: NodeJS.ProcessEnv, ready: RegExp, cap: number, what: string): Promise<FixtureProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startFixture(fixture: string, env: NodeJS.ProcessEnv, ready: RegExp, cap: number, what: string, nice?: number): Promise<FixtureProcess> {
+  const argv = [process.execPath, '--import', 'tsx', fixture];
+  const [command, ...args] = nice === undefined ? argv : ['nice', '-n', String(nice), ...argv];
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
   try {
