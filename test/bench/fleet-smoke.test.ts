@@ -7,7 +7,7 @@
  * record deleted with its attempt log and nothing else.
  */
 import { describe, expect, inject, it } from 'vitest';
-import { measureFleet, renderFleet } from '../../bench/fleet';
+import { measureFleet, renderFleet, type FleetOptions } from '../../bench/fleet';
 import { measureJobRate, renderJobRate } from '../../bench/job-rate';
 import { measureRetentionDrain, renderRetentionDrain } from '../../bench/retention-drain';
 import { createLog } from '../../src/log';
@@ -15,6 +15,9 @@ import { createLog } from '../../src/log';
 const log = createLog({ level: 'silent' });
 const say = () => undefined;
 const meta = { date: 'today', load: '0', loadEnd: '0' };
+/** The fleet figure at smoke sizes: one run, job A asked 50/s, submissions at 10/s, on the suite's Temporal. */
+const smokeFleet = (shape: Pick<FleetOptions, 'items' | 'secondItems' | 'holdMs' | 'roles' | 'yieldToLive'>) =>
+  measureFleet({ ...shape, ratePerSecond: 50, submitPerSecond: 10, runs: 1, bulkNice: 0, log, say, temporalAddress: inject('temporalAddress') });
 
 describe('fleet figures harness (smoke)', () => {
   it('jobrate: re-drives every item once at each asked rate and counts the busiest second', async () => {
@@ -42,20 +45,7 @@ describe('fleet figures harness (smoke)', () => {
   });
 
   it('fleet, split roles: submissions idle and under a job, and a second job admitted behind the first one, the runs in a worker process of their own', async () => {
-    const result = await measureFleet({
-      items: 10,
-      secondItems: 3,
-      ratePerSecond: 50,
-      submitPerSecond: 10,
-      holdMs: 1000,
-      runs: 1,
-      roles: 'split',
-      bulkNice: 0,
-      yieldToLive: true,
-      log,
-      say,
-      temporalAddress: inject('temporalAddress'),
-    });
+    const result = await smokeFleet({ items: 10, secondItems: 3, holdMs: 1000, roles: 'split', yieldToLive: true });
     const [run] = result.perRun;
     expect(run.jobA.admitted).toBe(10);
     expect(run.jobB.admitted).toBe(3);
@@ -77,20 +67,7 @@ describe('fleet figures harness (smoke)', () => {
 
   it('fleet, runs held: job A admits every item with none of its runs started, then a bulk worker runs them all', async () => {
     // measureFleet throws if one of A's runs left QUEUED while held, and completion() if a submission's execution did not succeed.
-    const result = await measureFleet({
-      items: 6,
-      secondItems: 2,
-      ratePerSecond: 50,
-      submitPerSecond: 10,
-      holdMs: 0,
-      runs: 1,
-      roles: 'held',
-      bulkNice: 0,
-      yieldToLive: false,
-      log,
-      say,
-      temporalAddress: inject('temporalAddress'),
-    });
+    const result = await smokeFleet({ items: 6, secondItems: 2, holdMs: 0, roles: 'held', yieldToLive: false });
     const [run] = result.perRun;
     expect(run.jobA.admitted).toBe(6);
     expect(run.jobB.admitted).toBe(2);
