@@ -1,6 +1,7 @@
 /**
  * The embedded default's lifecycle, with `src/main.ts` run as `npm start` runs it:
  * - `kill -9` of the service leaves no process behind (the dev server's watchdog stops it);
+ * - Ctrl-C on `npm start` is an orderly stop even when the service takes the signal late;
  * - a foreign Temporal server on the dev server's port is refused, never adopted silently;
  * - every port clash is a start-up error naming its key, exit 2, no stack trace;
  * - `retry-wait-ms` below Temporal's ~1 s floor is a start-up warning naming the key.
@@ -8,11 +9,12 @@
  * except the one a test holds: nothing is picked, released and hoped to stay free.
  */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { boundPort, portInUse } from '../../src/net';
 import { startDevServer } from '../../src/temporal/dev-server';
-import { cleanUpMainProcesses, startMainExpectingExit, startMainUp } from '../helpers/main-process';
+import { cleanUpMainProcesses, logLines, startMainExpectingExit, startMainUp } from '../helpers/main-process';
 import { until } from '../helpers/until';
 
 afterAll(cleanUpMainProcesses);
@@ -25,6 +27,14 @@ const alive = (pid: number) => {
     return false;
   }
 };
+
+/** A process's parent, from /proc (the service is the parent of its dev server's watchdog). */
+const parentPid = (pid: number) =>
+  Number(
+    readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')[1],
+  );
 
 const holdPort = (port: number) =>
   new Promise<Server>((resolve, reject) => {
@@ -48,12 +58,33 @@ describe('embedded lifecycle', () => {
     expect(await portInUse(ports.temporal)).toBe(false);
   });
 
-  it('stops the service and its dev server when the npm start launcher (tsx) is killed with -9', async () => {
+  it('stops the service and its dev server when its launcher (the tsx command) is killed with -9', async () => {
     const { child: launcher, lines, ports } = await startMainUp({}, 'tsx');
     const devServer = lines.find((l) => l.event === 'temporal_dev_server_started');
     launcher.kill('SIGKILL');
     await until(() => !alive(devServer.pid) && !alive(devServer.watchdogPid), 60_000, 'the service to stop its dev server after its launcher died');
     await until(async () => !(await portInUse(ports.http)), 30_000, 'the API port to be released');
+  });
+
+  it('stops in order on Ctrl-C under npm start even when the service takes the signal late: nothing between npm and it kills it', async () => {
+    // The service paused (SIGSTOP) when the terminal's SIGINT reaches npm's whole process group:
+    // a loaded machine's late event loop, made certain. A launcher that relays the signal and
+    // SIGKILLs a child slow to acknowledge it (the tsx CLI waits 2 × 30 ms) would end the
+    // service before its orderly stop; `npm start` runs it with `node --import tsx`, no relay.
+    const { child: npm, lines, output } = await startMainUp({}, 'npm');
+    const devServer = lines.find((l) => l.event === 'temporal_dev_server_started');
+    const service = parentPid(devServer.watchdogPid);
+    process.kill(service, 'SIGSTOP');
+    process.kill(-npm.pid!, 'SIGINT');
+    // Time for any relay in the group to act on the signal while the service cannot answer.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(alive(service)).toBe(true);
+    process.kill(service, 'SIGCONT');
+    await until(() => !alive(service), 60_000, 'the service to stop after SIGCONT');
+    const stopped = logLines(output.stdout).find((l) => l.event === 'service_stopped');
+    expect(stopped).toMatchObject({ signal: 'SIGINT' });
+    expect(output.stderr).toContain('Stopped (SIGINT) in ');
+    await until(() => !alive(devServer.pid) && !alive(devServer.watchdogPid), 30_000, 'the dev server and its watchdog to exit');
   });
 
   it('refuses a foreign Temporal server on the dev server port instead of adopting it', async () => {

@@ -48,12 +48,22 @@ function freshEnv(): Record<string, string> {
   };
 }
 
-/** Runs the service (`node --import tsx`, or the `tsx` launcher `npm start` uses) with `env` over a clean one. */
-export function startMain(env: Record<string, string>, command: 'node' | 'tsx' = 'node') {
-  const child =
-    command === 'node'
-      ? spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-      : spawn(join('node_modules', '.bin', 'tsx'), ['src/main.ts'], { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+/**
+ * How the service is run: `node --import tsx src/main.ts`; `npm start` itself (`--silent` and
+ * `--ignore-scripts`, so its stdout is the service's log alone; the prestart's install has run
+ * in the suite's pretest); or the `tsx` launcher, which a developer may run by hand.
+ */
+const commands = {
+  node: [process.execPath, '--import', 'tsx', 'src/main.ts'],
+  npm: ['npm', 'start', '--silent', '--ignore-scripts'],
+  tsx: [join('node_modules', '.bin', 'tsx'), 'src/main.ts'],
+} as const;
+export type MainCommand = keyof typeof commands;
+
+/** Runs the service (see `commands`) with `env` over a clean one, in a process group of its own. */
+export function startMain(env: Record<string, string>, command: MainCommand = 'node') {
+  const [file, ...args] = commands[command];
+  const child = spawn(file, args, { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(child);
   const output = { stdout: '', stderr: '' };
   child.stdout!.on('data', (chunk) => (output.stdout += chunk));
@@ -68,7 +78,7 @@ export const logLines = (stdout: string) =>
     .map((line) => JSON.parse(line));
 
 /** Starts the service with `extra` over fresh settings and waits for its `service_started` line, which carries the ports it bound. */
-export async function startMainUp(extra: Record<string, string>, command: 'node' | 'tsx' = 'node') {
+export async function startMainUp(extra: Record<string, string>, command: MainCommand = 'node') {
   const env = { ...freshEnv(), ...extra };
   const started = startMain(env, command);
   const { child, output } = started;
@@ -76,7 +86,7 @@ export async function startMainUp(extra: Record<string, string>, command: 'node'
     () => {
       // A child ended by a signal has a null exitCode and a signalCode: either way it will not start.
       if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`${command} src/main.ts exited ${child.exitCode ?? child.signalCode}: ${output.stderr}`);
+        throw new Error(`${commands[command].slice(command === 'node' ? 1 : 0).join(' ')} exited ${child.exitCode ?? child.signalCode}: ${output.stderr}`);
       return output.stdout.includes('"service_started"');
     },
     120_000,
