@@ -20,7 +20,7 @@ function interruptedDuringStartUp(signal: NodeJS.Signals): void {
 }
 
 /**
- * The launcher's pid, read before anything else: `npm start`'s shell (or the `tsx` command) runs this. Read once
+ * The launcher's pid, read before anything else: `npm start` (its script `exec`s node) or the `tsx` command runs this. Read once
  * the service is up instead, a launcher killed (-9) in the moment between the service's
  * `service_started` line and that read would already be gone, the read would find init, and
  * the service would live on as an orphan holding its ports and its dev server.

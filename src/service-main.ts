@@ -83,7 +83,7 @@ async function main(started: () => void, launcher: number): Promise<void> {
   started();
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
-  // Started by a launcher (`npm start`'s shell, or the `tsx` command): if the launcher is killed (-9),
+  // Started by a launcher (npm under `npm start`, or the `tsx` command): if the launcher is killed (-9),
   // stop with it instead of living on as an orphan that holds the ports and the dev server. Its
   // pid was read when the process began (main.ts), so a launcher that died during start-up, or
   // in the moment since the line above, is seen gone at the first check.

@@ -1,6 +1,7 @@
 /**
  * The embedded default's lifecycle, with `src/main.ts` run as `npm start` runs it:
  * - `kill -9` of the service leaves no process behind (the dev server's watchdog stops it);
+ * - `kill -9` of its launcher (npm, or the tsx command) stops the service and its dev server;
  * - Ctrl-C on `npm start` is an orderly stop even when the service takes the signal late;
  * - a foreign Temporal server on the dev server's port is refused, never adopted silently;
  * - every port clash is a start-up error naming its key, exit 2, no stack trace;
@@ -58,11 +59,18 @@ describe('embedded lifecycle', () => {
     expect(await portInUse(ports.temporal)).toBe(false);
   });
 
-  it('stops the service and its dev server when its launcher (the tsx command) is killed with -9', async () => {
-    const { child: launcher, lines, ports } = await startMainUp({}, 'tsx');
+  it.each(['npm', 'tsx'] as const)('stops the service and its dev server when its launcher (%s) is killed with -9', async (command) => {
+    const { child: launcher, lines, ports, output } = await startMainUp({}, command);
     const devServer = lines.find((l) => l.event === 'temporal_dev_server_started');
+    const service = parentPid(devServer.watchdogPid);
+    // The launcher is the service's parent: under `npm start`, no shell in between to hold it on.
+    expect(parentPid(service)).toBe(launcher.pid);
     launcher.kill('SIGKILL');
-    await until(() => !alive(devServer.pid) && !alive(devServer.watchdogPid), 60_000, 'the service to stop its dev server after its launcher died');
+    // Its log still reaches the test: the service holds the pipe it inherited from the launcher.
+    await until(() => output.stdout.includes('"service_stopped"'), 60_000, 'the service to stop after its launcher died');
+    expect(logLines(output.stdout).find((l) => l.event === 'service_stopped')).toMatchObject({ signal: 'LAUNCHER_EXITED' });
+    await until(() => !alive(service), 30_000, 'the service to exit');
+    await until(() => !alive(devServer.pid) && !alive(devServer.watchdogPid), 30_000, 'the dev server and its watchdog to exit');
     await until(async () => !(await portInUse(ports.http)), 30_000, 'the API port to be released');
   });
 
