@@ -124,19 +124,21 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   }
 }
 
-async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[]): Promise<Service> {
-  const { config, log } = options;
-  installSdkLogging(log);
-  const dataDir = resolve(config['pipeline.data-dir']);
-  const embedded = !config['pipeline.store.url'] || !config['pipeline.temporal.address'];
+/**
+ * The start-up errors the configuration alone shows (a split role on the embedded default, a
+ * workflow bundle that cannot be read), thrown as a ConfigError naming the key. Checked before
+ * any port is bound or process started (`src/service-main.ts` calls it before the demo's
+ * workers listen), so a bad key is named even when a port is taken too.
+ */
+export function assertStartable(config: Config, worker = config['pipeline.role'] !== 'api'): void {
   const role = config['pipeline.role'];
-  if (embedded && role !== 'all') {
+  if (isEmbedded(config) && role !== 'all') {
     throw new ConfigError(
       `pipeline.role=${role} needs the shared Postgres (pipeline.store.url, DATABASE_URL) and Temporal (pipeline.temporal.address, TEMPORAL_ADDRESS or a temporal CLI profile): split roles cannot share an embedded default`,
     );
   }
   const workflowBundle = config['pipeline.orchestrator.worker.workflow-bundle'];
-  if (workflowBundle !== undefined && (options.worker ?? role !== 'api')) {
+  if (workflowBundle !== undefined && worker) {
     try {
       accessSync(workflowBundle, constants.R_OK);
     } catch (err) {
@@ -145,6 +147,19 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       );
     }
   }
+}
+
+/** Whether the configuration runs on the embedded default (no shared Postgres or no Temporal address). */
+export const isEmbedded = (config: Config) => !config['pipeline.store.url'] || !config['pipeline.temporal.address'];
+
+async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[]): Promise<Service> {
+  const { config, log } = options;
+  installSdkLogging(log);
+  const dataDir = resolve(config['pipeline.data-dir']);
+  const embedded = isEmbedded(config);
+  const role = config['pipeline.role'];
+  assertStartable(config, options.worker ?? role !== 'api');
+  const workflowBundle = config['pipeline.orchestrator.worker.workflow-bundle'];
 
   // The data dir first: a second service on it would otherwise report port clashes one by one
   // before naming the real cause (the running service's pid).

@@ -9,7 +9,7 @@ import { createLog } from './log';
 import { createDemoPipeline } from './pipeline/demo';
 import { loadPipelinesModule } from './pipeline/pipelines-module';
 import { startDemoWorkers } from './pipeline/demo-workers';
-import { startService } from './runtime';
+import { assertStartable, isEmbedded, startService } from './runtime';
 import { assertDataDirFree } from './service/data-dir-lock';
 import { resolve } from 'node:path';
 
@@ -17,8 +17,10 @@ const log = createLog();
 
 async function main(started: () => void, launcher: number): Promise<void> {
   const config = loadConfig();
+  // What the configuration alone shows is wrong, before anything binds a port or starts.
+  assertStartable(config);
   // One service per embedded data dir: checked before any port, so a second start names the first.
-  if (!config['pipeline.store.url'] || !config['pipeline.temporal.address']) assertDataDirFree(resolve(config['pipeline.data-dir']));
+  if (isEmbedded(config)) assertDataDirFree(resolve(config['pipeline.data-dir']));
   // The deployment's own pipelines, loaded before anything starts so a bad module stops at once.
   const modulePath = config['pipeline.pipelines-module'];
   const ownPipelines = modulePath === undefined ? undefined : await loadPipelinesModule(modulePath);

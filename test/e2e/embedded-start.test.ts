@@ -4,13 +4,14 @@
  * lands in the DLQ, driven over real HTTP as the README's curl examples do. And a bad
  * configuration stops start-up with a message naming the key.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { scaled } from '../helpers/time-scale';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanUpMainProcesses, startMainExpectingExit } from '../helpers/main-process';
 import { until } from '../helpers/until';
 
 const cleanEnv = () => {
@@ -20,6 +21,20 @@ const cleanEnv = () => {
 };
 
 describe('start-up configuration errors', () => {
+  // A port the demo's REST worker (the first listener) is told to use, held by the test: a bad
+  // key is named before any port is bound, whatever holds the ports. Everything else is fresh
+  // (data dir, every other port 0), so nothing on the machine (a developer's own npm start on the
+  // default ports) can meet these starts.
+  let held: Server;
+  beforeAll(async () => {
+    held = createServer();
+    await new Promise<void>((resolve, reject) => held.once('error', reject).listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    cleanUpMainProcesses();
+    await new Promise((resolve) => held.close(resolve));
+  });
+
   it.each([
     [{ PIPELINE_ORCHESTRATOR_WORKER_REST_REQUEST_TIMEOUT: 'soonish' }, /pipeline\.orchestrator\.worker\.rest\.request-timeout must be a duration/],
     [{ PIPELINE_ORCHESTRATOR_DLQ_PROVIDER: 'kafka' }, /pipeline\.orchestrator\.dlq-provider: unknown provider "kafka"/],
@@ -27,14 +42,11 @@ describe('start-up configuration errors', () => {
       { PIPELINE_ORCHESTRATOR_WORKER_WORKFLOW_BUNDLE: '/nonexistent/workflows.js' },
       /pipeline\.orchestrator\.worker\.workflow-bundle: cannot read \/nonexistent\/workflows\.js \(ENOENT\)/,
     ],
-  ])('refuses to start with %o', (env, message) => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { ...cleanEnv(), ...env },
-      encoding: 'utf8',
-      timeout: scaled(30_000),
-    });
-    expect(result.status).toBe(2);
-    expect(result.stderr).toMatch(message);
+    [{ PIPELINE_ROLE: 'worker' }, /pipeline\.role=worker needs the shared Postgres/],
+  ])('refuses to start with %o, naming the key before any port', async (env, message) => {
+    const { code, output } = await startMainExpectingExit({ ...env, PIPELINE_DEMO_REST_PORT: String((held.address() as AddressInfo).port) });
+    expect(output.stderr).toMatch(message);
+    expect(code).toBe(2);
   });
 });
 
