@@ -4,21 +4,13 @@
  * lands in the DLQ, driven over real HTTP as the README's curl examples do. And a bad
  * configuration stops start-up with a message naming the key.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanUpMainProcesses, startMainExpectingExit } from '../helpers/main-process';
+import { cleanUpMainProcesses, startMainExpectingExit, startMainUp } from '../helpers/main-process';
 import { until } from '../helpers/until';
-
-const cleanEnv = () => {
-  const env = { ...process.env };
-  for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
-  return env;
-};
 
 describe('start-up configuration errors', () => {
   // A port the demo's REST worker (the first listener) is told to use, held by the test: a bad
@@ -51,53 +43,18 @@ describe('start-up configuration errors', () => {
 });
 
 describe('npm start on the embedded default', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pipeline-embedded-'));
-  let child: ChildProcess | undefined;
-  afterAll(async () => {
-    if (child && child.exitCode === null) {
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(cleanUpMainProcesses);
 
   it('serves a demo execution that succeeds and one that lands in the DLQ, then stops cleanly', async () => {
-    // Every port 0: the service binds free ones and names them in its service_started line.
-    let stderr = '';
-    let stdout = '';
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...cleanEnv(),
-        PIPELINE_DATA_DIR: dataDir,
-        PORT: '0',
-        PIPELINE_TEMPORAL_DEV_SERVER_PORT: '0',
-        PIPELINE_TEMPORAL_DEV_SERVER_UI_PORT: '0',
-        PIPELINE_DEMO_REST_PORT: '0',
-        PIPELINE_DEMO_GRPC_PORT: '0',
-        PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const started = child;
-    started.stderr!.on('data', (chunk) => (stderr += chunk));
-    started.stdout!.on('data', (chunk) => (stdout += chunk));
-    await until(
-      () => {
-        if (started.exitCode !== null || started.signalCode !== null) throw new Error(`npm start exited ${started.exitCode ?? started.signalCode}: ${stderr}`);
-        return stderr.includes('Admin token') && stdout.includes('"service_started"');
-      },
-      90_000,
-      'npm start to come up',
-    );
-    const { ports } = stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line))
-      .find((line) => line.event === 'service_started');
+    // A fresh data dir and every port 0: the service binds free ones and names them in its service_started line.
+    const { child, output, env, ports } = await startMainUp({ PIPELINE_DEFAULTS_RETRY_WAIT_MS: '50' });
+    const dataDir = env.PIPELINE_DATA_DIR;
+    // The banner follows the service_started line on stderr.
+    await until(() => output.stderr.includes('Admin token'), 30_000, 'the banner');
     const [port, uiPort] = [ports.http, ports.temporalUi];
     expect(ports).toMatchObject({ http: expect.any(Number), temporal: expect.any(Number), demoRest: expect.any(Number), demoGrpc: expect.any(Number) });
-    expect(stderr).toContain(`http://localhost:${port}/pipeline`);
-    expect(stderr).toContain(`Web UI http://localhost:${uiPort}`);
+    expect(output.stderr).toContain(`http://localhost:${port}/pipeline`);
+    expect(output.stderr).toContain(`Web UI http://localhost:${uiPort}`);
     expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600);
     const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
     const api = `http://127.0.0.1:${port}/pipeline`;
@@ -151,13 +108,13 @@ describe('npm start on the embedded default', () => {
     expect(rejected.items[0].envelope).toMatchObject({ executionId: 'order-3', transport: 'REST', platform: expect.stringMatching(/^demo-kit\//) });
 
     // Every stdout line is one JSON object.
-    for (const line of stdout.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
+    for (const line of output.stdout.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
 
     child.kill('SIGINT');
     const [code] = await once(child, 'exit');
     expect(code).toBe(0);
 
-    const lines = stdout
+    const lines = output.stdout
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line));
@@ -170,6 +127,6 @@ describe('npm start on the embedded default', () => {
     expect(stopping).toBeGreaterThan(0);
     expect(lines.slice(stopping).filter((l) => l.level !== 'info')).toEqual([]);
     expect(lines.at(-1)).toMatchObject({ event: 'service_stopped', signal: 'SIGINT', ms: expect.any(Number) });
-    expect(stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}Stopped \(SIGINT\) in \d+\.\d s: the API, the worker and the Temporal dev server\.$/);
+    expect(output.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}Stopped \(SIGINT\) in \d+\.\d s: the API, the worker and the Temporal dev server\.$/);
   });
 });
