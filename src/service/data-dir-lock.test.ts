@@ -2,11 +2,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors';
 import { createServer } from 'node:net';
-import { scaled } from '../../test/helpers/time-scale';
+import { cleanUpMainProcesses, startMainExpectingExit } from '../../test/helpers/main-process';
 import { assertDataDirFree, lockDataDir } from './data-dir-lock';
+
+afterAll(cleanUpMainProcesses);
 
 describe('lockDataDir', () => {
   it('refuses a data dir another running service holds, naming the key', async () => {
@@ -42,17 +44,11 @@ describe('lockDataDir', () => {
     try {
       writeFileSync(join(dir, 'service.pid'), `${other.pid}\n`);
       expect(() => assertDataDirFree(dir)).toThrow(`in use by another running service (pid ${other.pid})`);
-      const env = { ...process.env };
-      for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
-      const started = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-        env: { ...env, PIPELINE_DATA_DIR: dir, PIPELINE_DEMO_REST_PORT: String(port) },
-        encoding: 'utf8',
-        // Loading the service through tsx takes seconds on a loaded machine: the cap stretches with it.
-        timeout: scaled(60_000),
-      });
-      expect(started.status, started.stderr).toBe(2);
-      expect(started.stderr).toContain(`pipeline.data-dir: ${dir} is in use by another running service (pid ${other.pid})`);
-      expect(started.stderr).not.toContain('pipeline.demo.rest-port');
+      // Every other port 0 (the helper's fresh settings): only the data dir and this port are contested.
+      const started = await startMainExpectingExit({ PIPELINE_DATA_DIR: dir, PIPELINE_DEMO_REST_PORT: String(port) });
+      expect(started.code, started.output.stderr).toBe(2);
+      expect(started.output.stderr).toContain(`pipeline.data-dir: ${dir} is in use by another running service (pid ${other.pid})`);
+      expect(started.output.stderr).not.toContain('pipeline.demo.rest-port');
     } finally {
       other.kill('SIGKILL');
       taken.close();

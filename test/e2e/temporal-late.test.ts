@@ -5,12 +5,13 @@
  * later on the port reserved for it, the same process (no restart) becomes ready and runs an
  * execution. And a Ctrl-C while it waits is answered: one line, exit 130.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, describe, expect, it } from 'vitest';
 import { leasePort, type PortLease } from '../../src/port-allocator';
 import { sha256Hex } from '../../src/api/middleware/bearer-auth';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
+import { cleanUpMainProcesses, startMain } from '../helpers/main-process';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { until } from '../helpers/until';
 
@@ -25,47 +26,34 @@ afterAll(async () => {
     child.kill('SIGTERM');
     await once(child, 'exit');
   }
+  cleanUpMainProcesses();
   await server?.stop();
   await database?.drop();
   for (const lease of leases) lease.release();
 });
-
-/** The service's environment without the caller's PIPELINE_* settings, over `extra`. */
-function serviceEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const key of Object.keys(env)) if (key.startsWith('PIPELINE_') || key === 'DATABASE_URL' || key === 'TEMPORAL_ADDRESS') delete env[key];
-  return { ...env, ...extra };
-}
 
 describe('a Temporal that comes up after the service', () => {
   it('answers a Ctrl-C while it waits with one line and exit 130, not a silent death', async () => {
     const db = await createTestDatabase();
     const temporalLease = await leasePort();
     try {
-      const waiting = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-        env: serviceEnv({
-          DATABASE_URL: db.url,
-          // Reserved and never served: the service waits for it.
-          TEMPORAL_ADDRESS: `127.0.0.1:${temporalLease.port}`,
-          PIPELINE_AUTH_TOKENS: JSON.stringify([{ sha256: sha256Hex(TOKEN), role: 'admin', name: 'late' }]),
-          PORT: '0',
-          PIPELINE_DEMO_REST_PORT: '0',
-          PIPELINE_DEMO_GRPC_PORT: '0',
-        }),
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const { child: waiting, output } = startMain({
+        DATABASE_URL: db.url,
+        // Reserved and never served: the service waits for it.
+        TEMPORAL_ADDRESS: `127.0.0.1:${temporalLease.port}`,
+        PIPELINE_AUTH_TOKENS: JSON.stringify([{ sha256: sha256Hex(TOKEN), role: 'admin', name: 'late' }]),
+        PORT: '0',
+        PIPELINE_DEMO_REST_PORT: '0',
+        PIPELINE_DEMO_GRPC_PORT: '0',
       });
-      let out = '';
-      let err = '';
-      waiting.stdout!.on('data', (chunk) => (out += chunk));
-      waiting.stderr!.on('data', (chunk) => (err += chunk));
       const exited = once(waiting, 'exit');
-      await until(() => out.includes('"event":"temporal_connect_waiting"') || waiting.exitCode !== null, 120_000, 'a connect attempt');
-      expect(waiting.exitCode, err + out).toBeNull();
+      await until(() => output.stdout.includes('"event":"temporal_connect_waiting"') || waiting.exitCode !== null, 120_000, 'a connect attempt');
+      expect(waiting.exitCode, output.stderr + output.stdout).toBeNull();
       waiting.kill('SIGINT');
       const [code, signal] = await exited;
       expect({ code, signal }).toEqual({ code: 130, signal: null });
-      expect(err.trimEnd().split('\n').at(-1)).toBe('  Stopped (SIGINT) during start-up.');
-      expect(out).not.toContain('service_started');
+      expect(output.stderr.trimEnd().split('\n').at(-1)).toBe('  Stopped (SIGINT) during start-up.');
+      expect(output.stdout).not.toContain('service_started');
     } finally {
       temporalLease.release();
       await db.drop();
@@ -79,21 +67,16 @@ describe('a Temporal that comes up after the service', () => {
     const [httpLease, temporalLease] = [await leasePort(), await leasePort()];
     leases.push(httpLease, temporalLease);
     const [port, temporalPort] = [httpLease.port, temporalLease.port];
-    let stdout = '';
-    let stderr = '';
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: serviceEnv({
-        DATABASE_URL: database.url,
-        TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
-        PIPELINE_AUTH_TOKENS: JSON.stringify([{ sha256: sha256Hex(TOKEN), role: 'admin', name: 'late' }]),
-        PORT: String(port),
-        PIPELINE_DEMO_REST_PORT: '0',
-        PIPELINE_DEMO_GRPC_PORT: '0',
-      }),
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const service = startMain({
+      DATABASE_URL: database.url,
+      TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+      PIPELINE_AUTH_TOKENS: JSON.stringify([{ sha256: sha256Hex(TOKEN), role: 'admin', name: 'late' }]),
+      PORT: String(port),
+      PIPELINE_DEMO_REST_PORT: '0',
+      PIPELINE_DEMO_GRPC_PORT: '0',
     });
-    child.stdout!.on('data', (chunk) => (stdout += chunk));
-    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    child = service.child;
+    const { output } = service;
     const pid = child.pid;
     const base = `http://127.0.0.1:${port}`;
     const readyz = async () => {
@@ -106,8 +89,12 @@ describe('a Temporal that comes up after the service', () => {
     };
 
     // Waiting, visibly: not ready (503 naming Temporal), alive, and trying again.
-    await until(() => (stdout.match(/"event":"temporal_connect_waiting"/g) ?? []).length >= 2 || child!.exitCode !== null, 120_000, 'two connect attempts');
-    expect(child.exitCode, stderr + stdout).toBeNull();
+    await until(
+      () => (output.stdout.match(/"event":"temporal_connect_waiting"/g) ?? []).length >= 2 || child!.exitCode !== null,
+      120_000,
+      'two connect attempts',
+    );
+    expect(child.exitCode, output.stderr + output.stdout).toBeNull();
     const waiting = await readyz();
     expect(waiting.status).toBe(503);
     expect(waiting.body).toMatchObject({ code: 'NOT_READY', status: 503 });
@@ -116,15 +103,15 @@ describe('a Temporal that comes up after the service', () => {
 
     // The scenario: Temporal appears about 30 s after the service started.
     await new Promise((resolve) => setTimeout(resolve, 30_000));
-    expect(child.exitCode, stderr + stdout).toBeNull();
+    expect(child.exitCode, output.stderr + output.stdout).toBeNull();
     expect((await readyz()).status).toBe(503);
     server = await startDevServer({ port: temporalPort });
 
     await until(async () => (await readyz()).status === 200 || child!.exitCode !== null, 180_000, '/readyz 200 after Temporal came up');
-    expect(child.exitCode, stderr + stdout).toBeNull();
+    expect(child.exitCode, output.stderr + output.stdout).toBeNull();
     expect(child.pid).toBe(pid);
-    expect(stdout).toContain('"event":"temporal_connected"');
-    expect(stdout).not.toContain('service_failed_to_start');
+    expect(output.stdout).toContain('"event":"temporal_connected"');
+    expect(output.stdout).not.toContain('service_failed_to_start');
 
     const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
     const started = await fetch(`${base}/pipeline/api/tenants/acme/executions`, {
