@@ -97,14 +97,28 @@ export interface FleetResult {
   perRun: FleetRun[];
 }
 
-/** ms from admission to SUCCEEDED (record created_at → updated_at) of the executions `prefix-*`; refuses if one did not succeed. */
+/**
+ * ms from admission to SUCCEEDED (record created_at → updated_at) of the executions `prefix-*`,
+ * read once each of them has ended; refuses if one ended otherwise. The last submissions made
+ * while a job ran may still be running when the job's own runs have ended (a loaded machine, a
+ * start answered `pending` and made by the sweeper): their figure waits for them.
+ */
 async function completion(bench: BenchService, prefix: string) {
+  const pattern = `${prefix}-%`;
+  const open = async () =>
+    (
+      await bench.service.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id LIKE $2 AND status IN ('QUEUED', 'RUNNING')`,
+        [TENANT, pattern],
+      )
+    ).rows[0].n;
+  while ((await open()) > 0) await new Promise((resolve) => setTimeout(resolve, 250));
   const rows = await bench.service.db.query<{ status: string; ms: number }>(
     `SELECT status, (extract(epoch FROM updated_at - created_at) * 1000)::float8 AS ms FROM execution_record WHERE tenant_id = $1 AND execution_id LIKE $2`,
-    [TENANT, `${prefix}-%`],
+    [TENANT, pattern],
   );
   const notDone = rows.rows.filter((row) => row.status !== 'SUCCEEDED').length;
-  if (notDone > 0) throw new Error(`${notDone} of the ${prefix}-* executions did not succeed`);
+  if (notDone > 0) throw new Error(`${notDone} of the ${prefix}-* executions ended without succeeding`);
   return latencySummary(rows.rows.map((row) => ({ at: 0, ms: Number(row.ms) })));
 }
 
