@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { PipelineExecutionId, PipelineName, PipelineTenant } from '../src/workflows/search-attributes';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
@@ -30,6 +30,7 @@ import { EffectStore } from '../src/store/effect-store';
 import { ExecutionStore } from '../src/store/execution-store';
 import { createPgDb } from '../src/store/db';
 import { resolveTemporalCli } from '../src/temporal/cli';
+import { connectClient } from '../src/temporal/connection';
 import { startDevServer } from '../src/temporal/dev-server';
 import { Dispatcher } from '../src/temporal/dispatcher';
 import { installSdkLogging } from '../src/temporal/sdk-logging';
@@ -198,7 +199,9 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     temporalCalls[method] = (temporalCalls[method] ?? 0) + 1;
     return new InterceptingCall(nextCall(callOptions));
   };
-  const connection = await Connection.connect({ address, interceptors: [countCalls] });
+  // The service's own client: the SDK's retry of a transient failure (a connection the server
+  // dropped) stays; the count sees every attempt on the wire.
+  const connection = await connectClient({ address }, [countCalls]);
   const client = new Client({ connection });
   const dispatcher = new Dispatcher(database.db, client, registry, taskQueue, log, CALL_TIMEOUT_MS);
   const sweeper = sweeperFor(database.url, client, registry, taskQueue, log);

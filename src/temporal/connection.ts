@@ -235,8 +235,13 @@ class RetryGate {
   }
 }
 
-/** A client connection; failures name the setting. Its close lets pending retries settle first (see RetryGate). */
-export async function connectClient(options: TemporalConnectOptions): Promise<Connection> {
+/**
+ * A client connection with the SDK's retry of transient failures (UNAVAILABLE and the like);
+ * failures to connect name the setting. Its close lets pending retries settle first (see
+ * RetryGate). `perAttempt` interceptors run under the retry, once for each call on the wire
+ * (the bench counts Temporal round trips with one).
+ */
+export async function connectClient(options: TemporalConnectOptions, perAttempt: Interceptor[] = []): Promise<Connection> {
   const gate = new RetryGate();
   const connection = await connectNamingSettings(
     () =>
@@ -245,7 +250,7 @@ export async function connectClient(options: TemporalConnectOptions): Promise<Co
         tls: options.tls,
         apiKey: options.apiKey,
         metadata: options.metadata,
-        interceptors: [gate.interceptor()],
+        interceptors: [gate.interceptor(), ...perAttempt],
       }),
     options,
   );
