@@ -14,6 +14,7 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { afterAll, expect, inject, it } from 'vitest';
 import { connectClient } from '../../src/temporal/connection';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
+import { until } from '../helpers/until';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -44,10 +45,12 @@ it('answers result() after the server dropped the connection under its long poll
     () => 'completed',
     (err: unknown) => err,
   );
-  // The long poll is on the wire (the server holds it for about 20 s): every connection goes.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const before = attempts.GetWorkflowExecutionHistory ?? 0;
-  expect(before).toBeGreaterThanOrEqual(1);
+  // The long poll is opened, then given a moment to reach the server (which holds it for about
+  // 20 s), and every connection goes. Were it not on the wire yet, the drop would miss it and
+  // the test would pass without proving the retry; it never fails for that.
+  await until(() => (attempts.GetWorkflowExecutionHistory ?? 0) >= 1, 30_000, 'the result() long poll to open');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const before = attempts.GetWorkflowExecutionHistory;
   await proxy.setDown(true);
   await proxy.setDown(false);
   await new Client({ connection: direct }).workflow.getHandle(workflowId).terminate('the test ends it');
