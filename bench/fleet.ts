@@ -105,14 +105,7 @@ export interface FleetResult {
  */
 async function completion(bench: BenchService, prefix: string) {
   const pattern = `${prefix}-%`;
-  const open = async () =>
-    (
-      await bench.service.db.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id LIKE $2 AND status IN ('QUEUED', 'RUNNING')`,
-        [TENANT, pattern],
-      )
-    ).rows[0].n;
-  while ((await open()) > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+  while ((await openRuns(bench, pattern)) > 0) await new Promise((resolve) => setTimeout(resolve, 250));
   const rows = await bench.service.db.query<{ status: string; ms: number }>(
     `SELECT status, (extract(epoch FROM updated_at - created_at) * 1000)::float8 AS ms FROM execution_record WHERE tenant_id = $1 AND execution_id LIKE $2`,
     [TENANT, pattern],
@@ -122,11 +115,12 @@ async function completion(bench: BenchService, prefix: string) {
   return latencySummary(rows.rows.map((row) => ({ at: 0, ms: Number(row.ms) })));
 }
 
-const openRuns = async (bench: BenchService, ids: string[]) =>
+/** How many executions are still QUEUED or RUNNING: these ids, or those whose id matches a LIKE pattern. */
+const openRuns = async (bench: BenchService, which: string[] | string) =>
   (
     await bench.service.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2) AND status IN ('QUEUED', 'RUNNING')`,
-      [TENANT, ids],
+      `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND ${typeof which === 'string' ? 'execution_id LIKE $2' : 'execution_id = ANY($2)'} AND status IN ('QUEUED', 'RUNNING')`,
+      [TENANT, which],
     )
   ).rows[0].n;
 
