@@ -16,6 +16,7 @@
  * themselves (bind 0) can never land.
  */
 import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Log } from '../log';
@@ -33,6 +34,12 @@ export interface DevServerOptions {
   uiPort?: number;
   namespace?: string;
   log?: Log;
+  /**
+   * A file the server's own output is appended to, as it wrote it (all its fields, not only
+   * the level and message forwarded to `log`): the test suite keeps its shared server's here,
+   * so a failure on that server can be read after the run.
+   */
+  outputFile?: string;
 }
 
 export interface DevServer {
@@ -200,7 +207,12 @@ async function spawnOnLeasedPorts(path: string, namespace: string, options: DevS
   // and "network dial error" as its services lose each other. Debug, so a clean stop ends
   // quietly; only a fatal or panic line stays at warn.
   let stopping = false;
+  const output = options.outputFile ? createWriteStream(options.outputFile, { flags: 'a' }) : undefined;
+  // A file that cannot be written loses the copy, never the server.
+  output?.on('error', (err) => options.log?.warn({ event: 'temporal_dev_server_output_unwritable', error: err.message }));
+  child.once('exit', () => output?.end());
   const forward = (chunk: Buffer) => {
+    output?.write(chunk);
     const text = chunk.toString('utf8');
     if (head.length < 2000) head += text;
     tail = (tail + text).slice(-2000);
