@@ -3,7 +3,14 @@ import { defineConfig } from 'vitest/config';
 import { scaled } from './test/helpers/time-scale.ts';
 
 /** Pure logic and source checks: no Temporal, no Postgres. */
-const UNIT = ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/lint/**/*.test.ts', 'test/cli/settings.test.ts', 'examples/**/*.test.ts'];
+const UNIT = [
+  'src/**/*.test.ts',
+  'bench/**/*.test.ts',
+  'packages/*/src/**/*.test.ts',
+  'test/lint/**/*.test.ts',
+  'test/cli/settings.test.ts',
+  'examples/**/*.test.ts',
+];
 /** Tests that start an engine of their own (the examples' engine tests): a fresh fork each. */
 const ENGINE_EXAMPLES = ['examples/**/*.engine.test.ts'];
 /** In-process engines, each on its own database and task queue, stopped in afterAll. */

@@ -18,6 +18,7 @@ import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { startFixture } from '../test/helpers/fixture-process';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres';
 import { percentile, pool } from './stats';
+import { waitFor, type WaitOptions } from './wait';
 
 export const TOKEN = 'bench-admin-token';
 export const TENANT = 'bench';
@@ -159,18 +160,24 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
 }
 
 /** Fails `ids` of `once-failing` for real (through the engine) and waits until every one is FAILED. */
-export async function failExecutions(bench: BenchService, ids: string[]): Promise<void> {
+export async function failExecutions(bench: BenchService, ids: string[], say?: (line: string) => void): Promise<void> {
   await pool(ids.length, 16, async (i) => {
     await bench.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'once-failing', executionId: ids[i], input: { i } });
   });
-  for (;;) {
-    const failed = await bench.service.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2) AND status = 'FAILED'`,
-      [TENANT, ids],
-    );
-    if (failed.rows[0].n === ids.length) return;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+  const failed = async () =>
+    (
+      await bench.service.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2) AND status = 'FAILED'`,
+        [TENANT, ids],
+      )
+    ).rows[0].n;
+  await waitFor(
+    `${ids.length} executions to fail`,
+    failed,
+    (n) => n === ids.length,
+    (n) => `${n} FAILED so far`,
+    { everyMs: 500, say },
+  );
 }
 
 /** Creates a bulk job re-driving `ids` at `ratePerSecond` (with room for `batchSize` runs in flight); its view. */
@@ -185,12 +192,35 @@ export function createJob(bench: BenchService, ids: string[], ratePerSecond: num
 }
 
 /** Polls a job's view until `done(view)` or it is no longer RUNNING; the last view. */
-export async function waitForJob(bench: BenchService, jobId: string, done: (view: any) => boolean, everyMs = 250): Promise<any> {
-  for (;;) {
-    const view = await bench.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${jobId}`);
-    if (done(view) || view.status !== 'RUNNING') return view;
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
+/** A job's view, once `done` says so or the job has ended (no longer RUNNING); progress and cap as `waitFor`. */
+export async function waitForJob(bench: BenchService, jobId: string, done: (view: any) => boolean, options: WaitOptions = {}): Promise<any> {
+  return waitFor(
+    `job ${jobId}`,
+    () => bench.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${jobId}`),
+    (view) => done(view) || view.status !== 'RUNNING',
+    (view) => `${view.status}, ${JSON.stringify(view.counts)}`,
+    options,
+  );
+}
+
+/** How many executions are still QUEUED or RUNNING: these ids, or those whose id matches a LIKE pattern. */
+export const openRuns = async (bench: BenchService, which: string[] | string) =>
+  (
+    await bench.service.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND ${typeof which === 'string' ? 'execution_id LIKE $2' : 'execution_id = ANY($2)'} AND status IN ('QUEUED', 'RUNNING')`,
+      [TENANT, which],
+    )
+  ).rows[0].n;
+
+/** Until none of these executions (ids, or a LIKE pattern) is QUEUED or RUNNING; progress and cap as `waitFor`. */
+export async function waitForRunsToEnd(bench: BenchService, what: string, which: string[] | string, options: WaitOptions = {}): Promise<void> {
+  await waitFor(
+    `${what} to end`,
+    () => openRuns(bench, which),
+    (open) => open === 0,
+    (open) => `${open} still QUEUED or RUNNING`,
+    options,
+  );
 }
 
 /** When each of a job's items was admitted (the admission statement's own `now()`), ms since the epoch, in order. */

@@ -26,9 +26,12 @@ import {
   submitSteadily,
   TENANT,
   waitForJob,
+  waitForRunsToEnd,
+  openRuns,
   type BenchService,
 } from './bench-service';
 import { spread, type Spread } from './stats';
+import { waitFor } from './wait';
 
 export interface FleetOptions {
   /** items of job A (default 1,000) */
@@ -103,9 +106,9 @@ export interface FleetResult {
  * while a job ran may still be running when the job's own runs have ended (a loaded machine, a
  * start answered `pending` and made by the sweeper): their figure waits for them.
  */
-async function completion(bench: BenchService, prefix: string) {
+async function completion(bench: BenchService, prefix: string, say: (line: string) => void) {
   const pattern = `${prefix}-%`;
-  while ((await openRuns(bench, pattern)) > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+  await waitForRunsToEnd(bench, `the ${prefix}-* submissions`, pattern, { say });
   const rows = await bench.service.db.query<{ status: string; ms: number }>(
     `SELECT status, (extract(epoch FROM updated_at - created_at) * 1000)::float8 AS ms FROM execution_record WHERE tenant_id = $1 AND execution_id LIKE $2`,
     [TENANT, pattern],
@@ -114,15 +117,6 @@ async function completion(bench: BenchService, prefix: string) {
   if (notDone > 0) throw new Error(`${notDone} of the ${prefix}-* executions ended without succeeding`);
   return latencySummary(rows.rows.map((row) => ({ at: 0, ms: Number(row.ms) })));
 }
-
-/** How many executions are still QUEUED or RUNNING: these ids, or those whose id matches a LIKE pattern. */
-const openRuns = async (bench: BenchService, which: string[] | string) =>
-  (
-    await bench.service.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND ${typeof which === 'string' ? 'execution_id LIKE $2' : 'execution_id = ANY($2)'} AND status IN ('QUEUED', 'RUNNING')`,
-      [TENANT, which],
-    )
-  ).rows[0].n;
 
 export async function measureFleet(options: FleetOptions): Promise<FleetResult> {
   const bench = await startBenchService({
@@ -144,7 +138,7 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
       const a = Array.from({ length: options.items }, (_, i) => `fa${run}-${i}`);
       const b = Array.from({ length: options.secondItems }, (_, i) => `fb${run}-${i}`);
       options.say(`${label}: failing ${a.length + b.length} executions`);
-      await failExecutions(bench, [...a, ...b]);
+      await failExecutions(bench, [...a, ...b], options.say);
       // As many idle submissions as the job's admissions will last.
       const count = Math.max(5, Math.ceil((options.items / options.ratePerSecond) * options.submitPerSecond));
       options.say(`${label}: ${count} ordinary submissions, nothing else running`);
@@ -153,20 +147,26 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
       const jobA = await createJob(bench, a, options.ratePerSecond, a.length);
       let admittedAll = false;
       const underJobDone = submitSteadily(bench, `busy${run}`, options.submitPerSecond, () => admittedAll);
-      const viewA = await waitForJob(bench, jobA.jobId, (view) => view.counts.remaining === 0, 100).finally(() => {
+      const viewA = await waitForJob(bench, jobA.jobId, (view) => view.counts.remaining === 0, { everyMs: 100, say: options.say }).finally(() => {
         admittedAll = true;
       });
       const underJob = await underJobDone;
       const atCreation = await openRuns(bench, a);
       const jobB = await createJob(bench, b, options.ratePerSecond, 50);
       const createdB = Date.parse(jobB.createdAt);
-      let firstB: number | undefined;
-      const deadline = Date.now() + 300_000;
-      while (firstB === undefined && Date.now() < deadline) {
-        firstB = (await admissionTimes(bench, jobB.jobId))[0];
-        if (firstB === undefined) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      if (firstB === undefined) throw new Error(`${label}: job B admitted nothing in 300 s`);
+      const firstB = (
+        await waitFor(
+          `${label}: job B's first admission`,
+          () => admissionTimes(bench, jobB.jobId),
+          (times) => times.length > 0,
+          () => 'none yet',
+          {
+            everyMs: 50,
+            capMs: 300_000,
+            say: options.say,
+          },
+        )
+      )[0];
       const atFirstAdmission = await openRuns(bench, a);
       if (options.roles === 'held') {
         // Held means held: had any of A's runs left QUEUED, something ran them on these cores.
@@ -179,10 +179,10 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
         stopBulk = await bench.runBulk();
       }
       options.say(`${label}: waiting for both jobs' runs to end`);
-      const doneA = await waitForJob(bench, jobA.jobId, () => false, 1000);
-      const doneB = await waitForJob(bench, jobB.jobId, () => false, 1000);
+      const doneA = await waitForJob(bench, jobA.jobId, () => false, { everyMs: 1000, say: options.say });
+      const doneB = await waitForJob(bench, jobB.jobId, () => false, { everyMs: 1000, say: options.say });
       // A job may finish at its last admission: the next run's idle figure waits for every re-driven run to end.
-      while ((await openRuns(bench, [...a, ...b])) > 0) await new Promise((resolve) => setTimeout(resolve, 1000));
+      await waitForRunsToEnd(bench, "both jobs' re-driven runs", [...a, ...b], { everyMs: 1000, say: options.say });
       if (options.roles === 'held') {
         await stopBulk?.();
         stopBulk = undefined;
@@ -190,8 +190,8 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
       const result: FleetRun = {
         idle: latencySummary(idle),
         underJob: latencySummary(underJob),
-        idleDone: await completion(bench, `idle${run}`),
-        underJobDone: await completion(bench, `busy${run}`),
+        idleDone: await completion(bench, `idle${run}`, options.say),
+        underJobDone: await completion(bench, `busy${run}`, options.say),
         jobA: { admitted: doneA.counts.admitted, achieved: viewA.rate.achieved },
         firstAdmissionMs: Math.round(firstB - createdB),
         previousRunsOpen: { atCreation, atFirstAdmission },

@@ -12,6 +12,7 @@
 import { cpus, loadavg } from 'node:os';
 import type { Log } from '../src/log';
 import { admissionTimes, busiestSecond, createJob, failExecutions, startBenchService, TENANT, waitForJob } from './bench-service';
+import { waitFor } from './wait';
 import { cpuDelta, cpuSnapshot, type CpuSample } from './cpu';
 import { spread, type Spread } from './stats';
 
@@ -71,13 +72,16 @@ export async function measureJobRate(options: JobRateOptions): Promise<JobRateRe
         const label = `job rate ${rate}/s, run ${run + 1}/${options.runs}`;
         const ids = Array.from({ length: options.items }, (_, i) => `jr${r}-${run}-${i}`);
         options.say(`${label}: failing ${options.items} executions`);
-        await failExecutions(bench, ids);
+        await failExecutions(bench, ids, options.say);
         options.say(`${label}: re-driving them`);
         const cpuBefore = cpuSnapshot(bench.temporalPid, bench.databaseName);
         const startedAt = performance.now();
         const created = await createJob(bench, ids, rate, Math.max(options.items, 1));
         // Held: the window ends at the last admission (every item processed); the runs are drained after it.
-        const view = await waitForJob(bench, created.jobId, options.held ? (v) => v.counts.remaining === 0 : () => false, options.held ? 100 : 500);
+        const view = await waitForJob(bench, created.jobId, options.held ? (v) => v.counts.remaining === 0 : () => false, {
+          everyMs: options.held ? 100 : 500,
+          say: options.say,
+        });
         const items = Math.max(view.counts.admitted, 1);
         const cpu = cpuDelta(cpuBefore, cpuSnapshot(bench.temporalPid, bench.databaseName), items);
         const coresBusy = Number((((cpu.node + cpu.temporal + cpu.postgres) * items) / ((performance.now() - startedAt) * cpus().length)).toFixed(2));
@@ -98,11 +102,14 @@ export async function measureJobRate(options: JobRateOptions): Promise<JobRateRe
           const stopBulk = await bench.runBulk();
           try {
             // A job ends once every item is processed; its runs end after it, counted in its view.
-            let ended = await waitForJob(bench, created.jobId, () => false, 500);
-            while (ended.counts.running > 0) {
-              await new Promise((resolve) => setTimeout(resolve, 500));
-              ended = await bench.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${created.jobId}`);
-            }
+            await waitForJob(bench, created.jobId, () => false, { everyMs: 500, say: options.say });
+            const ended = await waitFor(
+              `job ${created.jobId}'s runs to end`,
+              () => bench.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${created.jobId}`),
+              (v) => v.counts.running === 0,
+              (v) => `${v.counts.running} running`,
+              { everyMs: 500, say: options.say },
+            );
             if (ended.status !== 'COMPLETED' || ended.counts.succeeded !== ended.counts.admitted)
               throw new Error(
                 `${label}: the held runs ended with the job ${ended.status} and ${JSON.stringify(ended.counts)}: not every admitted run SUCCEEDED`,
