@@ -21,7 +21,6 @@ import { percentile, pool } from './stats';
 import { waitFor, type WaitOptions } from './wait';
 
 export const TOKEN = 'bench-admin-token';
-export const TENANT = 'bench';
 
 export interface BenchServiceOptions {
   log: Log;
@@ -56,6 +55,14 @@ export interface BenchService {
   request(method: string, path: string, body?: unknown): Promise<any>;
   /** one ordinary submission over HTTP, its round trip in ms (throws unless 202) */
   submit(executionId: string): Promise<number>;
+  /**
+   * The tenant this service's executions are made under: its own (`bench-<random>`), so two bench
+   * services on one Temporal (the smoke tests, one after another on the suite's dev server) never
+   * share a workflow id (`pipeline/<tenant>/<executionId>`). With a shared tenant, a run the
+   * previous service left open in Temporal (its record ended, its workflow's last task not yet
+   * run when that service stopped) held the next one's id: its start waited forever.
+   */
+  tenant: string;
   /** the dev server's pid (absent with a Temporal of the caller's) and the database's name: whose CPU to count */
   temporalPid?: number;
   databaseName: string;
@@ -117,6 +124,7 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     await devServer?.stop().catch(() => undefined);
     throw err;
   }
+  const tenant = `bench-${randomBytes(4).toString('hex')}`;
   const base = `http://127.0.0.1:${service.ports.http}/pipeline`;
   const call = async (method: string, path: string, body?: unknown) =>
     fetch(`${base}${path}`, {
@@ -132,7 +140,7 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
   };
   const submit = async (executionId: string) => {
     const t0 = performance.now();
-    const res = await call('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'ordinary', executionId, input: { n: 1 } });
+    const res = await call('POST', `/api/tenants/${tenant}/executions`, { pipeline: 'ordinary', executionId, input: { n: 1 } });
     await res.arrayBuffer();
     const ms = performance.now() - t0;
     if (res.status !== 202) throw new Error(`an ordinary submission answered ${res.status}`);
@@ -143,6 +151,7 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
     base,
     request,
     submit,
+    tenant,
     temporalPid: devServer?.pid,
     databaseName: new URL(database.url).pathname.slice(1),
     async runBulk(nice) {
@@ -162,13 +171,13 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
 /** Fails `ids` of `once-failing` for real (through the engine) and waits until every one is FAILED. */
 export async function failExecutions(bench: BenchService, ids: string[], say?: (line: string) => void): Promise<void> {
   await pool(ids.length, 16, async (i) => {
-    await bench.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'once-failing', executionId: ids[i], input: { i } });
+    await bench.request('POST', `/api/tenants/${bench.tenant}/executions`, { pipeline: 'once-failing', executionId: ids[i], input: { i } });
   });
   const failed = async () =>
     (
       await bench.service.db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2) AND status = 'FAILED'`,
-        [TENANT, ids],
+        [bench.tenant, ids],
       )
     ).rows[0].n;
   await waitFor(
@@ -182,7 +191,7 @@ export async function failExecutions(bench: BenchService, ids: string[], say?: (
 
 /** Creates a bulk job re-driving `ids` at `ratePerSecond` (with room for `batchSize` runs in flight); its view. */
 export function createJob(bench: BenchService, ids: string[], ratePerSecond: number, batchSize: number): Promise<any> {
-  return bench.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
+  return bench.request('POST', `/admin/tenants/${bench.tenant}/redrive-jobs`, {
     selection: { executionIds: ids },
     reason: 'benchmark',
     allowFailed: true,
@@ -196,7 +205,7 @@ export function createJob(bench: BenchService, ids: string[], ratePerSecond: num
 export async function waitForJob(bench: BenchService, jobId: string, done: (view: any) => boolean, options: WaitOptions = {}): Promise<any> {
   return waitFor(
     `job ${jobId}`,
-    () => bench.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${jobId}`),
+    () => bench.request('GET', `/admin/tenants/${bench.tenant}/redrive-jobs/${jobId}`),
     (view) => done(view) || view.status !== 'RUNNING',
     (view) => `${view.status}, ${JSON.stringify(view.counts)}`,
     options,
@@ -208,7 +217,7 @@ export const openRuns = async (bench: BenchService, which: string[] | string) =>
   (
     await bench.service.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND ${typeof which === 'string' ? 'execution_id LIKE $2' : 'execution_id = ANY($2)'} AND status IN ('QUEUED', 'RUNNING')`,
-      [TENANT, which],
+      [bench.tenant, which],
     )
   ).rows[0].n;
 
@@ -228,7 +237,7 @@ export async function admissionTimes(bench: BenchService, jobId: string): Promis
   const rows = await bench.service.db.query<{ at: string }>(
     `SELECT (extract(epoch FROM processed_at) * 1000)::float8 AS at FROM redrive_job_item
      WHERE tenant_id = $1 AND job_id = $2 AND state = 'ADMITTED' ORDER BY processed_at`,
-    [TENANT, jobId],
+    [bench.tenant, jobId],
   );
   return rows.rows.map((row) => Number(row.at));
 }

@@ -24,7 +24,6 @@ import {
   latencySummary,
   startBenchService,
   submitSteadily,
-  TENANT,
   waitForJob,
   waitForRunsToEnd,
   openRuns,
@@ -111,7 +110,7 @@ async function completion(bench: BenchService, prefix: string, say: (line: strin
   await waitForRunsToEnd(bench, `the ${prefix}-* submissions`, pattern, { say });
   const rows = await bench.service.db.query<{ status: string; ms: number }>(
     `SELECT status, (extract(epoch FROM updated_at - created_at) * 1000)::float8 AS ms FROM execution_record WHERE tenant_id = $1 AND execution_id LIKE $2`,
-    [TENANT, pattern],
+    [bench.tenant, pattern],
   );
   const notDone = rows.rows.filter((row) => row.status !== 'SUCCEEDED').length;
   if (notDone > 0) throw new Error(`${notDone} of the ${prefix}-* executions ended without succeeding`);
@@ -172,7 +171,7 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
         // Held means held: had any of A's runs left QUEUED, something ran them on these cores.
         const moved = await bench.service.db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2) AND status <> 'QUEUED'`,
-          [TENANT, a],
+          [bench.tenant, a],
         );
         if (moved.rows[0].n > 0) throw new Error(`${label}: ${moved.rows[0].n} of A's re-driven runs left QUEUED while they were held`);
         options.say(`${label}: running the held runs on a bulk worker (not measured)`);

@@ -11,7 +11,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import type { Log } from '../src/log';
-import { admissionTimes, busiestSecond, createJob, failExecutions, startBenchService, TENANT, waitForJob } from './bench-service';
+import { admissionTimes, busiestSecond, createJob, failExecutions, startBenchService, waitForJob } from './bench-service';
 import { waitFor } from './wait';
 import { cpuDelta, cpuSnapshot, type CpuSample } from './cpu';
 import { spread, type Spread } from './stats';
@@ -95,7 +95,7 @@ export async function measureJobRate(options: JobRateOptions): Promise<JobRateRe
           // The figure measured what it claims: at its last admission no re-driven run had started a step.
           const moved = await bench.service.db.query<{ n: number }>(
             `SELECT count(*)::int AS n FROM execution_record WHERE tenant_id = $1 AND redrive_job_id = $2 AND status <> 'QUEUED'`,
-            [TENANT, created.jobId],
+            [bench.tenant, created.jobId],
           );
           if (moved.rows[0].n > 0) throw new Error(`${label}: ${moved.rows[0].n} re-driven runs left QUEUED inside the window: they were not held`);
           options.say(`${label}: every item admitted; running the held runs to their end (not measured)`);
@@ -105,7 +105,7 @@ export async function measureJobRate(options: JobRateOptions): Promise<JobRateRe
             await waitForJob(bench, created.jobId, () => false, { everyMs: 500, say: options.say });
             const ended = await waitFor(
               `job ${created.jobId}'s runs to end`,
-              () => bench.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${created.jobId}`),
+              () => bench.request('GET', `/admin/tenants/${bench.tenant}/redrive-jobs/${created.jobId}`),
               (v) => v.counts.running === 0,
               (v) => `${v.counts.running} running`,
               { everyMs: 500, say: options.say },
