@@ -169,7 +169,7 @@ export async function startBenchService(options: BenchServiceOptions): Promise<B
 }
 
 /** Fails `ids` of `once-failing` for real (through the engine) and waits until every one is FAILED. */
-export async function failExecutions(bench: BenchService, ids: string[], say?: (line: string) => void): Promise<void> {
+export async function failExecutions(bench: BenchService, ids: string[], options: WaitOptions = {}): Promise<void> {
   await pool(ids.length, 16, async (i) => {
     await bench.request('POST', `/api/tenants/${bench.tenant}/executions`, { pipeline: 'once-failing', executionId: ids[i], input: { i } });
   });
@@ -185,7 +185,7 @@ export async function failExecutions(bench: BenchService, ids: string[], say?: (
     failed,
     (n) => n === ids.length,
     (n) => `${n} FAILED so far`,
-    { everyMs: 500, say },
+    { everyMs: 500, ...options },
   );
 }
 

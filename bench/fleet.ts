@@ -137,7 +137,7 @@ export async function measureFleet(options: FleetOptions): Promise<FleetResult> 
       const a = Array.from({ length: options.items }, (_, i) => `fa${run}-${i}`);
       const b = Array.from({ length: options.secondItems }, (_, i) => `fb${run}-${i}`);
       options.say(`${label}: failing ${a.length + b.length} executions`);
-      await failExecutions(bench, [...a, ...b], options.say);
+      await failExecutions(bench, [...a, ...b], { say: options.say });
       // As many idle submissions as the job's admissions will last.
       const count = Math.max(5, Math.ceil((options.items / options.ratePerSecond) * options.submitPerSecond));
       options.say(`${label}: ${count} ordinary submissions, nothing else running`);

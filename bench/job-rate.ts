@@ -72,7 +72,7 @@ export async function measureJobRate(options: JobRateOptions): Promise<JobRateRe
         const label = `job rate ${rate}/s, run ${run + 1}/${options.runs}`;
         const ids = Array.from({ length: options.items }, (_, i) => `jr${r}-${run}-${i}`);
         options.say(`${label}: failing ${options.items} executions`);
-        await failExecutions(bench, ids, options.say);
+        await failExecutions(bench, ids, { say: options.say });
         options.say(`${label}: re-driving them`);
         const cpuBefore = cpuSnapshot(bench.temporalPid, bench.databaseName);
         const startedAt = performance.now();

@@ -6,11 +6,15 @@
  * Only counts are asserted, never a time: every item admitted exactly once, every backlog
  * record deleted with its attempt log and nothing else.
  */
+import { Client, Connection } from '@temporalio/client';
 import { describe, expect, inject, it } from 'vitest';
+import { failExecutions, startBenchService } from '../../bench/bench-service';
 import { measureFleet, renderFleet, type FleetOptions } from '../../bench/fleet';
 import { measureJobRate, renderJobRate } from '../../bench/job-rate';
 import { measureRetentionDrain, renderRetentionDrain } from '../../bench/retention-drain';
+import { workflowIdFor } from '../../src/ids';
 import { createLog } from '../../src/log';
+import { scaled } from '../helpers/time-scale';
 
 const log = createLog({ level: 'silent' });
 const say = () => undefined;
@@ -74,6 +78,32 @@ describe('fleet figures harness (smoke)', () => {
     // Held: every one of A's runs was still open when B was created and at B's first admission.
     expect(run.previousRunsOpen).toEqual({ atCreation: 6, atFirstAdmission: 6 });
     expect(renderFleet(result, meta)).toContain("The job's runs on capacity of their own");
+  });
+
+  it("a run an earlier bench service left open in Temporal does not hold a later one's start of the same execution id", async () => {
+    // CI s62a: the split-roles test's service stopped with one run's last workflow task in flight; that
+    // run stayed open under its workflow id, and the next test's start of the same id waited forever.
+    const address = inject('temporalAddress');
+    const earlier = await startBenchService({ log, temporalAddress: address });
+    await earlier.stop();
+    const connection = await Connection.connect({ address });
+    try {
+      // The earlier service's run of `left-open`, open for good: its task queue has no worker.
+      const workflowId = workflowIdFor(earlier.tenant, 'left-open');
+      const client = new Client({ connection });
+      await client.workflow.start('pipelineWorkflow', { workflowId, taskQueue: `nobody-polls-${earlier.tenant}`, args: [] });
+      const later = await startBenchService({ log, temporalAddress: address });
+      try {
+        expect(later.tenant).not.toBe(earlier.tenant);
+        // Starts, runs and fails it through the engine; a start held by the open run fails the wait at its cap.
+        await failExecutions(later, ['left-open'], { capMs: scaled(60_000) });
+      } finally {
+        await later.stop();
+        await client.workflow.getHandle(workflowId).terminate('the test is over');
+      }
+    } finally {
+      await connection.close();
+    }
   });
 
   it('retention: drains exactly the seeded backlog, with its attempt log, and nothing of the live store', async () => {
