@@ -200,7 +200,6 @@ export function createJob(bench: BenchService, ids: string[], ratePerSecond: num
   });
 }
 
-/** Polls a job's view until `done(view)` or it is no longer RUNNING; the last view. */
 /** A job's view, once `done` says so or the job has ended (no longer RUNNING); progress and cap as `waitFor`. */
 export async function waitForJob(bench: BenchService, jobId: string, done: (view: any) => boolean, options: WaitOptions = {}): Promise<any> {
   return waitFor(
