@@ -113,6 +113,7 @@ export class Metrics {
     );
     gauge('pipeline_checkpoint_backlog', 'Checkpoints accepted and not yet admitted', () => signals.checkpointsPending());
     gauge('pipeline_checkpoint_lag_seconds', 'Age of the oldest checkpoint not yet admitted', () => signals.checkpointLagSeconds());
+    gauge('pipeline_dispatch_lag_seconds', 'Age of the oldest start or re-drive admitted and not yet started in Temporal', () => signals.dispatchLagSeconds());
     // Every outcome from 0, so a rate over it exists before the first job.
     for (const outcome of REDRIVE_JOB_ITEM_OUTCOMES) this.redriveJobItems.inc({ outcome }, 0);
     new Gauge({

@@ -148,6 +148,15 @@ export class SignalsStore {
     return this.number(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM checkpoint_outbox WHERE status = 'PENDING'`);
   }
 
+  /**
+   * Age of the oldest start or re-drive admitted and not yet started in Temporal (its dispatch row
+   * PENDING; the partial index on created_at reads it): Temporal refusing or not answering, or a run
+   * of a dispatch this store does not know holding the workflow id.
+   */
+  dispatchLagSeconds(): Promise<number> {
+    return this.number(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM execution_dispatch WHERE status = 'PENDING'`);
+  }
+
   /** Runs waiting on a retry whose committed attempt is at least `attempt`. */
   waitingOnRetry(attempt: number): Promise<number> {
     return this.number(`SELECT count(*)::bigint AS n FROM execution_record WHERE status = 'RUNNING' AND next_due_at IS NOT NULL AND attempt >= $1`, [attempt]);

@@ -39,6 +39,7 @@ const ALERTS: Record<string, { labels: Record<string, string>; push: Record<stri
     push: { pipeline_item_reject_top_fingerprint_share: () => '0.9x45', pipeline_item_rejects_total: (v) => `${v}+5x45` },
   },
   PipelineCheckpointLag: { labels: { severity: 'page', channel: 'checkpoint-publication' }, push: { pipeline_checkpoint_lag_seconds: () => '900x45' } },
+  PipelineDispatchLag: { labels: { severity: 'page', channel: 'checkpoint-publication' }, push: { pipeline_dispatch_lag_seconds: () => '900x45' } },
   PipelineRemoteOutcomeUnknownParks: {
     labels: { severity: 'ticket', channel: 'execution-dlq' },
     push: { pipeline_executions_remote_outcome_unknown: () => '3x45' },
@@ -121,7 +122,7 @@ describe.skipIf(!promtool)('alert rules and dashboard (promtool)', () => {
 
   it('passes promtool check rules and the rules unit tests', () => {
     const checked = run(['check', 'rules', RULES]);
-    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 6 rules found');
+    expect(checked.stdout + checked.stderr).toContain('SUCCESS: 7 rules found');
     expect(checked.status).toBe(0);
     const tested = spawnSync(promtool!, ['test', 'rules', 'alerts.test.yml'], { cwd: resolve('ops/prometheus'), encoding: 'utf8' });
     expect(tested.stdout + tested.stderr).toContain('SUCCESS');
