@@ -130,8 +130,11 @@ export function createApp(deps: AppDeps) {
     const executionId = pathId(c, 'executionId');
     const record = await deps.store.get(tenantId, executionId);
     if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
-    const disposition = await dispositionEvidence(record, deps.registry);
-    return c.json(disposition ? { ...recordView(record), disposition } : recordView(record));
+    const [disposition, pendingStart] = await Promise.all([
+      dispositionEvidence(record, deps.registry),
+      record.status === 'QUEUED' ? deps.store.pendingStart(tenantId, executionId) : null,
+    ]);
+    return c.json({ ...recordView(record), ...(disposition && { disposition }), ...(pendingStart && { pendingStart }) });
   });
 
   admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}/effects', '/admin'), async (c) => {

@@ -55,6 +55,15 @@ const DispositionEvidenceSchema = RemoteCallSchema.extend({
   detail: z.string(),
 }).meta({ id: 'DispositionEvidence' });
 
+export const PendingStartSchema = z
+  .object({
+    dispatchId: z.string().meta({ description: "'start' for the execution's first run, else the re-drive's id" }),
+    requestedAt: Timestamp.meta({ description: 'when the store admitted the start' }),
+    startAttempts: z.number().int().meta({ description: 'start calls made so far (the sweeper retries a start that failed)' }),
+    lastError: z.string().nullable().meta({ description: "why the last start call failed (Temporal's error, never payload data); null before a failure" }),
+  })
+  .meta({ id: 'PendingStart' });
+
 export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES).meta({ id: 'ExecutionStatus' });
 export const EffectStatusSchema = z.enum(EFFECT_STATUSES).meta({ id: 'EffectStatus' });
 export { TerminalReasonSchema };
@@ -95,6 +104,10 @@ export const ExecutionRecordView = z
     remoteCall: RemoteCallSchema.nullable().meta({ description: 'the remote call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN' }),
     disposition: DispositionEvidenceSchema.optional().meta({
       description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker',
+    }),
+    pendingStart: PendingStartSchema.optional().meta({
+      description:
+        'QUEUED only, on the single-record read: the start the store admitted and Temporal has not acknowledged yet. Normally gone within milliseconds; one that stays says why in lastError (see the runbook, "Starts not reaching Temporal")',
     }),
   })
   .meta({ id: 'ExecutionRecord' });

@@ -166,7 +166,7 @@ export class RedriveService {
    * `pipeline.temporal.call-timeout` the re-drive is refused with 503 and nothing changes.
    */
   private async runIsActive(record: ExecutionRecord): Promise<boolean> {
-    if (await this.store.hasPendingDispatch(record.tenantId, record.executionId)) return true;
+    if (await this.store.pendingStart(record.tenantId, record.executionId)) return true;
     try {
       const description = await withCallDeadline(this.client, this.dispatcher.callTimeoutMs, () =>
         this.client.workflow.getHandle(record.workflowId).describe(),

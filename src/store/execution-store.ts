@@ -115,6 +115,14 @@ export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
 export const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
 /** A dispatch row's lease, held by the process that will start its run. */
+/** A start admitted and not yet acknowledged by Temporal (see ExecutionStore.pendingStart). */
+export interface PendingStart {
+  dispatchId: string;
+  requestedAt: string;
+  startAttempts: number;
+  lastError: string | null;
+}
+
 export interface DispatchLease {
   owner: string;
   ms: number;
@@ -430,12 +438,19 @@ export class ExecutionStore {
     return { ...toRecord(row), version: row.admitted_version, attempt: row.admitted_attempt, currentStepIndex: a.resumeStepIndex };
   }
 
-  async hasPendingDispatch(tenantId: string, executionId: string): Promise<boolean> {
-    const result = await this.db.query(`SELECT 1 FROM execution_dispatch WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING' LIMIT 1`, [
-      tenantId,
-      executionId,
-    ]);
-    return result.rowCount > 0;
+  /**
+   * The start the store admitted and Temporal has not acknowledged yet (a PENDING dispatch
+   * row), or null. Normally gone within milliseconds; one that stays names why in `lastError`.
+   */
+  async pendingStart(tenantId: string, executionId: string): Promise<PendingStart | null> {
+    const result = await this.db.query<{ dispatch_id: string; created_at: Date; attempts: number; last_error: string | null }>(
+      `SELECT dispatch_id, created_at, attempts, last_error FROM execution_dispatch
+       WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING' ORDER BY created_at LIMIT 1`,
+      [tenantId, executionId],
+    );
+    const row = result.rows[0];
+    if (!row) return null;
+    return { dispatchId: row.dispatch_id, requestedAt: iso(row.created_at), startAttempts: row.attempts, lastError: row.last_error };
   }
 
   async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {

@@ -3,8 +3,8 @@
  * did not dispatch holds the workflow id (CI s62a: a run another service left open; in production
  * another deployment on the same namespace and tenant, or a store restored behind Temporal). The
  * execution stays QUEUED with its dispatch retried, `pipeline_dispatch_lag_seconds` ages (the
- * PipelineDispatchLag alert watches it), and the execution's history names the start attempts and
- * why they failed. Once that run is gone, the sweeper starts the execution's own, once.
+ * PipelineDispatchLag alert watches it), and the execution's read (`pendingStart`) and history name
+ * the start attempts and why they failed. Once that run is gone, the sweeper starts the execution's own, once.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -56,6 +56,12 @@ it('ages pipeline_dispatch_lag_seconds and names the cause in the history while 
   expect(view.runs[0]).toMatchObject({ dispatch: 'start', status: 'PENDING', startedAt: null });
   expect(view.runs[0].lastError).toContain(`workflow ${workflowId} is still running for dispatch`);
   expect(await lagSeconds()).toBeGreaterThan(0);
+  // The execution's own read says the same, without the history.
+  const held = (await (await engine.request('GET', `/admin/tenants/acme/executions/${executionId}`)).json()) as any;
+  expect(held.status).toBe('QUEUED');
+  expect(held.pendingStart).toMatchObject({ dispatchId: 'start', requestedAt: view.runs[0].requestedAt });
+  expect(held.pendingStart.startAttempts).toBeGreaterThanOrEqual(2);
+  expect(held.pendingStart.lastError).toContain(`workflow ${workflowId} is still running for dispatch`);
   expect(calls).toBe(0);
 
   await foreign.terminate('the test removes the run that held the id');
@@ -67,4 +73,7 @@ it('ages pipeline_dispatch_lag_seconds and names the cause in the history while 
   expect(after.runs).toHaveLength(1);
   expect(after.runs[0]).toMatchObject({ status: 'STARTED', lastError: null });
   expect(await lagSeconds()).toBe(0);
+  const done = (await (await engine.request('GET', `/admin/tenants/acme/executions/${executionId}`)).json()) as any;
+  expect(done.status).toBe('SUCCEEDED');
+  expect(done).not.toHaveProperty('pendingStart');
 });
