@@ -200,11 +200,14 @@ export function createJob(bench: BenchService, ids: string[], ratePerSecond: num
   });
 }
 
+/** Reads a bulk job's view (its status and counts). */
+export const jobView = (bench: BenchService, jobId: string): Promise<any> => bench.request('GET', `/admin/tenants/${bench.tenant}/redrive-jobs/${jobId}`);
+
 /** A job's view, once `done` says so or the job has ended (no longer RUNNING); progress and cap as `waitFor`. */
 export async function waitForJob(bench: BenchService, jobId: string, done: (view: any) => boolean, options: WaitOptions = {}): Promise<any> {
   return waitFor(
     `job ${jobId}`,
-    () => bench.request('GET', `/admin/tenants/${bench.tenant}/redrive-jobs/${jobId}`),
+    () => jobView(bench, jobId),
     (view) => done(view) || view.status !== 'RUNNING',
     (view) => `${view.status}, ${JSON.stringify(view.counts)}`,
     options,

@@ -11,7 +11,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import type { Log } from '../src/log';
-import { admissionTimes, busiestSecond, createJob, failExecutions, startBenchService, waitForJob } from './bench-service';
+import { admissionTimes, busiestSecond, createJob, failExecutions, jobView, startBenchService, waitForJob } from './bench-service';
 import { waitFor } from './wait';
 import { cpuDelta, cpuSnapshot, type CpuSample } from './cpu';
 import { spread, type Spread } from './stats';
@@ -105,7 +105,7 @@ export async function measureJobRate(options: JobRateOptions): Promise<JobRateRe
             await waitForJob(bench, created.jobId, () => false, { everyMs: 500, say: options.say });
             const ended = await waitFor(
               `job ${created.jobId}'s runs to end`,
-              () => bench.request('GET', `/admin/tenants/${bench.tenant}/redrive-jobs/${created.jobId}`),
+              () => jobView(bench, created.jobId),
               (v) => v.counts.running === 0,
               (v) => `${v.counts.running} running`,
               { everyMs: 500, say: options.say },

@@ -145,7 +145,7 @@ export class SignalsStore {
   }
 
   checkpointLagSeconds(): Promise<number> {
-    return this.number(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM checkpoint_outbox WHERE status = 'PENDING'`);
+    return this.oldestPendingAge('checkpoint_outbox');
   }
 
   /**
@@ -154,7 +154,12 @@ export class SignalsStore {
    * of a dispatch this store does not know holding the workflow id.
    */
   dispatchLagSeconds(): Promise<number> {
-    return this.number(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM execution_dispatch WHERE status = 'PENDING'`);
+    return this.oldestPendingAge('execution_dispatch');
+  }
+
+  /** Seconds since the oldest PENDING row of an outbox table was written; 0 when none is. */
+  private oldestPendingAge(table: 'checkpoint_outbox' | 'execution_dispatch'): Promise<number> {
+    return this.number(`SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS n FROM ${table} WHERE status = 'PENDING'`);
   }
 
   /** Runs waiting on a retry whose committed attempt is at least `attempt`. */
