@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import type { BaseTimeouts } from './test/helpers/file-timeouts.ts';
 import { scaled } from './test/helpers/time-scale.ts';
 
 /** Pure logic and source checks: no Temporal, no Postgres. */
@@ -15,6 +16,10 @@ const UNIT = [
 const ENGINE_EXAMPLES = ['examples/**/*.engine.test.ts'];
 /** In-process engines, each on its own database and task queue, stopped in afterAll. */
 const INTEGRATION = ['test/integration/**/*.test.ts'];
+/** vitest's timeouts on a quiet machine; each file gets them stretched by the time scale when it starts. */
+const QUIET: BaseTimeouts = { testMs: 60_000, hookMs: 120_000 };
+/** The e2e files' (kills, child processes, whole services started and stopped). */
+const QUIET_E2E: BaseTimeouts = { testMs: 420_000, hookMs: 180_000 };
 /** One Temporal dev server and workflow bundle, shared by the projects that declare it. */
 const TEMPORAL = ['test/global-setup.ts'];
 
@@ -22,15 +27,19 @@ export default defineConfig({
   // The worker kit's workspace package from its sources, as tsconfig.json's paths say (no build needed to test it).
   resolve: { alias: { '@pipeline-orchestrator/worker-kit': fileURLToPath(new URL('./packages/worker-kit/src/index.ts', import.meta.url)) } },
   test: {
-    // Stretched by PIPELINE_TEST_TIME_SCALE (test/helpers/time-scale.ts), which .ci/run sets from the load.
-    testTimeout: scaled(60_000),
-    hookTimeout: scaled(120_000),
+    // Stretched by the time scale (test/helpers/time-scale.ts: PIPELINE_TEST_TIME_SCALE, which .ci/run
+    // sets from the load, or the live load if higher): here as the config loads, and again as each
+    // file starts (test/helpers/file-timeouts.ts), so files that start under a risen load get room.
+    testTimeout: scaled(QUIET.testMs),
+    hookTimeout: scaled(QUIET.hookMs),
+    provide: { baseTimeouts: QUIET },
     pool: 'forks',
     // Most of a file's time is spent waiting on Temporal, Postgres and child processes: on two
     // cores, three files at a time measured fastest (3m42 s vs 4m25 s with two, 3m58 s with four).
     maxWorkers: 3,
     // Names each file's Postgres connections after it (pg_stat_activity's application_name).
-    setupFiles: ['./test/helpers/name-connections.ts'],
+    // Sets each file's timeouts from the load as the file starts.
+    setupFiles: ['./test/helpers/name-connections.ts', './test/helpers/file-timeouts.ts'],
     reporters: ['default'],
     projects: [
       // These files leave no process state behind, so a fork runs one after another without a
@@ -47,8 +56,9 @@ export default defineConfig({
           include: ['test/**/*.test.ts', ...ENGINE_EXAMPLES],
           exclude: [...UNIT.filter((glob) => !glob.startsWith('examples/')), ...INTEGRATION],
           globalSetup: TEMPORAL,
-          testTimeout: scaled(420_000),
-          hookTimeout: scaled(180_000),
+          testTimeout: scaled(QUIET_E2E.testMs),
+          hookTimeout: scaled(QUIET_E2E.hookMs),
+          provide: { baseTimeouts: QUIET_E2E },
         },
       },
     ],

@@ -10,7 +10,7 @@
  * read when `scaled` is called, whichever is higher. The second part covers a suite that started
  * on a quiet machine and then got neighbours (a second CI run starting a minute later): the
  * deadlines it sets from then on grow with the load. vitest's own testTimeout and hookTimeout
- * are set once, when the config loads.
+ * are set as the config loads and again as each file starts (test/helpers/file-timeouts.ts).
  */
 import { availableParallelism, loadavg } from 'node:os';
 
