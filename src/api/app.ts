@@ -132,7 +132,7 @@ export function createApp(deps: AppDeps) {
     if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
     const [disposition, pendingStart] = await Promise.all([
       dispositionEvidence(record, deps.registry),
-      record.status === 'QUEUED' ? deps.store.pendingStart(tenantId, executionId) : null,
+      record.status === 'QUEUED' ? deps.store.pendingStart(tenantId, executionId, 'queued-for') : null,
     ]);
     return c.json({ ...recordView(record), ...(disposition && { disposition }), ...(pendingStart && { pendingStart }) });
   });

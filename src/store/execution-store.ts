@@ -114,8 +114,7 @@ export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
 /** JSON parameters go as text with an explicit cast: pg would turn a JS array into a Postgres array. */
 export const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
-/** A dispatch row's lease, held by the process that will start its run. */
-/** A start admitted and not yet acknowledged by Temporal (see ExecutionStore.pendingStart). */
+/** A start admitted whose run the store has not yet seen start (see ExecutionStore.pendingStart). */
 export interface PendingStart {
   dispatchId: string;
   requestedAt: string;
@@ -123,6 +122,7 @@ export interface PendingStart {
   lastError: string | null;
 }
 
+/** A dispatch row's lease, held by the process that will start its run. */
 export interface DispatchLease {
   owner: string;
   ms: number;
@@ -439,14 +439,19 @@ export class ExecutionStore {
   }
 
   /**
-   * The start the store admitted and Temporal has not acknowledged yet (a PENDING dispatch
-   * row), or null. Normally gone within milliseconds; one that stays names why in `lastError`.
+   * A start (or re-drive) the store admitted whose run it has not yet seen start: a PENDING
+   * dispatch row, oldest first, or null. `scope: 'queued-for'` reads only the dispatch the record
+   * waits for (an older dispatch's row may outlive it). A row stays PENDING until Temporal's
+   * answer to a swept start or the run's first step marks it, so a healthy start shows here for
+   * up to the dispatch lease (30 s) under a backlog; one that stays names why in `lastError`.
    */
-  async pendingStart(tenantId: string, executionId: string): Promise<PendingStart | null> {
+  async pendingStart(tenantId: string, executionId: string, scope: 'any' | 'queued-for' = 'any'): Promise<PendingStart | null> {
     const result = await this.db.query<{ dispatch_id: string; created_at: Date; attempts: number; last_error: string | null }>(
       `SELECT dispatch_id, created_at, attempts, last_error FROM execution_dispatch
-       WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING' ORDER BY created_at LIMIT 1`,
-      [tenantId, executionId],
+       WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING'
+         AND (NOT $3::boolean OR dispatch_id = (SELECT r.dispatch_id FROM execution_record r WHERE r.tenant_id = $1 AND r.execution_id = $2))
+       ORDER BY created_at LIMIT 1`,
+      [tenantId, executionId, scope === 'queued-for'],
     );
     const row = result.rows[0];
     if (!row) return null;

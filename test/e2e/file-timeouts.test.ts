@@ -6,7 +6,7 @@
  * config): its hook and test each wait 1.5 s, past the config's timeouts and inside the stretched
  * ones, and the test reads its own timeout.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, expect, inject, it } from 'vitest';
@@ -15,19 +15,25 @@ import { TIME_SCALE } from '../helpers/time-scale';
 const root = resolve(import.meta.dirname, '../..');
 mkdirSync(join(root, '.test-output'), { recursive: true });
 const dir = mkdtempSync(join(root, '.test-output', 'file-timeouts-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let child: ChildProcess | undefined;
+afterAll(() => {
+  // A child left running by a timed-out test would outlive the suite.
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
 
 function runVitest(): Promise<{ code: number | null; output: string }> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', join(dir, 'vitest.config.ts')], {
+    const vitest = spawn(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', join(dir, 'vitest.config.ts')], {
       cwd: dir,
       env: { ...process.env, PIPELINE_TEST_TIME_SCALE: '', NO_COLOR: '1' },
     });
+    child = vitest;
     let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('error', fail);
-    child.on('close', (code) => done({ code, output }));
+    vitest.stdout.on('data', (chunk) => (output += chunk));
+    vitest.stderr.on('data', (chunk) => (output += chunk));
+    vitest.on('error', fail);
+    vitest.on('close', (code) => done({ code, output }));
   });
 }
 
