@@ -62,7 +62,9 @@ async function lockRow(key: string, executionId: string): Promise<void> {
   locks.set(executionId, client);
   terminator ??= setInterval(() => {
     void kitDb
-      .query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+      .query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND datname = current_database()",
+      )
       .catch(() => undefined);
   }, 200);
 }
