@@ -10,6 +10,7 @@ import { BodyTooLargeError, RequestTimeoutError } from './api/middleware/body-li
 import { DefinitionChangedError } from './service/redrive-definition';
 import {
   ConfigError,
+  errorLine,
   ConflictError,
   ERROR_CODES,
   ExecutionExistsError,
@@ -100,5 +101,17 @@ describe("the authors' error names", () => {
     const err = new api.NonRetryableException('bad payload', 'BAD_PAYLOAD');
     expect([err instanceof api.NonRetryableError, err.name, err.code]).toEqual([true, 'NonRetryableError', 'BAD_PAYLOAD']);
     expect(new api.UserActionRequiredError('call the bank')).toBeInstanceOf(api.NonRetryableError);
+  });
+});
+
+describe('errorLine', () => {
+  it('says an Error as "Name: message", cut to the bound', () => {
+    expect(errorLine(new TypeError('no such thing'))).toBe('TypeError: no such thing');
+    expect(errorLine(new Error('x'.repeat(500)))).toHaveLength(300);
+    expect(errorLine(new Error('x'.repeat(500)), undefined, 20)).toBe(`Error: ${'x'.repeat(13)}`);
+  });
+  it('says a thrown non-Error by the fallback, or as text, bounded too', () => {
+    expect(errorLine('boom', 'start failed')).toBe('start failed');
+    expect(errorLine({ toString: () => 'y'.repeat(400) })).toBe('y'.repeat(300));
   });
 });

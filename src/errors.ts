@@ -254,3 +254,13 @@ export class StoredValueError extends PipelineError {
     super(`${table} ${row}: the stored ${field} no longer parses (${issue})`, 'INTERNAL', { table, row, field });
   }
 }
+
+/**
+ * A caught error as one bounded line for a log field or a stored `last_error`: `Name: message`
+ * cut to `max` characters (an error's message is Temporal's, Postgres's or a client's words,
+ * never payload data, but it can be long); `fallback` (or the thrown value as text) when what was
+ * thrown is not an Error.
+ */
+export function errorLine(err: unknown, fallback?: string, max = 300): string {
+  return (err instanceof Error ? `${err.name}: ${err.message}` : (fallback ?? String(err))).slice(0, max);
+}

@@ -14,7 +14,7 @@ import { createHealthApp, createStartingApp } from './api/health';
 import { sha256Hex } from './hash';
 import { bulkRunTaskQueue, type Config, type Role } from './config/config';
 import { lockDataDir } from './service/data-dir-lock';
-import { ConfigError } from './errors';
+import { ConfigError, errorLine } from './errors';
 import type { Log } from './log';
 import type { PipelineDefinition } from './pipeline/define';
 import { PipelineRegistry } from './pipeline/registry';
@@ -426,7 +426,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     const runs = workers.map((w) =>
       w.run().catch((err) => {
         if (!stopping) throw err;
-        log.warn({ event: 'worker_shutdown_forced', error: err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : String(err) });
+        log.warn({ event: 'worker_shutdown_forced', error: errorLine(err) });
       }),
     );
     // One worker failing stops the other too: the process serves both queues or neither.

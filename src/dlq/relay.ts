@@ -12,6 +12,7 @@ import type { Log } from '../log';
 import { PeriodicTask } from '../periodic-task';
 import type { DlqEnvelope, DlqStore } from '../store/dlq-store';
 import { envelopeDedupeId, type DlqProvider } from './provider';
+import { errorLine } from '../errors';
 
 const LEASE_MS = 30_000;
 /** A failed publish is tried again after this long. */
@@ -43,7 +44,7 @@ export class DlqRelay {
         await this.dlq.markPublished(row.id);
         published++;
       } catch (err) {
-        const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'publish failed';
+        const message = errorLine(err, 'publish failed');
         this.log.warn({
           event: 'execution_dlq_publish_failed',
           provider: this.provider.name,

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { JobFinishedError, JobNotFoundError, SelectionError, ValidationError } from '../errors';
+import { errorLine, JobFinishedError, JobNotFoundError, SelectionError, ValidationError } from '../errors';
 import type { Log } from '../log';
 import type { JobCounts, RedriveJob, RedriveJobStatus, RedriveJobStore, Selection } from '../store/redrive-job-store';
 import { withCallDeadline } from '../temporal/call-deadline';
@@ -190,7 +190,7 @@ export class RedriveJobs {
           event: 'redrive_job_start_failed',
           tenantId,
           jobId,
-          error: err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed',
+          error: errorLine(err, 'start failed'),
         });
         return false;
       }

@@ -26,6 +26,7 @@ import { idsOfWorkflowId, workflowIdFor } from '../ids';
 import type { Log } from '../log';
 import type { ExecutionStore } from '../store/execution-store';
 import { withCallDeadline } from '../temporal/call-deadline';
+import { errorLine } from '../errors';
 
 /** How Temporal closed a run the engine did not end, as the watch names it. */
 export type RunEnding = 'TERMINATED' | 'CANCELLED' | 'TIMED_OUT';
@@ -133,7 +134,7 @@ export class RunEndWatch {
       state = ENDING_NAMES[description.status.name] ?? 'gone';
     } catch (err) {
       if ((err as Error).name === 'WorkflowNotFoundError') return 'gone';
-      this.log.warn({ event: 'execution_run_watch_unanswered', tenantId: run.tenantId, executionId: run.executionId, error: describeError(err) });
+      this.log.warn({ event: 'execution_run_watch_unanswered', tenantId: run.tenantId, executionId: run.executionId, error: errorLine(err) });
       return 'unanswered';
     }
     if (state === 'gone') return 'gone';
@@ -142,7 +143,7 @@ export class RunEndWatch {
     try {
       outcome = await this.endRun({ ...run, ending: state, ...(terminatedBy ? { terminatedBy } : {}) });
     } catch (err) {
-      this.log.warn({ event: 'execution_run_watch_unanswered', tenantId: run.tenantId, executionId: run.executionId, error: describeError(err) });
+      this.log.warn({ event: 'execution_run_watch_unanswered', tenantId: run.tenantId, executionId: run.executionId, error: errorLine(err) });
       return 'unanswered';
     }
     if (outcome === 'ended')
@@ -192,12 +193,8 @@ export class RunEndWatch {
       });
       return { runs, nextPageToken: response.nextPageToken ?? undefined };
     } catch (err) {
-      this.log.warn({ event: 'execution_run_watch_unanswered', error: describeError(err) });
+      this.log.warn({ event: 'execution_run_watch_unanswered', error: errorLine(err) });
       return undefined;
     }
   }
-}
-
-function describeError(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : String(err);
 }

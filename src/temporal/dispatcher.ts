@@ -25,6 +25,7 @@ import { compactPlan, planStep } from '../workflows/plan';
 import type { PipelineRunInput } from '../workflows/types';
 import { withTraceCarrier } from '../trace-context';
 import type { DispatchOutcome as DispatchOutcomeWord } from '../spec-words';
+import { errorLine } from '../errors';
 
 export interface DispatchSpec {
   redrive?: PipelineRunInput['redrive'];
@@ -131,7 +132,7 @@ export class Dispatcher {
       );
       return { dispatch: 'started', runId };
     } catch (err) {
-      const message = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 300) : 'start failed';
+      const message = errorLine(err, 'start failed');
       this.log.warn({ event: 'execution_dispatch_failed', tenantId, executionId, dispatchId, error: message });
       await this.releaseLease(tenantId, executionId, dispatchId, message);
       return { dispatch: 'pending', runId: null, temporalUnavailable: temporalUnavailable(err) };
