@@ -197,7 +197,9 @@ export class Dispatcher {
         await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
         return this.startRun(workflowId, dispatchId, run, spec, attempt + 1);
       }
-      throw new Error(`workflow ${workflowId} is still running for dispatch ${String(owner)}; the sweeper retries`);
+      // A run with no dispatchId in its memo was started by something other than a dispatcher (the CLI, another system).
+      const holder = owner === undefined ? ', a run this orchestrator did not start (no dispatchId in its memo)' : ` for dispatch ${String(owner)}`;
+      throw new Error(`workflow ${workflowId} is still running${holder}; the sweeper retries`);
     }
   }
 

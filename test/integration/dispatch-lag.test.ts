@@ -54,14 +54,16 @@ it('ages pipeline_dispatch_lag_seconds and names the cause in the history while 
   expect(view.status).toBe('QUEUED');
   expect(view.runs).toHaveLength(1);
   expect(view.runs[0]).toMatchObject({ dispatch: 'start', status: 'PENDING', startedAt: null });
-  expect(view.runs[0].lastError).toContain(`workflow ${workflowId} is still running for dispatch`);
+  // The foreign run has no dispatchId in its memo: the error says it is not this orchestrator's.
+  const holder = `workflow ${workflowId} is still running, a run this orchestrator did not start (no dispatchId in its memo); the sweeper retries`;
+  expect(view.runs[0].lastError).toContain(holder);
   expect(await lagSeconds()).toBeGreaterThan(0);
   // The execution's own read says the same, without the history.
   const held = (await (await engine.request('GET', `/admin/tenants/acme/executions/${executionId}`)).json()) as any;
   expect(held.status).toBe('QUEUED');
   expect(held.pendingStart).toMatchObject({ dispatchId: 'start', requestedAt: view.runs[0].requestedAt });
   expect(held.pendingStart.startAttempts).toBeGreaterThanOrEqual(2);
-  expect(held.pendingStart.lastError).toContain(`workflow ${workflowId} is still running for dispatch`);
+  expect(held.pendingStart.lastError).toContain(holder);
   expect(calls).toBe(0);
 
   await foreign.terminate('the test removes the run that held the id');
