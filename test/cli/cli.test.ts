@@ -10,6 +10,7 @@ import { leasePort } from '../../src/port-allocator';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 import { scaled } from '../helpers/time-scale';
+import { until } from '../helpers/until';
 
 let engine: TestEngine;
 let url: string;
@@ -218,6 +219,29 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     expect(human.stdout).toMatch(/DLQ envelopes:\nTRANSITION +REASON +CODE +GROUP +AT\none:0:1 +retry_exhausted +LEDGER_DOWN +[0-9a-f]{16} /);
     // Each run says how it ended (the dispatch's STARTED is only that Temporal took the start).
     expect(human.stdout).toMatch(/Runs:\nRUN +KIND +START +REQUESTED +ENDED\n\S+ +start +STARTED +\S+ +FAILED\n\S+ +redrive +STARTED +\S+ +SUCCEEDED\n/);
+  });
+
+  it('executions show says a start that is not reaching Temporal, and why', async () => {
+    // A run nobody here dispatched holds the workflow id, on a queue no worker polls.
+    const foreign = await engine.service.client.workflow.start('pipelineWorkflow', { workflowId: 'pipeline/acme/held', taskQueue: 'nobody-held', args: [] });
+    try {
+      expect(await engine.start('acme', { pipeline: 'ledger', executionId: 'held', input: {} })).toMatchObject({ dispatch: 'pending' });
+      const startAttempts = async () =>
+        ((await (await engine.request('GET', '/admin/tenants/acme/executions/held')).json()) as any).pendingStart?.startAttempts ?? 0;
+      await until(async () => (await startAttempts()) >= 2, 30_000, 'the sweeper to try the start again');
+      const human = await cli(['executions', 'show', 'held']);
+      expect(human.code, human.stderr).toBe(0);
+      expect(human.stdout).toMatch(
+        /^start not seen yet: start requested \S+, \d+ start attempts; last error: Error: workflow pipeline\/acme\/held is still running, a run this orchestrator did not start/m,
+      );
+      expect(calls.get('held')).toBeUndefined();
+    } finally {
+      // Then the execution runs, once, and succeeds: nothing of it in the DLQ the other tests count.
+      healthy.add('held');
+      await foreign.terminate('the test is done with it');
+    }
+    await engine.waitFor('acme', 'held', ['SUCCEEDED'], 60_000);
+    expect(calls.get('held')).toBe(1);
   });
 
   it('--dry-run prints the plan and changes nothing: 0 when it would run, 3 with the code when refused', async () => {

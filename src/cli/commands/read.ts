@@ -154,6 +154,9 @@ export async function executionShow(client: AdminClient, io: Io, executionId: st
         ? `remote call: ${record.remoteCall.transitionKey} ${record.remoteCall.protocol} ${record.remoteCall.target} (elapsed ${record.remoteCall.elapsedMs} ms of ${record.remoteCall.deadlineMs})`
         : '',
       ...(record.disposition ? ['disposition evidence:', ...fields(withoutShown(record.disposition, record.remoteCall), '  ')] : []),
+      record.pendingStart
+        ? `start not seen yet: ${record.pendingStart.dispatchId} requested ${record.pendingStart.requestedAt}, ${record.pendingStart.startAttempts} start attempts${record.pendingStart.lastError ? `; last error: ${record.pendingStart.lastError}` : ''}`
+        : '',
       '',
       'Runs:',
       table(runsWithOutcome(record, story), [
