@@ -107,7 +107,7 @@ export const ExecutionRecordView = z
     }),
     pendingStart: PendingStartSchema.optional().meta({
       description:
-        'QUEUED only, on the single-record read (not in lists): the start or re-drive the store admitted whose run it has not yet seen start. Under a backlog a healthy start shows here for up to 30 s (until its first step or the sweeper marks it); one that stays, its startAttempts rising, says why in lastError (see the runbook, "Starts not reaching Temporal")',
+        'QUEUED only, on the single-record read (not in lists): the start or re-drive the store admitted whose run it has not yet seen start. Under a backlog a healthy start shows here for about 30 s at most (until its first step, or the sweeper after the 30 s lease of its start, marks it); one that stays, its startAttempts rising with each retried start, says why in lastError (see the runbook, "Starts not reaching Temporal")',
     }),
   })
   .meta({ id: 'ExecutionRecord' });

@@ -441,15 +441,16 @@ export class ExecutionStore {
   /**
    * A start (or re-drive) the store admitted whose run it has not yet seen start: a PENDING
    * dispatch row, oldest first, or null. `scope: 'queued-for'` reads only the dispatch the record
-   * waits for (an older dispatch's row may outlive it). A row stays PENDING until Temporal's
+   * waits for (an older dispatch's row may outlive it; a record without one, written by an older
+   * release, reads any). A row stays PENDING until Temporal's
    * answer to a swept start or the run's first step marks it, so a healthy start shows here for
-   * up to the dispatch lease (30 s) under a backlog; one that stays names why in `lastError`.
+   * up to the dispatch lease (30 s) and a sweep under a backlog; one that stays names why in `lastError`.
    */
   async pendingStart(tenantId: string, executionId: string, scope: 'any' | 'queued-for' = 'any'): Promise<PendingStart | null> {
     const result = await this.db.query<{ dispatch_id: string; created_at: Date; attempts: number; last_error: string | null }>(
       `SELECT dispatch_id, created_at, attempts, last_error FROM execution_dispatch
        WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING'
-         AND (NOT $3::boolean OR dispatch_id = (SELECT r.dispatch_id FROM execution_record r WHERE r.tenant_id = $1 AND r.execution_id = $2))
+         AND (NOT $3::boolean OR dispatch_id = coalesce((SELECT r.dispatch_id FROM execution_record r WHERE r.tenant_id = $1 AND r.execution_id = $2), dispatch_id))
        ORDER BY created_at LIMIT 1`,
       [tenantId, executionId, scope === 'queued-for'],
     );

@@ -198,7 +198,7 @@ export class Dispatcher {
         return this.startRun(workflowId, dispatchId, run, spec, attempt + 1);
       }
       // A run with no dispatchId in its memo was started by something other than a dispatcher (the CLI, another system).
-      const holder = owner === undefined ? ', a run this orchestrator did not start (no dispatchId in its memo)' : ` for dispatch ${String(owner)}`;
+      const holder = typeof owner !== 'string' ? ', a run this orchestrator did not start (no dispatchId in its memo)' : ` for dispatch ${owner}`;
       throw new Error(`workflow ${workflowId} is still running${holder}; the sweeper retries`);
     }
   }

@@ -5,6 +5,7 @@
  * service that is not there.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePort } from '../../src/port-allocator';
 import { definePipeline, localStep } from '../../src/pipeline/define';
@@ -222,26 +223,28 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
   });
 
   it('executions show says a start that is not reaching Temporal, and why', async () => {
-    // A run nobody here dispatched holds the workflow id, on a queue no worker polls.
-    const foreign = await engine.service.client.workflow.start('pipelineWorkflow', { workflowId: 'pipeline/acme/held', taskQueue: 'nobody-held', args: [] });
+    // A run nobody here dispatched holds the workflow id, on a queue no worker polls (an id of its
+    // own: the dev server is shared by every file of the run).
+    const id = `held-${randomBytes(4).toString('hex')}`;
+    const foreign = await engine.service.client.workflow.start('pipelineWorkflow', { workflowId: `pipeline/acme/${id}`, taskQueue: `nobody-${id}`, args: [] });
     try {
-      expect(await engine.start('acme', { pipeline: 'ledger', executionId: 'held', input: {} })).toMatchObject({ dispatch: 'pending' });
+      expect(await engine.start('acme', { pipeline: 'ledger', executionId: id, input: {} })).toMatchObject({ dispatch: 'pending' });
       const startAttempts = async () =>
-        ((await (await engine.request('GET', '/admin/tenants/acme/executions/held')).json()) as any).pendingStart?.startAttempts ?? 0;
+        ((await (await engine.request('GET', `/admin/tenants/acme/executions/${id}`)).json()) as any).pendingStart?.startAttempts ?? 0;
       await until(async () => (await startAttempts()) >= 2, 30_000, 'the sweeper to try the start again');
-      const human = await cli(['executions', 'show', 'held']);
+      const human = await cli(['executions', 'show', id]);
       expect(human.code, human.stderr).toBe(0);
       expect(human.stdout).toMatch(
-        /^start not seen yet: start requested \S+, \d+ start attempts; last error: Error: workflow pipeline\/acme\/held is still running, a run this orchestrator did not start/m,
+        /^start not seen yet: start requested \S+, \d+ start attempts; last error: Error: workflow pipeline\/acme\/held-[0-9a-f]{8} is still running, a run this orchestrator did not start/m,
       );
-      expect(calls.get('held')).toBeUndefined();
+      expect(calls.get(id)).toBeUndefined();
     } finally {
       // Then the execution runs, once, and succeeds: nothing of it in the DLQ the other tests count.
-      healthy.add('held');
+      healthy.add(id);
       await foreign.terminate('the test is done with it');
     }
-    await engine.waitFor('acme', 'held', ['SUCCEEDED'], 60_000);
-    expect(calls.get('held')).toBe(1);
+    await engine.waitFor('acme', id, ['SUCCEEDED'], 60_000);
+    expect(calls.get(id)).toBe(1);
   });
 
   it('--dry-run prints the plan and changes nothing: 0 when it would run, 3 with the code when refused', async () => {

@@ -18,7 +18,7 @@ const dir = mkdtempSync(join(root, '.test-output', 'file-timeouts-'));
 let child: ChildProcess | undefined;
 afterAll(() => {
   // A child left running by a timed-out test would outlive the suite.
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -155,7 +155,7 @@ export async function executionShow(client: AdminClient, io: Io, executionId: st
         : '',
       ...(record.disposition ? ['disposition evidence:', ...fields(withoutShown(record.disposition, record.remoteCall), '  ')] : []),
       record.pendingStart
-        ? `start not seen yet: ${record.pendingStart.dispatchId} requested ${record.pendingStart.requestedAt}, ${record.pendingStart.startAttempts} start attempts${record.pendingStart.lastError ? `; last error: ${record.pendingStart.lastError}` : ''}`
+        ? `start not seen yet: ${record.pendingStart.dispatchId === 'start' ? 'start' : `re-drive ${record.pendingStart.dispatchId}`} requested ${record.pendingStart.requestedAt}, ${record.pendingStart.startAttempts} start attempts${record.pendingStart.lastError ? `; last error: ${record.pendingStart.lastError}` : ''}`
         : '',
       '',
       'Runs:',
