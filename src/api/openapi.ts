@@ -24,7 +24,7 @@ import {
   DlqList,
   EffectList,
   ExecutionList,
-  ExecutionRecordView,
+  ExecutionRecordDetail,
   ExecutionResultSchema,
   ExecutionStory,
   FailureGroupList,
@@ -120,7 +120,11 @@ export const PATHS: ZodOpenApiPathsObject = {
     get: {
       summary: 'Read an ExecutionRecord',
       requestParams: { path: ExecutionPath },
-      responses: { '200': { description: 'the record (no payloads)', ...json(ExecutionRecordView) }, ...common, ...problems('EXECUTION_NOT_FOUND') },
+      responses: {
+        '200': { description: 'the record (no payloads), with what is read for it alone', ...json(ExecutionRecordDetail) },
+        ...common,
+        ...problems('EXECUTION_NOT_FOUND'),
+      },
     },
   },
   '/admin/tenants/{tenantId}/executions/{executionId}/effects': {

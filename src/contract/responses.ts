@@ -102,15 +102,19 @@ export const ExecutionRecordView = z
     updatedAt: Timestamp,
     segmentInputBytes: z.number().int().meta({ description: 'size of the persisted segment input, which is never returned' }),
     remoteCall: RemoteCallSchema.nullable().meta({ description: 'the remote call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN' }),
-    disposition: DispositionEvidenceSchema.optional().meta({
-      description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker',
-    }),
-    pendingStart: PendingStartSchema.optional().meta({
-      description:
-        'QUEUED only, on the single-record read (not in lists): the start or re-drive the store admitted whose run it has not yet seen start. Under a backlog a healthy start shows here for about 30 s at most (until its first step, or the sweeper after the 30 s lease of its start, marks it); one that stays, its startAttempts rising with each retried start, says why in lastError (see the runbook, "Starts not reaching Temporal")',
-    }),
   })
   .meta({ id: 'ExecutionRecord' });
+
+/** The single-record read: the record and what is read beside it for it alone (lists and the start's answer carry the record only). */
+export const ExecutionRecordDetail = ExecutionRecordView.extend({
+  disposition: DispositionEvidenceSchema.optional().meta({
+    description: 'REMOTE_OUTCOME_UNKNOWN only: the evidence to confirm a disposition with, read live from the worker',
+  }),
+  pendingStart: PendingStartSchema.optional().meta({
+    description:
+      'QUEUED only, on the single-record read (not in lists): the start or re-drive the store admitted whose run it has not yet seen start. Under a backlog a healthy start shows here for about 30 s at most (until its first step, or the sweeper after the 30 s lease of its start, marks it); one that stays, its startAttempts rising with each retried start, says why in lastError (see the runbook, "Starts not reaching Temporal")',
+  }),
+}).meta({ id: 'ExecutionRecordDetail' });
 
 export const StartExecutionResponse = ExecutionRecordView.extend({
   dispatch: z.enum([...DISPATCH_OUTCOMES, 'existing']),

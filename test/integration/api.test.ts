@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
-import { DlqList, ExecutionList, ExecutionRecordView, ProblemSchema, StartExecutionResponse } from '../../src/contract/responses';
+import { DlqList, ExecutionList, ExecutionRecordDetail, ExecutionRecordView, ProblemSchema, StartExecutionResponse } from '../../src/contract/responses';
 import { startTestEngine, SUBMIT_TOKEN, TENANT_A_TOKEN, type TestEngine } from '../helpers/engine';
 
 let engine: TestEngine;
@@ -190,10 +190,12 @@ describe('OpenAPI document and reference page', () => {
 
   it('answers with bodies that match the documented schemas', async () => {
     const started = await engine.request('POST', '/api/tenants/tenant-a/executions', { body: { pipeline: 'ok', executionId: 'schema-1', input: {} } });
-    StartExecutionResponse.parse(await started.json());
+    StartExecutionResponse.strict().parse(await started.json());
     await engine.waitFor('tenant-a', 'schema-1', ['SUCCEEDED']);
-    ExecutionRecordView.strict().parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions/schema-1')).json());
-    ExecutionList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions')).json());
+    ExecutionRecordDetail.strict().parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions/schema-1')).json());
+    // A list's items are the record alone: nothing of the single read's extras.
+    const list = ExecutionList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions')).json());
+    for (const item of list.items) ExecutionRecordView.strict().parse(item);
     DlqList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/dlq')).json());
     ProblemSchema.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/dlq?limit=0')).json());
   });

@@ -8,7 +8,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecutionRecordView } from '../../src/contract/responses';
+import { ExecutionRecordDetail } from '../../src/contract/responses';
 import { definePipeline, restStep } from '../../src/pipeline/define';
 import { createRestTransitionWorker, ensureDedupeSchema, TransitionRejectedError } from '@pipeline-orchestrator/worker-kit';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
@@ -184,7 +184,7 @@ describe('REST transport', () => {
 
       // What an operator sees: the call, and the worker's own word once its handler has finished (after the deadline).
       await retryUntilSuccess(async () => {
-        const view = ExecutionRecordView.parse(await (await engine.request('GET', '/admin/tenants/acme/executions/rest-hang')).json());
+        const view = ExecutionRecordDetail.parse(await (await engine.request('GET', '/admin/tenants/acme/executions/rest-hang')).json());
         expect(view.remoteCall).toMatchObject({ transitionKey: 'rest-hang:0:1', protocol: 'REST', target: `${base}/kit/transition`, deadlineMs: DEADLINE_MS });
         expect(view.disposition).toMatchObject({ lookup: 'ANSWERED', workerRecorded: true, workerState: 'DONE', transitionKey: 'rest-hang:0:1' });
       });

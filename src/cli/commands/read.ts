@@ -6,6 +6,7 @@ import type { AdminClient, Answer } from '../client';
 import type {
   DlqList,
   EffectList,
+  ExecutionRecordDetail,
   ExecutionRecordView,
   ExecutionStory,
   FailureGroupList,
@@ -141,7 +142,7 @@ export function groupHint(group: GroupSignature, command: boolean | undefined): 
 
 export async function executionShow(client: AdminClient, io: Io, executionId: string): Promise<void> {
   const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}`);
-  const record = await client.request<Answer<typeof ExecutionRecordView>>('GET', path);
+  const record = await client.request<Answer<typeof ExecutionRecordDetail>>('GET', path);
   const [effects, story] = await Promise.all([
     client.request<Answer<typeof EffectList>>('GET', `${path}/effects`),
     client.request<Answer<typeof ExecutionStory>>('GET', `${path}/history`),

@@ -5,13 +5,13 @@
  */
 import { SingleBar } from 'cli-progress';
 import type { AdminClient, Answer } from '../client';
-import type { ExecutionRecordView, RedriveAcceptedSchema, RedriveJobDryRunSchema, RedrivePreviewSchema } from '../../contract/responses';
+import type { ExecutionRecordDetail, RedriveAcceptedSchema, RedriveJobDryRunSchema, RedrivePreviewSchema } from '../../contract/responses';
 import { ACTIVE_EXECUTION_STATUSES, isOneOf } from '../../spec-words';
 import { CliError } from '../exit-codes';
 import { choose, confirm, emit, note, sleep, table, type Io } from '../io';
 import { jobLine, type JobView } from './read';
 
-type RecordView = Answer<typeof ExecutionRecordView>;
+type RecordView = Answer<typeof ExecutionRecordDetail>;
 
 export interface FollowOptions {
   /** stop following after this many seconds (the job or run goes on) */
