@@ -10,7 +10,9 @@ import { BodyTooLargeError, RequestTimeoutError } from './api/middleware/body-li
 import { DefinitionChangedError } from './service/redrive-definition';
 import {
   ConfigError,
+  causeChain,
   errorLine,
+  errorMessage,
   ConflictError,
   ERROR_CODES,
   ExecutionExistsError,
@@ -113,5 +115,25 @@ describe('errorLine', () => {
   it('says a thrown non-Error by the fallback, or as text, bounded too', () => {
     expect(errorLine('boom', 'start failed')).toBe('start failed');
     expect(errorLine({ toString: () => 'y'.repeat(400) })).toBe('y'.repeat(300));
+  });
+});
+
+describe('errorMessage and causeChain', () => {
+  it('says an Error by its message and anything else as text', () => {
+    expect(errorMessage(new TypeError('no such thing'))).toBe('no such thing');
+    expect(errorMessage(42)).toBe('42');
+  });
+  it('reads an error and its causes with their codes, up to the bound, and stops at a cause-less error', () => {
+    const inner = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:7233'), { code: 14 });
+    const outer = new Error('Failed to connect', { cause: inner });
+    expect(causeChain(outer)).toEqual([
+      { message: 'Failed to connect', code: undefined },
+      { message: 'connect ECONNREFUSED 127.0.0.1:7233', code: 14 },
+    ]);
+    let deep: unknown = 'the bottom';
+    for (let i = 0; i < 10; i++) deep = new Error(`level ${i}`, { cause: deep });
+    expect(causeChain(deep).map((at) => at.message)).toEqual(['level 9', 'level 8', 'level 7', 'level 6', 'level 5']);
+    expect(causeChain(deep, 20)).toHaveLength(11);
+    expect(causeChain(undefined)).toEqual([]);
   });
 });

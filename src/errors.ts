@@ -256,6 +256,24 @@ export class StoredValueError extends PipelineError {
 }
 
 /**
+ * An error and its causes (`cause`, up to `max` deep), each as its message and `code`: a client
+ * library's error often wraps the one that names the problem (the Temporal SDK's "Failed to
+ * connect", the store's StoreUnavailableError), and start-up diagnosis reads the whole chain.
+ */
+export function causeChain(err: unknown, max = 5): { message: string; code: unknown }[] {
+  const chain: { message: string; code: unknown }[] = [];
+  for (let at: unknown = err; at && chain.length < max; at = (at as { cause?: unknown }).cause) {
+    chain.push({ message: errorMessage(at), code: (at as { code?: unknown }).code });
+  }
+  return chain;
+}
+
+/** What was thrown, as its message: an Error's `message`, anything else as text. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
  * A caught error as one bounded line for a log field or a stored `last_error`: `Name: message`
  * cut to `max` characters (an error's message is Temporal's, Postgres's or a client's words,
  * never payload data, but it can be long); `fallback` (or the thrown value as text) when what was

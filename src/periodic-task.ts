@@ -5,6 +5,7 @@
  * the next one sooner (retention while it is behind). The sweeper, the checkpoint publisher,
  * the DLQ relay and retention are each one of these.
  */
+import { errorMessage } from './errors';
 import type { Log } from './log';
 
 /** What a pass may answer: run the next pass this soon instead of one interval after this one ended. */
@@ -55,7 +56,7 @@ export class PeriodicTask {
         if (isNextPass(result)) delayMs = Math.max(0, Math.min(this.intervalMs, result.nextInMs));
       })
       .catch((err) => {
-        this.log.warn({ event: this.failureEvent, error: err instanceof Error ? err.message : String(err) });
+        this.log.warn({ event: this.failureEvent, error: errorMessage(err) });
       });
     void this.running.finally(() => {
       this.running = undefined;

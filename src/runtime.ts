@@ -14,7 +14,7 @@ import { createHealthApp, createStartingApp } from './api/health';
 import { sha256Hex } from './hash';
 import { bulkRunTaskQueue, type Config, type Role } from './config/config';
 import { lockDataDir } from './service/data-dir-lock';
-import { ConfigError, errorLine } from './errors';
+import { ConfigError, errorLine, errorMessage } from './errors';
 import type { Log } from './log';
 import type { PipelineDefinition } from './pipeline/define';
 import { PipelineRegistry } from './pipeline/registry';
@@ -108,7 +108,7 @@ async function registerSearchAttributes(connection: Connection, namespace: strin
     });
   } catch (err) {
     // AlreadyExists is the normal case after the first start.
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorMessage(err);
     if (!/already exists/i.test(message)) log.warn({ event: 'search_attribute_registration_failed', error: message.slice(0, 200) });
   }
 }

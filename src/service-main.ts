@@ -4,7 +4,7 @@
  * deployment's pipelines or the demo with its remote workers, and the orderly stop.
  */
 import { loadConfig } from './config/config';
-import { ConfigError } from './errors';
+import { ConfigError, errorMessage } from './errors';
 import { createLog } from './log';
 import { createDemoPipeline } from './pipeline/demo';
 import { loadPipelinesModule } from './pipeline/pipelines-module';
@@ -103,7 +103,7 @@ export function runService(started: () => void, launcher = process.ppid): void {
       process.stderr.write(`pipeline-orchestrator: ${err.message}\n`);
       process.exit(2);
     }
-    log.fatal({ event: 'service_failed_to_start', error: err instanceof Error ? err.message : String(err) });
+    log.fatal({ event: 'service_failed_to_start', error: errorMessage(err) });
     process.exit(1);
   });
 }

@@ -3,6 +3,7 @@
  * a bounded error code (safe as a metric label), a message without payload, and the
  * Command effect status it leaves.
  */
+import { errorMessage } from '../errors';
 import { NonRetryableError, UserActionRequiredError, type PipelineDefinition, type StepDefinition } from '../pipeline/define';
 import { retryDelayMs, type RetryPolicy } from '../retry';
 import type { TerminalReason } from '../spec-words';
@@ -71,7 +72,7 @@ function isProgrammingError(err: unknown, types: readonly string[]): boolean {
 }
 
 export function classifyFailure(err: unknown, options: ClassifyOptions = {}): StepFailure {
-  const message = (err instanceof Error ? err.message : String(err)).slice(0, MAX_MESSAGE);
+  const message = errorMessage(err).slice(0, MAX_MESSAGE);
   if (err instanceof UserActionRequiredError) {
     return { retryable: false, errorCode: err.code, errorMessage: message, terminalEffectStatus: 'USER_ACTION_REQUIRED' };
   }

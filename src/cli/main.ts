@@ -9,6 +9,7 @@ import { CliError, EXIT, exitCodesHelp } from './exit-codes';
 import { defaultIo, note } from './io';
 import { DEFAULT_CONFIG_FILE, resolveSettings, type GlobalFlags } from './settings';
 import { CONFIRMED_DISPOSITIONS, REDRIVE_INTENTS } from '../spec-words';
+import { errorMessage } from '../errors';
 
 const program = new Command('pipeline-admin')
   .description('Operate the pipeline orchestrator: read the DLQ and its failure groups, inspect executions, re-drive one or a fleet.')
@@ -167,7 +168,7 @@ try {
     note(defaultIo(false), `pipeline-admin: ${err.message}`);
     process.exitCode = EXIT[err.exit].code;
   } else {
-    note(defaultIo(false), `pipeline-admin: unexpected error: ${err instanceof Error ? err.message : String(err)}`);
+    note(defaultIo(false), `pipeline-admin: unexpected error: ${errorMessage(err)}`);
     process.exitCode = EXIT.FAILURE.code;
   }
 }

@@ -15,7 +15,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError } from '../errors';
+import { ConfigError, errorMessage } from '../errors';
 import { definePipeline, type PipelineDefinition, type VersionedPipeline } from './define';
 
 export const PIPELINES_MODULE_KEY = 'pipeline.pipelines-module';
@@ -27,7 +27,7 @@ export type PipelinesExport =
   | (() => PipelineDefinition | readonly PipelineDefinition[] | Promise<PipelineDefinition | readonly PipelineDefinition[]>);
 
 const problem = (detail: string) => new ConfigError(`${PIPELINES_MODULE_KEY}: ${detail}`);
-const firstLine = (err: unknown) => (err instanceof Error ? err.message : String(err)).split('\n')[0];
+const firstLine = (err: unknown) => errorMessage(err).split('\n')[0];
 
 /** Loads and checks the module's pipelines; `path` is resolved against `cwd`. */
 export async function loadPipelinesModule(path: string, cwd = process.cwd()): Promise<VersionedPipeline[]> {

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
 import pg from 'pg';
-import { ConfigError, StoreUnavailableError } from '../errors';
+import { causeChain, ConfigError, StoreUnavailableError } from '../errors';
 import type { Log } from '../log';
 import { retryDelayMs, type Backoff } from '../retry';
 
@@ -159,13 +159,9 @@ export function storeConnectionString(url: string, caFile?: string): string {
  */
 export function explainStoreFailure(err: unknown, url: string, caFile?: string): unknown {
   // The store may wrap the driver's error (StoreUnavailableError): read the cause chain.
-  const messages: string[] = [];
-  const codes: string[] = [];
-  for (let at: unknown = err, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
-    messages.push(at instanceof Error ? at.message : String(at));
-    codes.push(String((at as { code?: unknown }).code ?? ''));
-  }
-  const message = messages.join(': ');
+  const chain = causeChain(err);
+  const codes = chain.map((at) => String(at.code ?? ''));
+  const message = chain.map((at) => at.message).join(': ');
   const code = codes.find((c) => /CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|HOSTNAME/.test(c)) ?? '';
   if (/CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|HOSTNAME/.test(code) || /certificate|self.signed/i.test(message)) {
     const key = caFile ? 'pipeline.store.ca-file' : 'pipeline.store.ca-file (unset: the system CAs were used)';

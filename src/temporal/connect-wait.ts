@@ -7,7 +7,7 @@
  * the wait at once.
  */
 import type { Connection } from '@temporalio/client';
-import { ConfigError } from '../errors';
+import { ConfigError, errorMessage } from '../errors';
 import type { Log } from '../log';
 import { retryDelayMs } from '../retry';
 
@@ -44,7 +44,7 @@ export async function connectWaiting(options: ConnectWait): Promise<Connection> 
     } catch (err) {
       await connection?.close().catch(() => undefined);
       if (err instanceof ConfigError) throw err;
-      const error = (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 200);
+      const error = errorMessage(err).split('\n')[0].slice(0, 200);
       const nextInMs = Math.min(retryDelayMs(BACKOFF, attempt), Math.max(0, deadline - Date.now()));
       if (nextInMs <= 0) {
         throw new Error(

@@ -15,7 +15,7 @@ import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
 import type { ConfigDataSource } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
-import { ConfigError } from '../errors';
+import { causeChain, ConfigError } from '../errors';
 import { SETTING, temporalProfile } from './profile';
 
 /** What both the client (`Connection`) and the worker (`NativeConnection`) connect with. */
@@ -134,13 +134,9 @@ function splitAddress(address: string): { host: string; port: number } {
 /** Turns a connection failure into a start-up error that names the setting to check. */
 async function explainConnectFailure(err: unknown, options: TemporalConnectOptions): Promise<Error> {
   // The SDK wraps the gRPC error ("Failed to connect to Temporal server"): read the whole cause chain.
-  const chain: string[] = [];
-  const codes: unknown[] = [];
-  for (let at: unknown = err; at && chain.length < 5; at = (at as { cause?: unknown }).cause) {
-    chain.push(at instanceof Error ? at.message : String(at));
-    codes.push((at as { code?: unknown }).code);
-  }
-  const message = chain.join(': ');
+  const chain = causeChain(err);
+  const codes = chain.map((at) => at.code);
+  const message = chain.map((at) => at.message).join(': ');
   const diagnosed = await diagnoseTls(options).catch(() => undefined);
   if (diagnosed) return diagnosed;
   // gRPC 16 UNAUTHENTICATED, 7 PERMISSION_DENIED

@@ -5,6 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { classifyFailure, type StepFailure } from '../activities/step-failure';
+import { errorMessage } from '../errors';
 import { parseIdempotencyKey } from '../ids';
 import { grpcClient, grpcFailure, grpcOutput } from '../transports/grpc';
 import { askLookup, type LookupAnswer, type LookupTarget } from '../transports/lookup';
@@ -77,7 +78,7 @@ export function restWorkerClient(url: string, dispositionUrl: string | null): Wo
       } catch (err) {
         if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return { kind: 'deadline' };
         const cause = (err as { cause?: { code?: string } }).cause?.code;
-        return { kind: 'unreachable', detail: cause ?? (err instanceof Error ? err.message : String(err)) };
+        return { kind: 'unreachable', detail: cause ?? errorMessage(err) };
       }
       const platform = response.headers.get(PLATFORM_HEADER);
       const status = String(response.status);
