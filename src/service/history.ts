@@ -11,9 +11,8 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore } from '../store/definition-store';
 import type { ExecutionStore } from '../store/execution-store';
 import type { HistoryStore } from '../store/history-store';
+import { iso, isoOrNull, startView } from '../store/rows';
 import { dispositionEvidence } from './disposition';
-
-const iso = (value: string | null) => (value == null ? null : new Date(value).toISOString());
 
 export class HistoryService {
   constructor(
@@ -44,20 +43,17 @@ export class HistoryService {
       workflowId: record.workflowId,
       runs: rows.runs.map((run) => ({
         runId: run.run_id,
-        dispatchId: run.dispatch_id,
+        ...startView(run),
         dispatch: run.dispatch_id === 'start' ? ('start' as const) : ('redrive' as const),
         status: run.status,
-        requestedAt: iso(run.created_at)!,
-        startedAt: iso(run.started_at),
-        startAttempts: run.attempts,
-        lastError: run.last_error,
+        startedAt: isoOrNull(run.started_at),
       })),
       // Runs nobody dispatched (a Reset in the Temporal UI, a duplicate start): refused by their first step, which says why.
       refusedRuns: rows.foreign_runs.map((run) => ({
         runId: run.run_id,
         ownerRunId: run.owner_run_id,
         recordStatus: run.record_status,
-        refusedAt: iso(run.noticed_at)!,
+        refusedAt: iso(run.noticed_at),
         note: run.reason,
       })),
       attempts: rows.attempts.map((row) => ({
@@ -70,7 +66,7 @@ export class HistoryService {
         errorCode: row.error_code,
         runId: row.run_id,
         version: row.version,
-        committedAt: iso(row.committed_at)!,
+        committedAt: iso(row.committed_at),
         ...(row.evidence ? { evidence: row.evidence } : {}),
       })),
       redrives: rows.redrives.map((row) => ({
@@ -87,7 +83,7 @@ export class HistoryService {
         resumeStepIndex: row.resume_step_index,
         attempt: row.attempt,
         confirmedDisposition: row.confirmed_disposition,
-        at: iso(row.created_at)!,
+        at: iso(row.created_at),
       })),
       dlq: rows.envelopes.map((row) => ({
         id: row.id,
@@ -96,7 +92,7 @@ export class HistoryService {
         errorCode: row.error_code,
         groupId: row.group_id,
         recordVersion: row.record_version,
-        at: iso(row.created_at)!,
+        at: iso(row.created_at),
       })),
       disposition: await dispositionEvidence(record, this.registry),
     };

@@ -14,7 +14,7 @@ import { RemoteCallSchema } from '../contract/responses';
 import { parseStored } from './stored-json';
 import type { Db, Queryable } from './db';
 import { countItems, ITEM_COUNTED } from './redrive-job-store';
-import { iso, isoOrNull, RECORD_SELECT, type ExecutionRecordRow } from './rows';
+import { iso, isoOrNull, RECORD_SELECT, startView, type DispatchStartColumns, type ExecutionRecordRow, type StartView } from './rows';
 
 export type { EffectStatus, ExecutionStatus } from '../spec-words';
 
@@ -115,12 +115,7 @@ export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
 export const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
 /** A start admitted whose run the store has not yet seen start (see ExecutionStore.pendingStart). */
-export interface PendingStart {
-  dispatchId: string;
-  requestedAt: string;
-  startAttempts: number;
-  lastError: string | null;
-}
+export type PendingStart = StartView;
 
 /** A dispatch row's lease, held by the process that will start its run. */
 export interface DispatchLease {
@@ -447,16 +442,14 @@ export class ExecutionStore {
    * up to the dispatch lease (30 s) and a sweep under a backlog; one that stays names why in `lastError`.
    */
   async pendingStart(tenantId: string, executionId: string, scope: 'any' | 'queued-for' = 'any'): Promise<PendingStart | null> {
-    const result = await this.db.query<{ dispatch_id: string; created_at: Date; attempts: number; last_error: string | null }>(
+    const result = await this.db.query<DispatchStartColumns>(
       `SELECT dispatch_id, created_at, attempts, last_error FROM execution_dispatch
        WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING'
          AND (NOT $3::boolean OR dispatch_id = coalesce((SELECT r.dispatch_id FROM execution_record r WHERE r.tenant_id = $1 AND r.execution_id = $2), dispatch_id))
        ORDER BY created_at LIMIT 1`,
       [tenantId, executionId, scope === 'queued-for'],
     );
-    const row = result.rows[0];
-    if (!row) return null;
-    return { dispatchId: row.dispatch_id, requestedAt: iso(row.created_at), startAttempts: row.attempts, lastError: row.last_error };
+    return result.rows[0] ? startView(result.rows[0]) : null;
   }
 
   async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {

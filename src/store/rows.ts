@@ -153,6 +153,26 @@ export function iso(value: Date | string): string {
   return value instanceof Date ? value.toISOString() : new Date(value).toISOString();
 }
 
+/** A start the store admitted, as an execution's read (`pendingStart`) and its history (`runs[]`) say it. */
+export interface StartView {
+  dispatchId: string;
+  requestedAt: string;
+  startAttempts: number;
+  lastError: string | null;
+}
+
+/** The columns of an execution_dispatch row that say its start. */
+export interface DispatchStartColumns {
+  dispatch_id: string;
+  created_at: Date | string;
+  attempts: number;
+  last_error: string | null;
+}
+
+export function startView(row: DispatchStartColumns): StartView {
+  return { dispatchId: row.dispatch_id, requestedAt: iso(row.created_at), startAttempts: row.attempts, lastError: row.last_error };
+}
+
 export interface PipelineDefinitionRow {
   pipeline: string;
   version: number;
