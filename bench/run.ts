@@ -30,6 +30,8 @@
  *   npm run bench -- --only overhead --floor-with metadata   # the floor (1c) carrying one part of the engine's own
  *                                      # (metadata, heartbeat, summary, bytes; comma-separated): what that part costs; writes nothing
  *   npm run bench -- --variant engine  # figure 1's executions for one variant alone (bench/profile.ts profiles it); writes nothing
+ *   npm run bench -- --only overhead --temporal-address temporal.internal:7233   # against a Temporal of your own instead of
+ *                                      # a dev server of the bench's own (every figure, bare and engine alike); writes nothing
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -70,6 +72,7 @@ const { values } = parseArgs({
     'retention-records': { type: 'string', default: '1500000' },
     'retention-live': { type: 'string', default: '100000' },
     'retention-interval-ms': { type: 'string', default: '60000' },
+    'temporal-address': { type: 'string' },
   },
 });
 
@@ -81,6 +84,23 @@ const number = (name: string, text: string, min: number) => {
   }
   return value;
 };
+
+// A Temporal of the caller's own (host:port, or [IPv6]:port) instead of a dev server the bench starts for each figure:
+// bare Temporal and the engine are measured against the same server, so the ratios hold; the figures are printed, never
+// recorded (BENCHMARKS.md keeps this machine's own).
+const temporalAddress = values['temporal-address'];
+if (temporalAddress !== undefined) {
+  const port = /^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(temporalAddress)?.[1];
+  if (port === undefined || Number(port) < 1 || Number(port) > 65535) {
+    process.stderr.write(`bench: --temporal-address must be host:port, as in temporal.internal:7233 (got ${temporalAddress})\n`);
+    process.exit(2);
+  }
+  if (values.record) {
+    process.stderr.write('bench: --temporal-address measures against another Temporal and is never recorded (drop --record)\n');
+    process.exit(2);
+  }
+}
+const recordable = temporalAddress === undefined;
 
 const smoke = values.smoke;
 const options = smoke
@@ -105,6 +125,7 @@ if (only?.includes('growth')) {
   const load = loadavg()
     .map((x) => x.toFixed(2))
     .join(' / ');
+  if (temporalAddress !== undefined) progress('growth measures the store alone: --temporal-address does not apply to it');
   const growth = await measureGrowth({ sizes, samples, commits: 100, log: createLog({ level: 'error' }), say: progress });
   const cpu = (await import('node:os')).cpus();
   const loadEnd = loadavg()
@@ -118,7 +139,7 @@ if (only?.includes('growth')) {
     samples,
   });
   process.stdout.write(`${table}\n`);
-  if (values['growth-sizes'] === '10000,10000000') {
+  if (values['growth-sizes'] === '10000,10000000' && recordable) {
     mkdirSync('bench/results', { recursive: true });
     writeFileSync('bench/results/growth.json', `${JSON.stringify({ load, loadEnd, ...growth }, null, 2)}\n`);
     const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';
@@ -132,7 +153,7 @@ const stamp = () => new Date().toISOString().slice(0, 16).replace('T', ' ') + ' 
 /** A fleet figure's table into its own block of BENCHMARKS.md and its raw result into bench/results/<file>, when run at its recorded sizes. */
 const record = (block: string, file: string, table: string, result: object, recorded: boolean) => {
   process.stdout.write(`${table}\n`);
-  if (!recorded) return;
+  if (!recorded || !recordable) return;
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(`bench/results/${file}`, `${JSON.stringify(result, null, 2)}\n`);
   const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';
@@ -160,6 +181,7 @@ if (only?.includes('jobrate')) {
     rates,
     runs: number('job-runs', values['job-runs']!, 1),
     held,
+    temporalAddress,
     log: createLog({ level: 'error' }),
     say: progress,
   });
@@ -197,6 +219,7 @@ if (only?.includes('fleet')) {
     roles,
     bulkNice,
     yieldToLive: yielding === 'true',
+    temporalAddress,
     log: createLog({ level: 'error' }),
     say: progress,
   });
@@ -218,6 +241,7 @@ if (only?.includes('retention')) {
     submitPerSecond: 10,
     idleSubmissions: 300,
     capMs: 60 * 60_000,
+    temporalAddress,
     log: createLog({ level: 'error' }),
     say: progress,
   });
@@ -238,7 +262,7 @@ if (values.variant !== undefined) {
     process.stderr.write(`bench: --variant must be engine or bare (got ${values.variant})\n`);
     process.exit(2);
   }
-  const alone = await runBenchmarks({ ...options, only: ['overhead'], variant: values.variant, progress });
+  const alone = await runBenchmarks({ ...options, only: ['overhead'], variant: values.variant, temporalAddress, progress });
   process.stdout.write(`${JSON.stringify(alone.figures.variantAlone)}\n`);
   process.exit(0);
 }
@@ -258,14 +282,16 @@ const results = await runBenchmarks({
   only: only?.filter((name) => !['growth', 'jobrate', 'fleet', 'retention'].includes(name)),
   progress,
   floorWith,
+  temporalAddress,
 });
 if (floorWith) results.meta.floorWith = floorWith;
 // Absolute figures move with the machine's load: every recorded run says what it was.
 results.meta.loadAverage = { start: loadAtStart, end: loadAverage(), note: '1 / 5 / 15 min' };
 if (only) results.meta.only = only;
+if (temporalAddress !== undefined) results.meta.temporalAddress = temporalAddress;
 const table = renderTable(results);
 process.stdout.write(`${table}\n`);
-if (!smoke && (!only || values.record)) {
+if (!smoke && (!only || values.record) && recordable) {
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/latest.json', `${JSON.stringify(results, null, 2)}\n`);
   const document = existsSync('BENCHMARKS.md') ? readFileSync('BENCHMARKS.md', 'utf8') : '# Benchmarks\n';

@@ -7,14 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ServerType } from '@hono/node-server';
-import { Client, type Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from './api/app';
 import { createHealthApp, createStartingApp } from './api/health';
 import { sha256Hex } from './hash';
 import { bulkRunTaskQueue, type Config, type Role } from './config/config';
 import { lockDataDir } from './service/data-dir-lock';
-import { ConfigError, errorLine, errorMessage } from './errors';
+import { ConfigError, errorLine } from './errors';
 import type { Log } from './log';
 import type { PipelineDefinition } from './pipeline/define';
 import { PipelineRegistry } from './pipeline/registry';
@@ -31,14 +31,13 @@ import type { ExecutionStore } from './store/execution-store';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AesGcmCodec } from './temporal/codec';
 import { startTracing } from './tracing';
-import { connectClient, temporalConnectOptions, type TemporalConnectOptions } from './temporal/connection';
+import { connectClient, registerSearchAttributes, temporalConnectOptions, type TemporalConnectOptions } from './temporal/connection';
 import { connectWaiting } from './temporal/connect-wait';
 import { startDevServer, type DevServer } from './temporal/dev-server';
 import { Dispatcher } from './temporal/dispatcher';
 import { TaskQueuePollers } from './temporal/task-queue-pollers';
 import { installSdkLogging } from './temporal/sdk-logging';
 import { createEngineWorker, workflowCacheOptions } from './temporal/worker';
-import { ALL_SEARCH_ATTRIBUTES } from './workflows/search-attributes';
 import { CheckpointPublisher } from './service/checkpoints';
 import { ExecutionService } from './service/executions';
 import { HistoryService } from './service/history';
@@ -98,19 +97,6 @@ function embeddedAdminToken(dataDir: string): string {
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return token;
-}
-
-async function registerSearchAttributes(connection: Connection, namespace: string, log: Log): Promise<void> {
-  try {
-    await connection.operatorService.addSearchAttributes({
-      namespace,
-      searchAttributes: Object.fromEntries(ALL_SEARCH_ATTRIBUTES.map((key) => [key.name, 2 /* KEYWORD */])),
-    });
-  } catch (err) {
-    // AlreadyExists is the normal case after the first start.
-    const message = errorMessage(err);
-    if (!/already exists/i.test(message)) log.warn({ event: 'search_attribute_registration_failed', error: message.slice(0, 200) });
-  }
 }
 
 export async function startService(options: ServiceOptions): Promise<Service> {

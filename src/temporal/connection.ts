@@ -15,7 +15,9 @@ import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@
 import type { TLSConfig } from '@temporalio/common/lib/internal-non-workflow';
 import type { ConfigDataSource } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
-import { causeChain, ConfigError } from '../errors';
+import { causeChain, ConfigError, errorMessage } from '../errors';
+import type { Log } from '../log';
+import { ALL_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { SETTING, temporalProfile } from './profile';
 
 /** What both the client (`Connection`) and the worker (`NativeConnection`) connect with. */
@@ -263,4 +265,18 @@ export function connectNative(options: TemporalConnectOptions): Promise<NativeCo
     () => NativeConnection.connect({ address: options.address, tls: options.tls, apiKey: options.apiKey, metadata: options.metadata }),
     options,
   );
+}
+
+/** The engine's search attributes on the namespace (the service at start-up; the bench on a Temporal of the caller's own). */
+export async function registerSearchAttributes(connection: Connection, namespace: string, log: Log): Promise<void> {
+  try {
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(ALL_SEARCH_ATTRIBUTES.map((key) => [key.name, 2 /* KEYWORD */])),
+    });
+  } catch (err) {
+    // AlreadyExists is the normal case after the first start.
+    const message = errorMessage(err);
+    if (!/already exists/i.test(message)) log.warn({ event: 'search_attribute_registration_failed', error: message.slice(0, 200) });
+  }
 }

@@ -64,7 +64,6 @@ export function usableProblemCode(value: unknown): string | null {
 
 export function boundedDetail(value: unknown): string | null {
   if (typeof value !== 'string') return null;
-  // eslint-disable-next-line no-control-regex
   const flat = value.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
   if (flat === '') return null;
   return flat.length > MAX_DETAIL_CHARS ? `${flat.slice(0, MAX_DETAIL_CHARS - 1)}…` : flat;
