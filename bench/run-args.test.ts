@@ -15,14 +15,15 @@ function bench(...args: string[]) {
 }
 
 describe('bench --temporal-address', () => {
-  it.each(['nohost', 'host:0', 'host:70000', 'a b:7233', 'http://host:7233'])('refuses %j with exit 2, naming the flag', (address) => {
-    expect(bench('--only', 'overhead', '--temporal-address', address)).toEqual({
+  // Its rules are bench/args.test.ts's; here, that the bench stops on them before it starts anything.
+  it('exits 2 on an address it cannot use, naming the flag', () => {
+    expect(bench('--only', 'overhead', '--temporal-address', 'http://host:7233')).toEqual({
       status: 2,
-      stderr: `bench: --temporal-address must be host:port, as in temporal.internal:7233 (got ${address})`,
+      stderr: 'bench: --temporal-address must be host:port, as in temporal.internal:7233 (got http://host:7233)',
     });
   });
 
-  it('refuses --record beside it', () => {
+  it('exits 2 on --record beside it', () => {
     expect(bench('--only', 'overhead', '--temporal-address', '[::1]:7233', '--record')).toEqual({
       status: 2,
       stderr: 'bench: --temporal-address measures against another Temporal and is never recorded (drop --record)',

@@ -37,6 +37,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadavg } from 'node:os';
 import { createLog } from '../src/log';
+import { temporalAddressProblem } from './args';
 import { measureGrowth, renderGrowth } from './growth';
 import { measureFleet, renderFleet } from './fleet';
 import { jobRateLoad, measureJobRate, renderJobRate } from './job-rate';
@@ -90,9 +91,9 @@ const number = (name: string, text: string, min: number) => {
 // recorded (BENCHMARKS.md keeps this machine's own).
 const temporalAddress = values['temporal-address'];
 if (temporalAddress !== undefined) {
-  const port = /^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(temporalAddress)?.[1];
-  if (port === undefined || Number(port) < 1 || Number(port) > 65535) {
-    process.stderr.write(`bench: --temporal-address must be host:port, as in temporal.internal:7233 (got ${temporalAddress})\n`);
+  const problem = temporalAddressProblem(temporalAddress);
+  if (problem) {
+    process.stderr.write(`bench: ${problem}\n`);
     process.exit(2);
   }
   if (values.record) {

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { PipelineExecutionId, PipelineName, PipelineTenant } from '../src/workflows/search-attributes';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { serve } from '@hono/node-server';
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { createActivities } from '../src/activities/engine-activities';
@@ -30,7 +30,7 @@ import { EffectStore } from '../src/store/effect-store';
 import { ExecutionStore } from '../src/store/execution-store';
 import { createPgDb } from '../src/store/db';
 import { resolveTemporalCli } from '../src/temporal/cli';
-import { connectClient, registerSearchAttributes } from '../src/temporal/connection';
+import { connectClient, connectNative, registerSearchAttributes, temporalConnectOptions, type TemporalConnectOptions } from '../src/temporal/connection';
 import { startDevServer } from '../src/temporal/dev-server';
 import { Dispatcher } from '../src/temporal/dispatcher';
 import { installSdkLogging } from '../src/temporal/sdk-logging';
@@ -201,18 +201,26 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
   };
   // The service's own client: the SDK's retry of a transient failure (a connection the server
   // dropped) stays; the count sees every attempt on the wire.
-  const connection = await connectClient({ address }, [countCalls]);
+  // A Temporal of the caller's own is reached as the service reaches one: TLS and an API key from the
+  // environment's profile (TEMPORAL_TLS_*, TEMPORAL_API_KEY, TEMPORAL_CONFIG_FILE + TEMPORAL_PROFILE).
+  const connect: TemporalConnectOptions = options.temporalAddress ? temporalConnectOptions(address, process.env) : { address };
+  const connection = await connectClient(connect, [countCalls]);
   const client = new Client({ connection });
   if (options.temporalAddress) {
     // A Temporal of the caller's own: the engine's search attributes, as the service registers them at start-up
     // (the bench's dev server is started with them). Its CPU is not a process of the bench's: not counted.
-    await registerSearchAttributes(connection, 'default', log);
+    const failed = await registerSearchAttributes(connection, 'default', log);
+    if (failed) {
+      say(
+        `the engine's search attributes could not be registered on namespace default (${failed}): the engine's starts will fail until they are (temporal operator search-attribute create)`,
+      );
+    }
     say(`Temporal at ${options.temporalAddress}: its CPU is not counted (cpu figures show the engine's Node and Postgres only)`);
   }
   const dispatcher = new Dispatcher(database.db, client, registry, taskQueue, log, CALL_TIMEOUT_MS);
   const sweeper = sweeperFor(database.url, client, registry, taskQueue, log);
   const executions = new ExecutionService(store, stores.definitions, registry, dispatcher, log);
-  const nativeConnection = await NativeConnection.connect({ address });
+  const nativeConnection = await connectNative(connect);
   // One set of activities for the bench's worker and figure 4d's drain workers.
   const activities = { ...createActivities({ store, effects, registry, log }), ...bareActivities, ...floorActivities(database.db) };
   const worker = await Worker.create({
@@ -878,6 +886,8 @@ async function memoryVariant(ctx: Bench, variant: 'engine' | 'bare', maxCached?:
     env: {
       ...process.env,
       TEMPORAL_ADDRESS: ctx.address,
+      // A Temporal of the caller's own: the child connects through the environment's profile as this process does.
+      BENCH_TEMPORAL_PROFILE: options.temporalAddress ? '1' : '0',
       DATABASE_URL: ctx.database.url,
       TASK_QUEUE: taskQueue,
       ACTIVITY_SLOTS: String(options.memoryCount + 50),

@@ -4,13 +4,14 @@
  * `bare-workflows.ts` only: no store, no engine activities). SIGUSR2: a full garbage collection.
  */
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { loadConfig } from '../src/config/config';
 import { createLog } from '../src/log';
 import { PipelineRegistry } from '../src/pipeline/registry';
 import { createPgDb } from '../src/store/db';
 import { EffectStore } from '../src/store/effect-store';
 import { ExecutionStore } from '../src/store/execution-store';
+import { connectNative, temporalConnectOptions, type TemporalConnectOptions } from '../src/temporal/connection';
 import { installSdkLogging } from '../src/temporal/sdk-logging';
 import { createEngineWorker } from '../src/temporal/worker';
 import { bareActivities } from './bare';
@@ -32,10 +33,13 @@ const options = {
   debugMode: true,
 };
 const taskQueue = process.env.TASK_QUEUE!;
+// The bench's own dev server by address; a Temporal of the caller's own through the environment's profile, as the parent.
+const connect: TemporalConnectOptions =
+  process.env.BENCH_TEMPORAL_PROFILE === '1' ? temporalConnectOptions(process.env.TEMPORAL_ADDRESS!, process.env) : { address: process.env.TEMPORAL_ADDRESS! };
 let worker: Worker;
 if (process.env.BARE === '1') {
   worker = await Worker.create({
-    connection: await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! }),
+    connection: await connectNative(connect),
     taskQueue,
     workflowsPath: fileURLToPath(new URL('./bare-workflows.ts', import.meta.url)),
     activities: bareActivities,
@@ -45,7 +49,8 @@ if (process.env.BARE === '1') {
   const db = createPgDb(process.env.DATABASE_URL!, { max: 20 });
   const config = loadConfig({}, { 'pipeline.auth.tokens': [] });
   ({ worker } = await createEngineWorker({
-    address: process.env.TEMPORAL_ADDRESS!,
+    address: connect.address,
+    connect,
     namespace: 'default',
     taskQueue,
     deps: { store: new ExecutionStore(db), effects: new EffectStore(db), registry: new PipelineRegistry(config, benchPipelines), log },

@@ -41,13 +41,19 @@ export class HistoryService {
       status: record.status,
       version: record.version,
       workflowId: record.workflowId,
-      runs: rows.runs.map((run) => ({
-        runId: run.run_id,
-        ...startView(run),
-        dispatch: run.dispatch_id === 'start' ? ('start' as const) : ('redrive' as const),
-        status: run.status,
-        startedAt: isoOrNull(run.started_at),
-      })),
+      runs: rows.runs.map((run) => {
+        const start = startView(run);
+        return {
+          runId: run.run_id,
+          dispatchId: start.dispatchId,
+          dispatch: run.dispatch_id === 'start' ? ('start' as const) : ('redrive' as const),
+          status: run.status,
+          requestedAt: start.requestedAt,
+          startedAt: isoOrNull(run.started_at),
+          startAttempts: start.startAttempts,
+          lastError: start.lastError,
+        };
+      }),
       // Runs nobody dispatched (a Reset in the Temporal UI, a duplicate start): refused by their first step, which says why.
       refusedRuns: rows.foreign_runs.map((run) => ({
         runId: run.run_id,

@@ -267,16 +267,23 @@ export function connectNative(options: TemporalConnectOptions): Promise<NativeCo
   );
 }
 
-/** The engine's search attributes on the namespace (the service at start-up; the bench on a Temporal of the caller's own). */
-export async function registerSearchAttributes(connection: Connection, namespace: string, log: Log): Promise<void> {
+/**
+ * The engine's search attributes on the namespace (the service at start-up; the bench on a
+ * Temporal of the caller's own). Answers why it failed (also logged), or undefined when they are
+ * there: registered now, or already (the normal case after the first start).
+ */
+export async function registerSearchAttributes(connection: Connection, namespace: string, log: Log): Promise<string | undefined> {
   try {
     await connection.operatorService.addSearchAttributes({
       namespace,
       searchAttributes: Object.fromEntries(ALL_SEARCH_ATTRIBUTES.map((key) => [key.name, 2 /* KEYWORD */])),
     });
+    return undefined;
   } catch (err) {
-    // AlreadyExists is the normal case after the first start.
     const message = errorMessage(err);
-    if (!/already exists/i.test(message)) log.warn({ event: 'search_attribute_registration_failed', error: message.slice(0, 200) });
+    if (/already exists/i.test(message)) return undefined;
+    const error = message.slice(0, 200);
+    log.warn({ event: 'search_attribute_registration_failed', error });
+    return error;
   }
 }
