@@ -32,6 +32,7 @@ import { createHash } from 'node:crypto';
 import type { RejectOptions } from '../activities/rejects';
 import type { RetryOverride } from '../retry';
 import type { Transport } from '../spec-words';
+import type { ZodType } from 'zod';
 
 export type { RejectOptions, Transport };
 
@@ -105,8 +106,14 @@ export interface FunctionContext {
 
 export type FunctionHandler<E = any, R = any> = (event: E, context: FunctionContext) => R | Promise<R>;
 
-interface StepCommon {
+interface StepCommon<I = any> {
   name: string;
+  /**
+   * The step's input, declared (optional): a zod schema a corrected input must pass before a
+   * re-drive or a fork runs the step with it (422 with the issues otherwise). Runs are not
+   * checked against it: it guards what an operator writes, not what the previous step returned.
+   */
+  input?: ZodType<I>;
   /**
    * Error names (`err.name`) that end this step \`non_retryable\` with code OPERATOR_BUG instead
    * of being retried, like Temporal's nonRetryableErrorTypes. Overrides the pipeline's list;
@@ -152,8 +159,8 @@ export type StepDefinition<I = any, O = any> = (
   | (StepCommon & { transport: 'GRPC'; grpc: GrpcTarget })
 ) & { readonly [stepTypes]?: { input: (input: I) => void; output: O } };
 
-/** The options every step takes. */
-export type StepOptions = Omit<StepCommon, 'name'>;
+/** The options every step takes; `I` is the input type its `input` schema must describe. */
+export type StepOptions<I = any> = Omit<StepCommon<I>, 'name'>;
 
 export interface PipelineDefinition {
   name: string;
@@ -173,14 +180,14 @@ export interface PipelineDefinition {
 }
 
 /** A step run in the worker's process. `O` must be JSON (see JsonSafe). */
-export function localStep<I = any, O = any>(name: string, run: Operator<I, O & JsonSafe<O>>, options: StepOptions = {}): StepDefinition<I, O> {
+export function localStep<I = any, O = any>(name: string, run: Operator<I, O & JsonSafe<O>>, options: StepOptions<NoInfer<I>> = {}): StepDefinition<I, O> {
   checkStep(name, options);
   if (typeof run !== 'function') throw new TypeError(`step "${name}": run must be a function, got ${typeof run}`);
   return { ...options, name, transport: 'LOCAL', run };
 }
 
 /** A Lambda-style step: `handler(event, context)`. `R` must be JSON (see JsonSafe). */
-export function functionStep<E = any, R = any>(name: string, handler: FunctionHandler<E, R & JsonSafe<R>>, options: StepOptions = {}): StepDefinition<E, R> {
+export function functionStep<E = any, R = any>(name: string, handler: FunctionHandler<E, R & JsonSafe<R>>, options: StepOptions<NoInfer<E>> = {}): StepDefinition<E, R> {
   checkStep(name, options);
   if (typeof handler !== 'function') throw new TypeError(`step "${name}": handler must be a function, got ${typeof handler}`);
   return { ...options, name, transport: 'FUNCTION', handler };
@@ -192,7 +199,7 @@ export function functionStep<E = any, R = any>(name: string, handler: FunctionHa
  * parked as REMOTE_OUTCOME_UNKNOWN, never retried on its own. Name the types the worker
  * takes and answers: `restStep<Invoice, Rendered>('render', { url })`.
  */
-export function restStep<I = any, O = any>(name: string, target: IfJson<O, RestTarget>, options: StepOptions = {}): StepDefinition<I, O> {
+export function restStep<I = any, O = any>(name: string, target: IfJson<O, RestTarget>, options: StepOptions<I> = {}): StepDefinition<I, O> {
   const rest = target as RestTarget;
   checkStep(name, options);
   let url: URL;
@@ -222,7 +229,7 @@ export function restStep<I = any, O = any>(name: string, target: IfJson<O, RestT
  * (default pipeline.orchestrator.worker.grpc.request-timeout); DEADLINE_EXCEEDED parks the
  * execution as REMOTE_OUTCOME_UNKNOWN.
  */
-export function grpcStep<I = any, O = any>(name: string, target: IfJson<O, GrpcTarget>, options: StepOptions = {}): StepDefinition<I, O> {
+export function grpcStep<I = any, O = any>(name: string, target: IfJson<O, GrpcTarget>, options: StepOptions<I> = {}): StepDefinition<I, O> {
   const grpc = target as GrpcTarget;
   checkStep(name, options);
   if (!/^[A-Za-z0-9.-]+:\d{1,5}$/.test(grpc?.address)) throw new TypeError(`step "${name}": grpc.address "${grpc?.address}" must be host:port`);
@@ -239,6 +246,8 @@ function checkStep(name: string, options: StepOptions | undefined): void {
     throw new TypeError(`${where}: timeoutMs ${String(options.timeoutMs)} must be a positive integer of milliseconds`);
   if (options.command !== undefined && typeof options.command !== 'boolean') throw new TypeError(`${where}: command must be true or false`);
   checkErrorTypes(where, options.nonRetryableErrorTypes);
+  if (options.input !== undefined && typeof (options.input as { safeParse?: unknown })?.safeParse !== 'function')
+    throw new TypeError(`${where}: input must be a zod schema (z.object({ … }))`);
 }
 
 function checkRetry(where: string, retry: RetryOverride | undefined): void {

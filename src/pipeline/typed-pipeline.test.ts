@@ -5,6 +5,7 @@
  * and the field.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 import {
   definePipeline,
   functionStep,
@@ -114,6 +115,7 @@ describe('a definition refuses values it cannot run with, naming the step and th
     ['an error type list that is not one', () => localStep('a', op, { nonRetryableErrorTypes: 'TypeError' as never }), /step "a": nonRetryableErrorTypes/],
     ['a bad step name', () => localStep('a b', op), /step name "a b" must match/],
     ['a pipeline retry limit of -1', () => pipeline('p', { retry: { limit: -1 } }).step(localStep('a', op)), /pipeline "p": retry.limit -1/],
+    ['an input schema that is not zod', () => localStep('a', op, { input: {} as never }), /step "a": input must be a zod schema/],
     ['a missing step', () => definePipeline({ name: 'p', steps: [undefined as never] }), /pipeline "p": a step is undefined/],
   ])('%s', (_what, declare, message) => {
     expect(declare).toThrow(message);
@@ -122,5 +124,18 @@ describe('a definition refuses values it cannot run with, naming the step and th
   it('takes a dispositionUrl with its placeholder, and a zero retry limit', () => {
     expect(restStep('r', { url: 'https://w/t', dispositionUrl: 'https://w/t/{idempotencyKey}' }).transport).toBe('REST');
     expect(localStep('a', op, { retry: { limit: 0, waitMs: 0 } }).retry).toEqual({ limit: 0, waitMs: 0 });
+  });
+});
+
+describe("a step's declared input schema", () => {
+  const Invoice = z.object({ id: z.string(), amount: z.number() });
+  it("is kept on the step, and types a remote step's input; a local step's schema must describe its operator's input", () => {
+    const render = restStep('render', { url: 'http://w/render' }, { input: Invoice });
+    expectTypeOf(render).toEqualTypeOf<StepDefinition<{ id: string; amount: number }, any>>();
+    expect(render.input).toBe(Invoice);
+    const local = localStep('validate', (input: { id: string; amount: number }) => input.id, { input: Invoice });
+    expect(local.input?.safeParse({ id: 'x' }).success).toBe(false);
+    // @ts-expect-error the schema describes another input than the operator takes
+    localStep('validate', (input: { cents: number }) => input.cents, { input: Invoice });
   });
 });
