@@ -39,10 +39,23 @@ export const ROLES = ['all', 'api', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 export const WORKER_RUNS = ['all', 'live', 'bulk'] as const;
 
+/**
+ * What a token may do: `admin` the whole admin API (and submit); `repair` read the admin API
+ * and re-drive or fork an execution, with a corrected input too, and nothing else of it;
+ * `submit` the submit API only. Correcting an input needs admin or repair, never submit.
+ */
+export const TOKEN_ROLES = ['admin', 'repair', 'submit'] as const;
+export type TokenRole = (typeof TOKEN_ROLES)[number];
+
 export const TokenConfig = z.object({
   /** hex SHA-256 of the bearer token; the token itself is never configured */
   sha256: z.string().regex(/^[0-9a-f]{64}$/i, 'must be a hex SHA-256'),
-  role: z.enum(['admin', 'submit']),
+  role: z.enum(TOKEN_ROLES),
+  /**
+   * this token may see payload values where a repair answers them (a corrected input's
+   * before and after in a dry run, a fixture's inputs); default false: paths and fingerprints only
+   */
+  readPayloads: z.boolean().optional(),
   /** tenants this token may act on; absent = all tenants */
   tenants: z.array(z.string()).optional(),
   /** a name for audit logs (never the token) */
@@ -136,7 +149,7 @@ export const ConfigSchema = z.object({
    * needs a token, given with the page's Authorize button.
    */
   'pipeline.admin.docs-require-token': boolFromString.default(false),
-  /** Bearer tokens as a JSON array of { sha256, role, tenants?, name? }. */
+  /** Bearer tokens as a JSON array of { sha256, role, tenants?, name?, readPayloads? }. */
   'pipeline.auth.tokens': z
     .union([z.string(), z.array(z.unknown())])
     .transform((value, ctx) => {

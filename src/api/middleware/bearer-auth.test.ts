@@ -8,10 +8,15 @@ function app() {
     { sha256: sha256Hex('admin-secret'), role: 'admin' as const },
     { sha256: sha256Hex('tenant-a-secret'), role: 'admin' as const, tenants: ['a'] },
     { sha256: sha256Hex('submit-secret'), role: 'submit' as const },
+    { sha256: sha256Hex('repair-secret'), role: 'repair' as const, readPayloads: true },
   ];
   const hono = new Hono<AuthEnv>();
   hono.onError(problemHandler());
   hono.get('/admin/tenants/:tenantId/x', bearerAuth({ tokens, role: 'admin' }), (c) => c.json({ who: c.get('principal').name }));
+  for (const path of ['/admin/tenants/:tenantId/executions/:e/redrive', '/admin/tenants/:tenantId/executions/:e/fork', '/admin/tenants/:tenantId/redrive-jobs']) {
+    hono.post(path, bearerAuth({ tokens, role: 'admin' }), (c) => c.json({ role: c.get('principal').role, readPayloads: c.get('principal').readPayloads }));
+  }
+  hono.post('/api/tenants/:tenantId/executions', bearerAuth({ tokens, role: 'submit' }), (c) => c.json({}));
   return hono;
 }
 const get = (path: string, auth?: string) => app().request(path, { headers: auth ? { authorization: auth } : {} });
@@ -52,5 +57,16 @@ describe('bearerAuth', () => {
   });
   it('gives 403 to a submit-only token on the admin API', async () => {
     expect((await get('/admin/tenants/a/x', 'Bearer submit-secret')).status).toBe(403);
+  });
+  it('lets a repair token read the admin API and re-drive or fork, and refuses it the rest of the admin API and the submit API', async () => {
+    const post = (path: string) => app().request(path, { method: 'POST', headers: { authorization: 'Bearer repair-secret' } });
+    expect((await get('/admin/tenants/a/x', 'Bearer repair-secret')).status).toBe(200);
+    const redrive = await post('/admin/tenants/a/executions/e1/redrive');
+    expect(await redrive.json()).toEqual({ role: 'repair', readPayloads: true });
+    expect((await post('/admin/tenants/a/executions/e1/fork')).status).toBe(200);
+    for (const path of ['/admin/tenants/a/redrive-jobs', '/api/tenants/a/executions']) {
+      const res = await post(path);
+      expect({ path, status: res.status, code: (await res.json()).code }).toEqual({ path, status: 403, code: 'FORBIDDEN' });
+    }
   });
 });

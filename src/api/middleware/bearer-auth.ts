@@ -6,14 +6,29 @@
 import { sha256Hex } from '../../hash';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import type { TokenConfig } from '../../config/config';
+import type { TokenConfig, TokenRole } from '../../config/config';
 import { ForbiddenError, UnauthorizedError } from '../../errors';
 import type { Log } from '../../log';
 
 export interface Principal {
   name: string;
-  role: 'admin' | 'submit';
+  role: TokenRole;
   tenants?: string[];
+  /** may see payload values in a repair's answers (TokenConfig.readPayloads) */
+  readPayloads?: boolean;
+}
+
+/** Tokens that may correct an input (a re-drive's inputPatch or input, a fork): admin and repair, never submit. */
+export const mayRepair = (principal: Principal) => principal.role === 'admin' || principal.role === 'repair';
+
+/** The admin routes a repair token may use besides reading: a re-drive or a fork of one execution. */
+const REPAIR_WRITE = /\/executions\/[^/]+\/(redrive|fork)$/;
+
+/** Whether a token of `role` may use the admin route `method path`. */
+function adminAllows(role: TokenRole, method: string, path: string): boolean {
+  if (role === 'admin') return true;
+  if (role !== 'repair') return false;
+  return method === 'GET' || method === 'HEAD' || (method === 'POST' && REPAIR_WRITE.test(path));
 }
 
 export type AuthEnv = { Variables: { principal: Principal } };
@@ -47,8 +62,21 @@ export function bearerAuth(options: { tokens: TokenConfig[]; role: 'admin' | 'su
       options.log?.info({ event: 'admin_auth_failed', reason: 'unknown_token', path: c.req.path });
       throw new UnauthorizedError();
     }
-    const principal: Principal = { name: found.token.name ?? `token-${found.index}`, role: found.token.role, tenants: found.token.tenants };
-    if (options.role === 'admin' && principal.role !== 'admin') throw new ForbiddenError('this token may not use the admin API');
+    const principal: Principal = {
+      name: found.token.name ?? `token-${found.index}`,
+      role: found.token.role,
+      tenants: found.token.tenants,
+      readPayloads: found.token.readPayloads === true,
+    };
+    if (options.role === 'admin' && !adminAllows(principal.role, c.req.method, c.req.path)) {
+      throw new ForbiddenError(
+        principal.role === 'repair'
+          ? 'a repair token may read the admin API and re-drive or fork an execution, nothing else'
+          : 'this token may not use the admin API',
+      );
+    }
+    // A repair token corrects what failed; it neither submits work nor reads results.
+    if (options.role === 'submit' && principal.role === 'repair' && /\/api\//.test(c.req.path)) throw new ForbiddenError('a repair token may not use the submit API');
     const tenantId = c.req.param('tenantId');
     if (tenantId !== undefined && principal.tenants && !principal.tenants.includes(tenantId)) {
       throw new ForbiddenError(`this token may not act on tenant ${tenantId}`);
