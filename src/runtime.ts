@@ -284,7 +284,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const metrics = new Metrics(signals, config['pipeline.defaults.retry-limit'], dlqProvider ? () => dlqProvider.backlog() : undefined);
   const executions = new ExecutionService(store, definitions, registry, dispatcher, log, metrics);
   const retention = new Retention(db, retentionPolicy(config), log, metrics, config['pipeline.retention.interval']);
-  const redrive = new RedriveService(store, effects, definitions, registry, dispatcher, client, log, metrics);
+  const redrive = new RedriveService(store, effects, definitions, registry, dispatcher, client, log, metrics, codec);
   const jobTaskQueue = config['pipeline.redrive-job.task-queue'] ?? `${taskQueue}-redrive-jobs`;
   const pollers = new TaskQueuePollers(client, config['pipeline.temporal.call-timeout']);
   const jobs = new RedriveJobs(stores.jobs, redrive, client, jobTaskQueue, log, config['pipeline.temporal.call-timeout'], {

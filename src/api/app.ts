@@ -150,8 +150,9 @@ export function createApp(deps: AppDeps) {
     const body = await readJson(c, RedriveRequest, { integerFields: ['expectedVersion'] });
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
-    if (query.dryRun === 'true') return c.json(await deps.redrive.preview(tenantId, executionId, body), 200);
-    return c.json(await deps.redrive.redrive(tenantId, executionId, body, c.get('principal').name), 202);
+    const caller = c.get('principal');
+    if (query.dryRun === 'true') return c.json(await deps.redrive.preview(tenantId, executionId, body, undefined, caller), 200);
+    return c.json(await deps.redrive.redrive(tenantId, executionId, body, caller.name, { caller }), 202);
   });
 
   admin.get(declaredPath('get', '/admin/tenants/{tenantId}/rejects', '/admin'), async (c) => {

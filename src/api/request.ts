@@ -8,13 +8,10 @@ import type { Context } from 'hono';
 import type { z } from 'zod';
 import { PipelineError, ValidationError } from '../errors';
 import { isValidId } from '../ids';
+import { issuesOf, MAX_BODY_BYTES } from '../contract/fields';
 import { BodyTooLargeError, isJsonMediaType, UnsupportedMediaTypeError } from './middleware/body-limits';
 
-export const MAX_BODY_BYTES = 64 * 1024;
-
-function issuesOf(error: z.ZodError) {
-  return error.issues.map((issue) => ({ path: issue.path.join('.'), code: issue.code, message: issue.message }));
-}
+export { MAX_BODY_BYTES };
 
 /**
  * Top-level members of a JSON object text whose value is a number written with a fraction

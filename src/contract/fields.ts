@@ -53,3 +53,11 @@ export function limitParam(fallback: number, max = 500) {
     .default(fallback)
     .meta({ description: `page size: a whole number from 1 to ${max}; default ${fallback}` });
 }
+
+/** The API's request bodies, and so an execution's input (a start's, or a corrected one), at most. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** zod's issues as a problem's `issues`: where and what, never the offending values. */
+export function issuesOf(error: z.ZodError) {
+  return error.issues.map((issue) => ({ path: issue.path.join('.'), code: issue.code, message: issue.message }));
+}

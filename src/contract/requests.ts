@@ -35,6 +35,17 @@ export const PublishCheckpointRequest = z
   .strict();
 export type PublishCheckpointRequest = z.infer<typeof PublishCheckpointRequest>;
 
+/** A corrected input for the step a re-drive resumes or a fork starts at: a merge patch, or the whole input. Audited; values never logged. */
+const CorrectedInput = {
+  /** an RFC 7396 JSON merge patch applied to the step's input (`null` removes a member) */
+  inputPatch: StorableJson.optional().meta({ description: "an RFC 7396 JSON merge patch applied to the step's persisted input; admin or repair tokens only" }),
+  /** the step's whole input, replaced */
+  input: StorableJson.optional().meta({ description: "the step's input, replaced whole; admin or repair tokens only" }),
+};
+function oneCorrection(body: { inputPatch?: unknown; input?: unknown }, ctx: z.RefinementCtx) {
+  if (body.inputPatch !== undefined && body.input !== undefined) ctx.addIssue({ code: 'custom', path: ['input'], message: 'give inputPatch or input, not both' });
+}
+
 export const RedriveRequest = withRules(
   z
     .object({
@@ -52,10 +63,14 @@ export const RedriveRequest = withRules(
       overrideEvidence: z.literal(true).optional(),
       /** resume under the pipeline's current version, at the same-named step, when the pinned version is gone (audited) */
       resumeUnderCurrentVersion: z.boolean().optional(),
+      ...CorrectedInput,
     })
-    .strict(),
+    .strict()
+    .superRefine(oneCorrection),
   [
     INTENT_NEEDS_ALLOW_FAILED,
+    { member: 'inputPatch', requires: 'allowFailed', value: true, message: 'inputPatch corrects a FAILED step: it requires allowFailed=true (never on an ordinary replay)' },
+    { member: 'input', requires: 'allowFailed', value: true, message: 'input corrects a FAILED step: it requires allowFailed=true (never on an ordinary replay)' },
     {
       member: 'overrideEvidence',
       requires: 'confirmedDisposition',
@@ -65,6 +80,23 @@ export const RedriveRequest = withRules(
   ],
 );
 export type RedriveRequest = z.infer<typeof RedriveRequest>;
+
+/** `POST …/executions/{e}/fork`: a new execution of the same pinned pipeline version from a step whose input is known. */
+export const ForkRequest = z
+  .object({
+    /** the new execution's id (the tenant's own namespace: an id in use is a 409) */
+    newExecutionId: Id,
+    /** the step to start at; default the parent's resume step (its failed step, or where it stopped) */
+    fromStep: z.number().int().min(0).optional(),
+    /** why; kept in the audit row */
+    reason: storableText(z.string().trim().min(1).max(1000), { notBlank: true }),
+    /** the same as ?dryRun=true */
+    dryRun: z.boolean().optional(),
+    ...CorrectedInput,
+  })
+  .strict()
+  .superRefine(oneCorrection);
+export type ForkRequest = z.infer<typeof ForkRequest>;
 
 export const MAX_JOB_ITEMS = 10_000;
 

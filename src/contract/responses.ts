@@ -215,6 +215,28 @@ const DefinitionChangedFields = {
     }),
 };
 
+const ProblemIssues = z.array(z.object({ path: z.string(), code: z.string(), message: z.string() }));
+
+/** A corrected input as a dry run shows it: JSON Pointers and fingerprints; the values only to a token with readPayloads. */
+export const CorrectionViewSchema = z
+  .object({
+    kind: z.enum(['patch', 'input']),
+    changedPaths: z.array(z.string()).meta({ description: 'JSON Pointers (RFC 6901) of the members the correction adds, removes or changes' }),
+    beforeFingerprint: z.string().meta({ description: "sha256: and 16 hex digits over the step's known input (canonical JSON)" }),
+    afterFingerprint: z.string().meta({ description: 'the same over the corrected input' }),
+    before: z.unknown().optional().meta({ description: 'the known input: only to a token with readPayloads' }),
+    after: z.unknown().optional().meta({ description: 'the corrected input: only to a token with readPayloads' }),
+  })
+  .meta({ id: 'CorrectionView' });
+
+/** Each repair check's outcome, in order, once every one passed. */
+export const RepairChecksSchema = z.object({
+  admission: z.literal('passed').meta({ description: 'checks 3–5 of the re-drive (or the fork): lookup, version, state' }),
+  role: z.literal('passed').meta({ description: 'the token may repair (admin or repair)' }),
+  size: z.literal('passed').meta({ description: 'the corrected input is JSON within the 64 KiB input limit' }),
+  schema: z.enum(['passed', 'none declared']).meta({ description: "the step's declared input schema, where it has one" }),
+});
+
 export const RedrivePreviewSchema = z
   .union([
     z.object({
@@ -234,6 +256,8 @@ export const RedrivePreviewSchema = z
         description:
           'resumeUnderCurrentVersion: steps of the current version before the resume step that this execution never ran (inserted before the resume point); resuming skips them. Empty otherwise',
       }),
+      correction: CorrectionViewSchema.optional().meta({ description: 'inputPatch / input: what the corrected input changes' }),
+      checks: RepairChecksSchema.optional(),
     }),
     z.object({
       admitted: z.literal(false),
@@ -241,6 +265,7 @@ export const RedrivePreviewSchema = z
       code: z.string(),
       detail: z.string(),
       evidence: DispositionEvidenceSchema.optional().meta({ description: 'DISPOSITION_CONTRADICTED / DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker said' }),
+      issues: ProblemIssues.optional().meta({ description: "INPUT_INVALID: where the corrected input fails the step's declared schema" }),
       ...DefinitionChangedFields,
     }),
   ])

@@ -89,6 +89,16 @@ export class HistoryService {
         resumeStepIndex: row.resume_step_index,
         attempt: row.attempt,
         confirmedDisposition: row.confirmed_disposition,
+        // A corrected input: which paths, and fingerprints; what was sent stays in the audit row (sealed when the codec is on).
+        correctedInput: row.repair
+          ? {
+              kind: row.repair.kind,
+              changedPaths: row.repair.changedPaths,
+              beforeFingerprint: row.repair.beforeFingerprint,
+              afterFingerprint: row.repair.afterFingerprint,
+              summary: `re-driven with a corrected input by ${row.principal}: ${row.repair.changedPaths.join(', ') || 'no path changed'}`,
+            }
+          : null,
         at: iso(row.created_at),
       })),
       dlq: rows.envelopes.map((row) => ({

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { ExecutionNotFoundError, PipelineError, RedriveRefusedError, TemporalUnavailableError, VersionMismatchError } from '../errors';
+import { ExecutionNotFoundError, ForbiddenError, PipelineError, RedriveRefusedError, TemporalUnavailableError, VersionMismatchError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
@@ -26,6 +26,9 @@ import { redriveTarget, type RedriveTarget } from './redrive-definition';
 import { traceCarrier } from '../trace-context';
 import type { RedriveRequest } from '../contract/requests';
 import type { RedriveAccepted } from '../contract/responses';
+import type { Principal } from '../api/middleware/bearer-auth';
+import type { AesGcmCodec } from '../temporal/codec';
+import { correctInput, correctionFacts, correctionView, repairAudit, type Correction } from '../repair/correct-input';
 
 export type { RedriveMode };
 
@@ -58,6 +61,8 @@ export class RedriveService {
     private readonly client: Client,
     private readonly log: Log,
     private readonly metrics?: Metrics,
+    /** the payload codec (pipeline.codec.keys): a corrected input's audit row is sealed with it */
+    private readonly codec?: AesGcmCodec,
   ) {}
 
   /**
@@ -93,6 +98,15 @@ export class RedriveService {
         target,
       },
     };
+  }
+
+  /**
+   * After checks 3–5: the corrected input (`inputPatch` / `input`) of the step to resume, or
+   * null without one. 403 for a token that may not repair, 422 INPUT_TOO_LARGE / INPUT_INVALID.
+   */
+  correction(record: ExecutionRecord, plan: RedrivePlan, body: RedriveRequest, caller: Principal | undefined): Correction | null {
+    const step = plan.target.definition.steps[plan.resumeStepIndex];
+    return correctInput(body, record.segmentInput, { index: plan.resumeStepIndex, name: step.name, input: step.input }, caller);
   }
 
   /** Check 5, state admission: no active run, not SUCCEEDED, allowFailed, then the Command-effect and disposition rules. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
@@ -199,9 +213,17 @@ export class RedriveService {
     executionId: string,
     body: RedriveRequest,
     principal: string,
-    options: { jobId?: string; beforeAdmit?: () => Promise<void>; jobSpacingMs?: number; onTooSoon?: (waitMs: number) => Promise<void> } = {},
+    options: {
+      jobId?: string;
+      beforeAdmit?: () => Promise<void>;
+      jobSpacingMs?: number;
+      onTooSoon?: (waitMs: number) => Promise<void>;
+      /** the token's principal, for a corrected input (who may repair) */
+      caller?: Principal;
+    } = {},
   ): Promise<RedriveAccepted> {
     const { record, plan } = await this.evaluate(tenantId, executionId, body);
+    const correction = this.correction(record, plan, body, options.caller);
     const redriveId = randomUUID();
     if (plan.target.switched) {
       const { name, version, fingerprint, steps } = plan.target.definition;
@@ -211,7 +233,11 @@ export class RedriveService {
       redrive: { redriveId, intent: plan.mode, ...(options.jobId ? { jobId: options.jobId } : {}), ...(record.runId ? { redriveOf: record.runId } : {}) },
       trace: traceCarrier(),
       by: { principal, reason: body.reason.slice(0, 500) },
+      ...(correction ? { correctedInput: { changedPaths: correction.changedPaths.slice(0, 50) } } : {}),
     };
+    // The audit row keeps what was sent in `repair` (sealed when the codec is on), never in `request`.
+    const { inputPatch: _patch, input: _input, ...request } = body;
+    const audit = correction ? { input: correction.after, audit: await repairAudit(correction, this.codec) } : null;
     const admit = () =>
       this.store.admitRedrive({
         tenantId,
@@ -227,7 +253,7 @@ export class RedriveService {
         redriveId,
         principal,
         reason: body.reason,
-        request: body,
+        request,
         mode: plan.mode,
         confirmedDisposition: body.confirmedDisposition ?? null,
         dispatchSpec: spec,
@@ -235,6 +261,7 @@ export class RedriveService {
         lease: this.dispatcher.lease(),
         jobId: options.jobId ?? null,
         jobSpacingMs: options.jobSpacingMs ?? null,
+        correction: audit,
       });
     await options.beforeAdmit?.();
     let moved: Awaited<ReturnType<typeof admit>> | undefined;
@@ -273,6 +300,7 @@ export class RedriveService {
       pipelineVersion: moved.pipelineVersion,
       ...(options.jobId ? { jobId: options.jobId } : {}),
       ...(body.overrideEvidence ? { evidenceOverridden: true } : {}),
+      ...(correction ? correctionFacts(correction) : {}),
     });
     return {
       tenantId,
@@ -295,9 +323,10 @@ export class RedriveService {
   }
 
   /** `?dryRun=true`: every check, nothing changes; checks 3–5 answer as data. `loaded`: see `evaluate`. */
-  async preview(tenantId: string, executionId: string, body: RedriveRequest, loaded?: Loaded) {
+  async preview(tenantId: string, executionId: string, body: RedriveRequest, loaded?: Loaded, caller?: Principal) {
     try {
       const { record, plan } = await this.evaluate(tenantId, executionId, body, loaded);
+      const correction = this.correction(record, plan, body, caller);
       return {
         admitted: true as const,
         tenantId,
@@ -312,10 +341,22 @@ export class RedriveService {
         pipelineVersion: plan.target.definition.version,
         fromPipelineVersion: record.pipelineVersion,
         skippedSteps: plan.target.skippedSteps,
+        ...(correction
+          ? {
+              correction: correctionView(correction, caller),
+              checks: {
+                admission: 'passed' as const,
+                role: 'passed' as const,
+                size: 'passed' as const,
+                schema: plan.target.definition.steps[plan.resumeStepIndex].input ? ('passed' as const) : ('none declared' as const),
+              },
+            }
+          : {}),
       };
     } catch (err) {
       // 5xx (Temporal cannot answer) is not an admission verdict: the dry run answers it as the real one would.
-      if (!(err instanceof PipelineError) || err.status >= 500) throw err;
+      // 5xx, and a token that may not repair (auth answers as usual), are not admission verdicts.
+      if (!(err instanceof PipelineError) || err.status >= 500 || err instanceof ForbiddenError) throw err;
       return { admitted: false as const, status: err.status, code: err.code, detail: err.message, ...err.extra };
     }
   }

@@ -334,6 +334,8 @@ export class ExecutionStore {
     fromPipelineVersion: number;
     /** re-pin the execution to another definition (the audited opt-in); absent = keep the pinned one */
     definition?: { version: number; fingerprint: string; stepCount: number };
+    /** a corrected input: it becomes the persisted segment input of the resumed step, and `audit` goes into the audit row's `repair` */
+    correction?: { input: unknown; audit: unknown } | null;
   }): Promise<ExecutionRecord | null> {
     const a = admission;
     // Rounded up: a shorter spacing would let a second hold more than the rate.
@@ -362,7 +364,8 @@ export class ExecutionStore {
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL, dispatch_id = $6,
            redrive_count = redrive_count + 1, updated_at = now(),
            pipeline_version = COALESCE($17, pipeline_version), definition_fingerprint = COALESCE($18, definition_fingerprint),
-           step_count = COALESCE($19, step_count), redrive_job_id = $16
+           step_count = COALESCE($19, step_count), redrive_job_id = $16,
+           segment_input = CASE WHEN $23::jsonb IS NULL THEN segment_input ELSE $24::jsonb END
          WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
            AND ($22::integer IS NULL OR EXISTS (SELECT 1 FROM open))
          RETURNING ${RECORD_SELECT}),
@@ -372,9 +375,9 @@ export class ExecutionStore {
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
            from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, from_pipeline_version, to_pipeline_version,
-           created_at)
+           created_at, repair)
          SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version,
-           coalesce((SELECT at FROM open), now()) FROM moved),
+           coalesce((SELECT at FROM open), now()), $23::jsonb FROM moved),
        job_item AS (
          UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = coalesce((SELECT at FROM open), now())
          WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)
@@ -413,6 +416,8 @@ export class ExecutionStore {
         a.resumeStepName,
         a.fromPipelineVersion,
         spacing,
+        a.correction ? json(a.correction.audit) : null,
+        a.correction ? json(a.correction.input ?? null) : null,
       ],
     );
     const answer = result.rows[0];

@@ -45,6 +45,8 @@ export interface RedriveRow {
   confirmed_disposition: string | null;
   job_id: string | null;
   created_at: string;
+  /** a corrected input (the RepairAudit of src/repair/correct-input.ts), or null */
+  repair: { kind: string; changedPaths: string[]; beforeFingerprint: string; afterFingerprint: string } | null;
 }
 
 export interface EnvelopeRow {
@@ -86,7 +88,7 @@ export class HistoryStore {
          ${list(`SELECT dispatch_id, status, run_id, attempts, last_error, created_at, started_at FROM execution_dispatch ${where}`, 'x.created_at, x.dispatch_id')} AS runs,
          ${list(`SELECT run_id, owner_run_id, record_status, reason, noticed_at FROM execution_foreign_run ${where}`, 'x.noticed_at, x.run_id')} AS foreign_runs,
          ${list(`SELECT step_index, attempt, outcome, error_code, run_id, version, evidence, committed_at, pipeline_version FROM execution_attempt ${where}`, 'x.version')} AS attempts,
-         ${list(`SELECT redrive_id, principal, reason, mode, from_status, from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, created_at, from_pipeline_version, to_pipeline_version FROM redrive_audit ${where}`, 'x.created_at, x.from_version')} AS redrives,
+         ${list(`SELECT redrive_id, principal, reason, mode, from_status, from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, created_at, from_pipeline_version, to_pipeline_version, repair FROM redrive_audit ${where}`, 'x.created_at, x.from_version')} AS redrives,
          ${list(`SELECT id, transition_key, terminal_reason, error_code, group_id, record_version, created_at FROM execution_dlq ${where}`, 'x.id')} AS envelopes`,
       [tenantId, executionId],
     );

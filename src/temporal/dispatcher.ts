@@ -33,6 +33,10 @@ export interface DispatchSpec {
   by?: { principal: string; reason: string };
   /** the admitting request's trace context (traceparent), so a run the sweeper starts joins its trace */
   trace?: Record<string, string>;
+  /** a re-drive (or fork) with a corrected input: the paths it changed, for the run's summary and details (never a value) */
+  correctedInput?: { changedPaths: string[] };
+  /** a fork: the execution and step it came from (searchable as PipelineForkedFrom) */
+  forkedFrom?: { executionId: string; stepIndex: number; version: number };
 }
 
 export interface DispatchOutcome {
@@ -164,7 +168,9 @@ export class Dispatcher {
           ...(spec.redrive?.redriveOf ? [{ key: PipelineRedriveOf, value: spec.redrive.redriveOf }] : []),
           ...(spec.redrive?.jobId ? [{ key: PipelineRedriveJob, value: spec.redrive.jobId }] : []),
         ]),
-        staticSummary: `${pipeline} v${pipelineVersion} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}`,
+        staticSummary: `${pipeline} v${pipelineVersion} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}${
+          spec.forkedFrom ? ` · forked from ${spec.forkedFrom.executionId} at step ${spec.forkedFrom.stepIndex}` : ''
+        }${spec.correctedInput ? (spec.redrive ? ' · re-driven with a corrected input' : ' · with a corrected input') : ''}`,
         staticDetails: [
           `**Pipeline** ${pipeline} version ${pipelineVersion}, ${run.steps.length} steps: ${run.steps
             .map((_, i) => planStep(run, i))
@@ -173,6 +179,7 @@ export class Dispatcher {
           `**Resumes** at step ${run.resumeStepIndex}, attempt ${run.resumeAttempt}`,
           run.correlationId ? `**Correlation** ${run.correlationId}` : '',
           spec.redrive ? `**Re-drive** ${spec.redrive.redriveId} (${spec.redrive.intent})` : '',
+          spec.correctedInput ? `**Corrected input** at ${spec.correctedInput.changedPaths.join(', ') || '(no path changed)'}` : '',
           spec.by ? `**Re-driven by** ${spec.by.principal}: ${spec.by.reason}` : '',
           spec.redrive?.redriveOf
             ? `**Re-drives run** [${spec.redrive.redriveOf}](${this.runLink(workflowId, spec.redrive.redriveOf)}) (search \`PipelineRedriveOf = "${spec.redrive.redriveOf}"\` from that run to here)`
