@@ -30,6 +30,7 @@ import { createStores } from './store/stores';
 import type { ExecutionStore } from './store/execution-store';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AesGcmCodec } from './temporal/codec';
+import { ForkService } from './repair/fork';
 import { startTracing } from './tracing';
 import { connectClient, registerSearchAttributes, temporalConnectOptions, type TemporalConnectOptions } from './temporal/connection';
 import { connectWaiting } from './temporal/connect-wait';
@@ -346,6 +347,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     definitions,
     executions,
     redrive,
+    forks: new ForkService(store, stores.history, definitions, registry, dispatcher, client, log, codec),
     registry,
     rejects: stores.rejects,
     signals,

@@ -14,7 +14,8 @@ import { dispositionEvidence } from '../service/disposition';
 import type { CheckpointPublisher } from '../service/checkpoints';
 import type { ExecutionService } from '../service/executions';
 import type { RedriveService } from '../service/redrive';
-import { PublishCheckpointRequest, RedriveRequest, StartExecutionRequest } from '../contract/requests';
+import { ForkRequest, PublishCheckpointRequest, RedriveRequest, StartExecutionRequest } from '../contract/requests';
+import type { ForkService } from '../repair/fork';
 import type { DlqStore } from '../store/dlq-store';
 import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
@@ -49,6 +50,8 @@ export interface AppDeps {
   definitions: DefinitionStore;
   executions: ExecutionService;
   redrive: RedriveService;
+  /** fork: a new execution from a step of another; absent: no fork route */
+  forks?: ForkService;
   registry: PipelineRegistry;
   rejects: RejectStore;
   signals: SignalsStore;
@@ -154,6 +157,18 @@ export function createApp(deps: AppDeps) {
     if (query.dryRun === 'true') return c.json(await deps.redrive.preview(tenantId, executionId, body, undefined, caller), 200);
     return c.json(await deps.redrive.redrive(tenantId, executionId, body, caller.name, { caller }), 202);
   });
+
+  const forks = deps.forks;
+  if (forks)
+    admin.post(declaredPath('post', '/admin/tenants/{tenantId}/executions/{executionId}/fork', '/admin'), async (c) => {
+      const query = readQuery(c, RedriveQuery);
+      const body = await readJson(c, ForkRequest, { integerFields: ['fromStep'] });
+      const tenantId = pathId(c, 'tenantId');
+      const executionId = pathId(c, 'executionId');
+      const caller = c.get('principal');
+      if (query.dryRun === 'true' || body.dryRun === true) return c.json(await forks.preview(tenantId, executionId, body, caller), 200);
+      return c.json(await forks.fork(tenantId, executionId, body, caller), 202);
+    });
 
   admin.get(declaredPath('get', '/admin/tenants/{tenantId}/rejects', '/admin'), async (c) => {
     const tenantId = pathId(c, 'tenantId');

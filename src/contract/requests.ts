@@ -43,7 +43,8 @@ const CorrectedInput = {
   input: StorableJson.optional().meta({ description: "the step's input, replaced whole; admin or repair tokens only" }),
 };
 function oneCorrection(body: { inputPatch?: unknown; input?: unknown }, ctx: z.RefinementCtx) {
-  if (body.inputPatch !== undefined && body.input !== undefined) ctx.addIssue({ code: 'custom', path: ['input'], message: 'give inputPatch or input, not both' });
+  if (body.inputPatch !== undefined && body.input !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['input'], message: 'give inputPatch or input, not both' });
 }
 
 export const RedriveRequest = withRules(
@@ -69,8 +70,18 @@ export const RedriveRequest = withRules(
     .superRefine(oneCorrection),
   [
     INTENT_NEEDS_ALLOW_FAILED,
-    { member: 'inputPatch', requires: 'allowFailed', value: true, message: 'inputPatch corrects a FAILED step: it requires allowFailed=true (never on an ordinary replay)' },
-    { member: 'input', requires: 'allowFailed', value: true, message: 'input corrects a FAILED step: it requires allowFailed=true (never on an ordinary replay)' },
+    {
+      member: 'inputPatch',
+      requires: 'allowFailed',
+      value: true,
+      message: 'inputPatch corrects a FAILED step: it requires allowFailed=true (never on an ordinary replay)',
+    },
+    {
+      member: 'input',
+      requires: 'allowFailed',
+      value: true,
+      message: 'input corrects a FAILED step: it requires allowFailed=true (never on an ordinary replay)',
+    },
     {
       member: 'overrideEvidence',
       requires: 'confirmedDisposition',

@@ -69,6 +69,9 @@ export const EffectStatusSchema = z.enum(EFFECT_STATUSES).meta({ id: 'EffectStat
 export { TerminalReasonSchema };
 export const RedriveModeSchema = z.enum(REDRIVE_MODES).meta({ id: 'RedriveMode' });
 
+/** A fork's lineage. */
+export const ForkedFromSchema = z.object({ executionId: z.string(), stepIndex: z.number().int(), version: z.number().int() }).meta({ id: 'ForkedFrom' });
+
 export const ExecutionRecordView = z
   .object({
     tenantId: z.string(),
@@ -102,6 +105,7 @@ export const ExecutionRecordView = z
     updatedAt: Timestamp,
     segmentInputBytes: z.number().int().meta({ description: 'size of the persisted segment input, which is never returned' }),
     remoteCall: RemoteCallSchema.nullable().meta({ description: 'the remote call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN' }),
+    forkedFrom: ForkedFromSchema.nullable().meta({ description: 'a fork: the execution, step and record version it was forked from' }),
   })
   .meta({ id: 'ExecutionRecord' });
 
@@ -550,3 +554,48 @@ export const StartExecutionAnswer = z.union([StartExecutionResponse, ExistingExe
 
 /** Liveness. */
 export const HealthView = z.object({ status: z.literal('ok') });
+
+/** `POST …/fork` accepted: the new execution, QUEUED at the step it starts from. */
+export const ForkAcceptedSchema = z
+  .object({
+    tenantId: z.string(),
+    executionId: z.string().meta({ description: 'the new execution (newExecutionId)' }),
+    version: z.number().int(),
+    status: z.literal('QUEUED'),
+    pipeline: z.string(),
+    pipelineVersion: z.number().int().meta({ description: "the parent's pinned definition version" }),
+    forkedFrom: ForkedFromSchema,
+    startStepIndex: z.number().int(),
+    runId: z.string().nullable(),
+    dispatch: z.enum(DISPATCH_OUTCOMES),
+  })
+  .meta({ id: 'ForkAccepted' });
+
+/** `POST …/fork?dryRun=true`: what the fork would do, or the check that refuses it; nothing changes. */
+export const ForkPreviewSchema = z
+  .union([
+    z.object({
+      admitted: z.literal(true),
+      tenantId: z.string(),
+      executionId: z.string(),
+      forkedFrom: ForkedFromSchema,
+      pipeline: z.string(),
+      pipelineVersion: z.number().int(),
+      inputSource: z.enum(['store', 'temporal-history']).meta({
+        description: "store: the parent's persisted input of its resume step; temporal-history: step 0's original input, from the first run's start event",
+      }),
+      commandSteps: z
+        .array(z.object({ stepIndex: z.number().int(), step: z.string(), transitionKey: z.string() }))
+        .meta({ description: 'every Command step the fork will run again, under its own new transition identity' }),
+      correction: CorrectionViewSchema.optional(),
+    }),
+    z.object({
+      admitted: z.literal(false),
+      status: z.number().int(),
+      code: z.string(),
+      detail: z.string(),
+      issues: ProblemIssues.optional(),
+      pinnedVersion: z.number().int().optional(),
+    }),
+  ])
+  .meta({ id: 'ForkPreview' });

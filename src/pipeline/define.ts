@@ -187,7 +187,11 @@ export function localStep<I = any, O = any>(name: string, run: Operator<I, O & J
 }
 
 /** A Lambda-style step: `handler(event, context)`. `R` must be JSON (see JsonSafe). */
-export function functionStep<E = any, R = any>(name: string, handler: FunctionHandler<E, R & JsonSafe<R>>, options: StepOptions<NoInfer<E>> = {}): StepDefinition<E, R> {
+export function functionStep<E = any, R = any>(
+  name: string,
+  handler: FunctionHandler<E, R & JsonSafe<R>>,
+  options: StepOptions<NoInfer<E>> = {},
+): StepDefinition<E, R> {
   checkStep(name, options);
   if (typeof handler !== 'function') throw new TypeError(`step "${name}": handler must be a function, got ${typeof handler}`);
   return { ...options, name, transport: 'FUNCTION', handler };

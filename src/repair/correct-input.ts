@@ -61,7 +61,10 @@ export function correctInput(
   const after = kind === 'patch' ? mergePatch(before, sent) : sent;
   const bytes = Buffer.byteLength(JSON.stringify(after ?? null), 'utf8');
   if (bytes > MAX_BODY_BYTES)
-    throw new PipelineError(`the corrected input of step ${step.index} (${step.name}) is ${bytes} bytes, over the ${MAX_BODY_BYTES}-byte input limit`, 'INPUT_TOO_LARGE');
+    throw new PipelineError(
+      `the corrected input of step ${step.index} (${step.name}) is ${bytes} bytes, over the ${MAX_BODY_BYTES}-byte input limit`,
+      'INPUT_TOO_LARGE',
+    );
   const checked = step.input?.safeParse(after);
   if (checked && !checked.success) {
     throw new PipelineError(`the corrected input of step ${step.index} (${step.name}) does not match the step's declared input schema`, 'INPUT_INVALID', {
@@ -109,7 +112,10 @@ export async function openSent(sent: RepairAudit['sent'], codec: AesGcmCodec | u
   if ('plain' in sent) return sent.plain;
   if (!codec) throw new PipelineError('the audit row is sealed and pipeline.codec.keys is not set here', 'PAYLOAD_UNREADABLE');
   const [opened] = await codec.decode([
-    { metadata: Object.fromEntries(Object.entries(sent.sealed.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])), data: Buffer.from(sent.sealed.data, 'base64') },
+    {
+      metadata: Object.fromEntries(Object.entries(sent.sealed.metadata).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+      data: Buffer.from(sent.sealed.data, 'base64'),
+    },
   ]);
   return JSON.parse(Buffer.from(opened.data ?? new Uint8Array()).toString('utf8'));
 }

@@ -14,7 +14,7 @@ import { RemoteCallSchema } from '../contract/responses';
 import { parseStored } from './stored-json';
 import type { Db, Queryable } from './db';
 import { countItems, ITEM_COUNTED } from './redrive-job-store';
-import { iso, isoOrNull, RECORD_SELECT, startView, type DispatchStartColumns, type ExecutionRecordRow, type StartView } from './rows';
+import { iso, isoOrNull, RECORD_SELECT, startView, type DispatchStartColumns, type ExecutionRecordRow, type ForkedFromColumn, type StartView } from './rows';
 
 export type { EffectStatus, ExecutionStatus } from '../spec-words';
 
@@ -46,6 +46,8 @@ export interface ExecutionRecord {
   lastErrorMessage: string | null;
   /** the call whose outcome is unknown, while REMOTE_OUTCOME_UNKNOWN */
   remoteCall: RemoteCall | null;
+  /** a fork's lineage: the execution, step and record version it was forked from; null otherwise */
+  forkedFrom: { executionId: string; stepIndex: number; version: number } | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -75,6 +77,8 @@ export interface NewExecution {
   correlationId: string | null;
   resourceType: string | null;
   resourceName: string | null;
+  /** a fork: the step it starts at (default 0), and its lineage and audit */
+  fork?: { stepIndex: number; from: ForkedFromColumn };
 }
 
 export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
@@ -106,6 +110,7 @@ export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
       row.remote_call == null
         ? null
         : parseStored(RemoteCallSchema, row.remote_call, { table: 'execution_record', row: `${row.tenant_id}/${row.execution_id}`, field: 'remote_call' }),
+    forkedFrom: row.forked_from ? { executionId: row.forked_from.executionId, stepIndex: row.forked_from.stepIndex, version: row.forked_from.version } : null,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
@@ -244,8 +249,8 @@ export class ExecutionStore {
       `WITH record AS (
          INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
            step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name, admission_id,
-           pipeline_version, definition_fingerprint)
-         VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, 0, 1, $7::jsonb, $8, $9, $10, $14, $15, $16)
+           pipeline_version, definition_fingerprint, forked_from)
+         VALUES ($1, $2, $3, $4, $5, 'QUEUED', 1, $6, coalesce($17::integer, 0), 1, $7::jsonb, $8, $9, $10, $14, $15, $16, $18::jsonb)
          ON CONFLICT DO NOTHING RETURNING ${RECORD_SELECT}),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
@@ -268,6 +273,8 @@ export class ExecutionStore {
         admissionId,
         execution.pipelineVersion ?? 1,
         execution.definitionFingerprint ?? null,
+        execution.fork?.stepIndex ?? null,
+        execution.fork ? json(execution.fork.from) : null,
       ],
     );
     if (inserted.rowCount) return toRecord(inserted.rows[0]);

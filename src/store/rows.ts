@@ -41,6 +41,20 @@ export interface ExecutionRecordRow {
   updated_at: Date;
   /** the admission that created the row (replay-safe create) */
   admission_id: string | null;
+  /** a fork's lineage and audit (20261202520000): { executionId, stepIndex, version, principal, reason, repair, at } */
+  forked_from: ForkedFromColumn | null;
+}
+
+/** execution_record.forked_from: the lineage (`executionId`, `stepIndex`, `version`) and the fork's audit. */
+export interface ForkedFromColumn {
+  executionId: string;
+  stepIndex: number;
+  version: number;
+  principal: string;
+  reason: string;
+  /** the RepairAudit of a corrected input, or null */
+  repair: unknown;
+  at: string;
 }
 
 /**
@@ -76,6 +90,7 @@ export const RECORD_COLUMNS = [
   'created_at',
   'updated_at',
   'admission_id',
+  'forked_from',
 ] as const satisfies readonly (keyof ExecutionRecordRow)[];
 const everyRecordColumn: Exclude<keyof ExecutionRecordRow, (typeof RECORD_COLUMNS)[number]> extends never ? true : never = true;
 void everyRecordColumn;

@@ -18,7 +18,7 @@ import type { VersionedPipeline } from '../pipeline/define';
 import type { Db } from '../store/db';
 import { DispatchStore } from '../store/dispatch-store';
 import type { DispatchLease, ExecutionRecord } from '../store/execution-store';
-import { PipelineExecutionId, PipelineName, PipelineRedriveJob, PipelineRedriveOf, PipelineTenant } from '../workflows/search-attributes';
+import { PipelineExecutionId, PipelineForkedFrom, PipelineName, PipelineRedriveJob, PipelineRedriveOf, PipelineTenant } from '../workflows/search-attributes';
 // The workflow function itself (not its name): `args` is then type-checked against its parameter.
 import { pipelineWorkflow } from '../workflows/pipeline-workflow';
 import { compactPlan, planStep } from '../workflows/plan';
@@ -167,6 +167,7 @@ export class Dispatcher {
           { key: PipelineName, value: run.pipeline },
           ...(spec.redrive?.redriveOf ? [{ key: PipelineRedriveOf, value: spec.redrive.redriveOf }] : []),
           ...(spec.redrive?.jobId ? [{ key: PipelineRedriveJob, value: spec.redrive.jobId }] : []),
+          ...(spec.forkedFrom ? [{ key: PipelineForkedFrom, value: spec.forkedFrom.executionId }] : []),
         ]),
         staticSummary: `${pipeline} v${pipelineVersion} · tenant ${tenantId} · execution ${executionId}${spec.redrive ? ` · re-drive ${spec.redrive.intent}` : ''}${
           spec.forkedFrom ? ` · forked from ${spec.forkedFrom.executionId} at step ${spec.forkedFrom.stepIndex}` : ''

@@ -10,4 +10,15 @@ export const PipelineRedriveOf = defineSearchAttributeKey('PipelineRedriveOf', S
 /** On a run a bulk job re-drove, and on the job's own workflow: the job id. */
 export const PipelineRedriveJob = defineSearchAttributeKey('PipelineRedriveJob', SearchAttributeType.KEYWORD);
 
-export const ALL_SEARCH_ATTRIBUTES = [PipelineTenant, PipelineExecutionId, PipelineName, PipelineStatus, PipelineRedriveOf, PipelineRedriveJob];
+/** On a fork's runs: the executionId of the execution it was forked from. */
+export const PipelineForkedFrom = defineSearchAttributeKey('PipelineForkedFrom', SearchAttributeType.KEYWORD);
+
+export const ALL_SEARCH_ATTRIBUTES = [
+  PipelineTenant,
+  PipelineExecutionId,
+  PipelineName,
+  PipelineStatus,
+  PipelineRedriveOf,
+  PipelineRedriveJob,
+  PipelineForkedFrom,
+];

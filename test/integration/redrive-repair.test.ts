@@ -108,8 +108,18 @@ describe('a re-drive with a corrected input', () => {
     // The dry run: the diff and each check's outcome, values only to a token allowed to read payloads; nothing changes.
     const before = await snapshot('fix-1');
     const dry = await (await redrive('fix-1', body, { query: '?dryRun=true' })).json();
-    expect(dry).toMatchObject({ admitted: true, resumeStepIndex: 1, attempt: 2, checks: { admission: 'passed', role: 'passed', size: 'passed', schema: 'passed' } });
-    expect(dry.correction).toEqual({ kind: 'patch', changedPaths: ['/coupon', '/qty'], beforeFingerprint: expect.stringMatching(/^sha256:/), afterFingerprint: expect.stringMatching(/^sha256:/) });
+    expect(dry).toMatchObject({
+      admitted: true,
+      resumeStepIndex: 1,
+      attempt: 2,
+      checks: { admission: 'passed', role: 'passed', size: 'passed', schema: 'passed' },
+    });
+    expect(dry.correction).toEqual({
+      kind: 'patch',
+      changedPaths: ['/coupon', '/qty'],
+      beforeFingerprint: expect.stringMatching(/^sha256:/),
+      afterFingerprint: expect.stringMatching(/^sha256:/),
+    });
     const withValues = await (await redrive('fix-1', body, { query: '?dryRun=true', token: REPAIR_TOKEN })).json();
     expect(withValues.correction.after).toEqual({ sku: 'A-1', qty: 2, note: SENTINEL_INPUT, coupon: SENTINEL_PATCH });
     expect(await snapshot('fix-1')).toEqual(before);
@@ -125,9 +135,14 @@ describe('a re-drive with a corrected input', () => {
     ]);
 
     // The audit row: the patch sealed (no sentinel in it), the paths and fingerprints; the request column without the patch.
-    const [audit] = (await snapshot('fix-1')).audit;
+    const [audit] = (await snapshot('fix-1')).audit as Record<string, any>[];
     expect(audit.principal).toBe('repairer');
-    expect(audit.repair).toMatchObject({ kind: 'patch', changedPaths: ['/coupon', '/qty'], beforeFingerprint: dry.correction.beforeFingerprint, afterFingerprint: dry.correction.afterFingerprint });
+    expect(audit.repair).toMatchObject({
+      kind: 'patch',
+      changedPaths: ['/coupon', '/qty'],
+      beforeFingerprint: dry.correction.beforeFingerprint,
+      afterFingerprint: dry.correction.afterFingerprint,
+    });
     expect(audit.repair.sent.sealed).toBeDefined();
     expect(JSON.stringify(audit)).not.toContain(SENTINEL_PATCH);
     expect(audit.request.inputPatch).toBeUndefined();
@@ -209,5 +224,77 @@ describe('a corrected re-drive that cannot be admitted changes nothing', () => {
       409,
       'COMMAND_EFFECT_NOT_REDISPATCHABLE',
     );
+  });
+});
+
+describe('a fork', () => {
+  const fork = (executionId: string, body: unknown, options: { token?: string; query?: string } = {}) =>
+    engine.request('POST', `/admin/tenants/tenant-r/executions/${executionId}/fork${options.query ?? ''}`, { body, token: options.token });
+  const records = async () =>
+    (await engine.service.db.query('SELECT execution_id, version FROM execution_record WHERE tenant_id = $1 ORDER BY execution_id', ['tenant-r'])).rows;
+  let parent: Awaited<ReturnType<typeof failed>>;
+  beforeAll(async () => {
+    parent = await failed('charges', 'fork-p', { sku: 'F-1', qty: 0, note: SENTINEL_INPUT });
+  });
+
+  it("runs from the parent's failed step under its own identities, with a corrected input, and never touches the parent (counted)", async () => {
+    const before = await snapshot('fork-p');
+    const parentCharges = seen['fork-p/charge'].length;
+    const body = { newExecutionId: 'fork-c', reason: 'replay with the fixed qty', inputPatch: { qty: 4 } };
+    const dry = await (await fork('fork-p', body, { query: '?dryRun=true' })).json();
+    expect(dry).toMatchObject({
+      admitted: true,
+      executionId: 'fork-c',
+      forkedFrom: { executionId: 'fork-p', stepIndex: 1, version: parent.version },
+      inputSource: 'store',
+      commandSteps: [{ stepIndex: 1, step: 'charge', transitionKey: 'fork-c:1:1' }],
+      correction: { kind: 'patch', changedPaths: ['/qty'] },
+    });
+    expect(await engine.service.store.get('tenant-r', 'fork-c')).toBeNull();
+
+    const res = await fork('fork-p', body);
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ executionId: 'fork-c', startStepIndex: 1, forkedFrom: { executionId: 'fork-p', stepIndex: 1 } });
+    const done = await engine.waitFor('tenant-r', 'fork-c', ['SUCCEEDED']);
+    expect(done.forkedFrom).toEqual({ executionId: 'fork-p', stepIndex: 1, version: parent.version });
+    expect(done.segmentInput).toMatchObject({ qty: 4, charged: true, note: SENTINEL_INPUT });
+    expect(seen['fork-c/charge'].map((call) => [call.transitionKey, call.input.qty])).toEqual([['fork-c:1:1', 4]]);
+    expect((await engine.effects.get('tenant-r', 'fork-c', 1))?.status).toBe('SUCCEEDED');
+    // The parent: record, effects, DLQ, audit and dispatch rows as they were; its step never ran again.
+    expect(await snapshot('fork-p')).toEqual(before);
+    expect(seen['fork-p/charge']).toHaveLength(parentCharges);
+
+    const description = await engine.service.client.workflow.getHandle(done.workflowId).describe();
+    expect(await description.staticSummary()).toContain('forked from fork-p at step 1');
+    const forks: string[] = [];
+    for await (const run of engine.service.client.workflow.list({ query: `PipelineForkedFrom = "fork-p" AND TaskQueue = "${engine.taskQueue}"` }))
+      forks.push(run.workflowId);
+    expect(forks).toEqual([done.workflowId]);
+    expect(engine.logs.map((line) => JSON.stringify(line)).join('\n')).not.toContain(SENTINEL_INPUT);
+  });
+
+  it("starts from step 0 with the original input read from the first run's history", async () => {
+    const body = { newExecutionId: 'fork-0', fromStep: 0, reason: 'from the top', input: { sku: 'F-1', qty: 5 } };
+    const dry = await (await fork('fork-p', { ...body, dryRun: true })).json();
+    expect(dry).toMatchObject({ admitted: true, inputSource: 'temporal-history', commandSteps: [{ stepIndex: 1, transitionKey: 'fork-0:1:1' }] });
+    const withValues = await (await fork('fork-p', { ...body, dryRun: true }, { token: REPAIR_TOKEN })).json();
+    expect(withValues.correction.before).toEqual({ sku: 'F-1', qty: 0, note: SENTINEL_INPUT });
+    expect((await fork('fork-p', body)).status).toBe(202);
+    expect((await engine.waitFor('tenant-r', 'fork-0', ['SUCCEEDED'])).segmentInput).toEqual({ sku: 'F-1', qty: 5, charged: true });
+  });
+
+  it('refuses, changing nothing: a step whose input is not known, an id in use, a token that may not repair, two corrections', async () => {
+    const before = { records: await records(), parent: await snapshot('fork-p') };
+    const cases: [unknown, string | undefined, number, string][] = [
+      [{ newExecutionId: 'fork-x', fromStep: 2, reason: 'r' }, undefined, 422, 'STEP_INPUT_UNKNOWN'],
+      [{ newExecutionId: 'fork-c', reason: 'r' }, undefined, 409, 'EXECUTION_EXISTS'],
+      [{ newExecutionId: 'fork-x', reason: 'r' }, SUBMIT_TOKEN, 403, 'FORBIDDEN'],
+      [{ newExecutionId: 'fork-x', reason: 'r', inputPatch: { qty: 1 }, input: {} }, undefined, 400, 'VALIDATION_FAILED'],
+    ];
+    for (const [body, token, status, code] of cases) {
+      const res = await fork('fork-p', body, { token });
+      expect({ status: res.status, code: (await res.json()).code }).toEqual({ status, code });
+    }
+    expect({ records: await records(), parent: await snapshot('fork-p') }).toEqual(before);
   });
 });

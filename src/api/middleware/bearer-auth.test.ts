@@ -13,7 +13,11 @@ function app() {
   const hono = new Hono<AuthEnv>();
   hono.onError(problemHandler());
   hono.get('/admin/tenants/:tenantId/x', bearerAuth({ tokens, role: 'admin' }), (c) => c.json({ who: c.get('principal').name }));
-  for (const path of ['/admin/tenants/:tenantId/executions/:e/redrive', '/admin/tenants/:tenantId/executions/:e/fork', '/admin/tenants/:tenantId/redrive-jobs']) {
+  for (const path of [
+    '/admin/tenants/:tenantId/executions/:e/redrive',
+    '/admin/tenants/:tenantId/executions/:e/fork',
+    '/admin/tenants/:tenantId/redrive-jobs',
+  ]) {
     hono.post(path, bearerAuth({ tokens, role: 'admin' }), (c) => c.json({ role: c.get('principal').role, readPayloads: c.get('principal').readPayloads }));
   }
   hono.post('/api/tenants/:tenantId/executions', bearerAuth({ tokens, role: 'submit' }), (c) => c.json({}));

@@ -76,7 +76,8 @@ export function bearerAuth(options: { tokens: TokenConfig[]; role: 'admin' | 'su
       );
     }
     // A repair token corrects what failed; it neither submits work nor reads results.
-    if (options.role === 'submit' && principal.role === 'repair' && /\/api\//.test(c.req.path)) throw new ForbiddenError('a repair token may not use the submit API');
+    if (options.role === 'submit' && principal.role === 'repair' && /\/api\//.test(c.req.path))
+      throw new ForbiddenError('a repair token may not use the submit API');
     const tenantId = c.req.param('tenantId');
     if (tenantId !== undefined && principal.tenants && !principal.tenants.includes(tenantId)) {
       throw new ForbiddenError(`this token may not act on tenant ${tenantId}`);
