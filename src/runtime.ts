@@ -348,6 +348,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
     executions,
     redrive,
     forks: new ForkService(store, stores.history, definitions, registry, dispatcher, client, log, codec),
+    history: stores.history,
     registry,
     rejects: stores.rejects,
     signals,

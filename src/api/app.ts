@@ -16,6 +16,8 @@ import type { ExecutionService } from '../service/executions';
 import type { RedriveService } from '../service/redrive';
 import { ForkRequest, PublishCheckpointRequest, RedriveRequest, StartExecutionRequest } from '../contract/requests';
 import type { ForkService } from '../repair/fork';
+import { executionFixture } from '../repair/fixture';
+import type { HistoryStore } from '../store/history-store';
 import type { DlqStore } from '../store/dlq-store';
 import type { EffectStore } from '../store/effect-store';
 import type { ExecutionStore } from '../store/execution-store';
@@ -52,6 +54,8 @@ export interface AppDeps {
   redrive: RedriveService;
   /** fork: a new execution from a step of another; absent: no fork route */
   forks?: ForkService;
+  /** the fixture route reads the execution's story here; absent: no fixture route */
+  history?: HistoryStore;
   registry: PipelineRegistry;
   rejects: RejectStore;
   signals: SignalsStore;
@@ -168,6 +172,17 @@ export function createApp(deps: AppDeps) {
       const caller = c.get('principal');
       if (query.dryRun === 'true' || body.dryRun === true) return c.json(await forks.preview(tenantId, executionId, body, caller), 200);
       return c.json(await forks.fork(tenantId, executionId, body, caller), 202);
+    });
+
+  const history = deps.history;
+  if (history)
+    admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}/fixture', '/admin'), async (c) => {
+      const tenantId = pathId(c, 'tenantId');
+      const executionId = pathId(c, 'executionId');
+      const record = await deps.store.get(tenantId, executionId);
+      if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
+      c.header('Cache-Control', 'no-store');
+      return c.json(await executionFixture(record, c.get('principal'), { history, registry: deps.registry, codec: deps.codec }));
     });
 
   admin.get(declaredPath('get', '/admin/tenants/{tenantId}/rejects', '/admin'), async (c) => {

@@ -44,6 +44,7 @@ import {
   RedriveAcceptedSchema,
   ForkAcceptedSchema,
   ForkPreviewSchema,
+  ExecutionFixtureSchema,
   RedriveJobDryRunSchema,
   RedriveJobList,
   RedriveJobViewSchema,
@@ -193,6 +194,23 @@ export const PATHS: ZodOpenApiPathsObject = {
           'TEMPORAL_UNAVAILABLE',
           'STORE_UNAVAILABLE',
         ),
+      },
+    },
+  },
+  '/admin/tenants/{tenantId}/executions/{executionId}/fixture': {
+    get: {
+      summary: 'A FAILED execution as a test fixture (payload values: tokens with readPayloads only)',
+      description: [
+        'One JSON document: pipeline and pinned version, the failed step and its persisted input, each committed attempt with its',
+        "error code (the last with the execution's error message), the remote call's metadata, and the corrected inputs re-drives",
+        'sent, opened by the codec. 403 for a token without readPayloads; 422 PAYLOAD_UNREADABLE when the codec cannot open a',
+        "sealed value (its key id is no longer configured). The testing module's fromFixture(file) replays it in memory.",
+      ].join(' '),
+      requestParams: { path: ExecutionPath },
+      responses: {
+        '200': { description: 'the fixture', ...json(ExecutionFixtureSchema) },
+        ...common,
+        ...problems('EXECUTION_NOT_FOUND', 'EXECUTION_NOT_FAILED', 'PAYLOAD_UNREADABLE'),
       },
     },
   },

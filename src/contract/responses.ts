@@ -599,3 +599,32 @@ export const ForkPreviewSchema = z
     }),
   ])
   .meta({ id: 'ForkPreview' });
+
+/** `GET …/executions/{e}/fixture`: a failure as a test fixture (src/repair/fixture.ts). */
+export const ExecutionFixtureSchema = z
+  .object({
+    format: z.literal('pipeline-orchestrator/fixture@1'),
+    tenantId: z.string(),
+    executionId: z.string(),
+    pipeline: z.string(),
+    pipelineVersion: z.number().int(),
+    definitionFingerprint: z.string().nullable(),
+    status: ExecutionStatusSchema,
+    terminalReason: TerminalReasonSchema.nullable(),
+    failedStep: z.object({ index: z.number().int(), name: z.string().nullable() }),
+    input: z.unknown().meta({ description: "the failed step's persisted input (a payload: readPayloads tokens only)" }),
+    attempts: z.array(
+      z.object({
+        stepIndex: z.number().int(),
+        attempt: z.number().int(),
+        transitionKey: z.string(),
+        outcome: z.string(),
+        errorCode: z.string().nullable(),
+        errorMessage: z.string().optional(),
+        evidence: z.unknown().optional(),
+      }),
+    ),
+    remoteCall: RemoteCallSchema.nullable(),
+    corrections: z.array(z.object({ redriveId: z.string(), principal: z.string(), kind: z.string(), changedPaths: z.array(z.string()), sent: z.unknown() })),
+  })
+  .meta({ id: 'ExecutionFixture' });

@@ -3,6 +3,8 @@
  *
  * - `runPipeline(pipeline, input, { remote })`: the pipeline's steps in memory with the
  *   engine's retry and failure rules, in milliseconds, no servers;
+ * - `runPipeline(pipeline, fromFixture(file))`: a production failure (`pipeline-admin executions
+ *   fixture <id>`) replayed from its failed step, so a fix is proven by a test that failed before it;
  * - `stepContext()`: a StepContext to call one operator directly;
  * - `startTestEngine({ pipelines })`: the real engine on Temporal's time-skipping test server
  *   and PGlite, so a retry schedule of minutes runs in seconds;
@@ -13,6 +15,8 @@ import { RemoteFailureError } from '../transports/remote';
 
 export { runPipeline, stepContext, type InputOf, type MemoryAttempt, type MemoryRun, type MemoryRunOptions, type OutputOf } from './memory';
 export { startTestEngine, type EngineOutcome, type StartOptions, type TestEngine, type TestEngineOptions } from './engine';
+export { fromFixture, FixtureInput } from './fixture';
+export type { ExecutionFixture } from '../repair/fixture';
 export { startStubWorker, type StubCall, type StubWorker } from './stub-worker';
 
 /**

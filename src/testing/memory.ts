@@ -18,6 +18,7 @@ import { definePipeline } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
 import type { EffectStatus, TerminalReason } from '../spec-words';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
+import { FixtureInput, fixtureStart } from './fixture';
 
 /** The input type of a typed pipeline, `unknown` for an untyped one. */
 export type InputOf<P> = P extends TypedPipeline<infer I, any> ? I : unknown;
@@ -87,18 +88,20 @@ function versioned(definition: PipelineDefinition): VersionedPipeline {
  */
 export async function runPipeline<P extends PipelineDefinition>(
   pipeline: P,
-  input: InputOf<P>,
+  input: InputOf<P> | FixtureInput,
   options: MemoryRunOptions = {},
 ): Promise<MemoryRun<OutputOf<P>>> {
   const definition = versioned(pipeline);
   const config = loadConfig({}, { 'pipeline.auth.tokens': [], ...options.config });
   const plan = new PipelineRegistry(config, [definition]).plan(definition);
-  const tenantId = options.tenantId ?? 'test';
-  const executionId = options.executionId ?? 'memory-1';
+  // A fixture (fromFixture): from its failed step, with the input and ids it failed with.
+  const start = input instanceof FixtureInput ? fixtureStart(input, definition) : null;
+  const tenantId = options.tenantId ?? start?.tenantId ?? 'test';
+  const executionId = options.executionId ?? start?.executionId ?? 'memory-1';
   const run: MemoryRun<OutputOf<P>> = { status: 'SUCCEEDED', attempts: [], rejects: [], effects: {} };
-  let segment: unknown = JSON.parse(JSON.stringify(input ?? null));
+  let segment: unknown = JSON.parse(JSON.stringify((start ? start.input : input) ?? null));
 
-  for (let stepIndex = 0; stepIndex < definition.steps.length; stepIndex++) {
+  for (let stepIndex = start?.stepIndex ?? 0; stepIndex < definition.steps.length; stepIndex++) {
     const declared = definition.steps[stepIndex];
     const stub = options.remote?.[declared.name];
     const step: StepDefinition =

@@ -6,6 +6,10 @@
  * holds a value (sentinels in the input and in the patch are grepped for).
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fromFixture, runPipeline } from '../../src/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { sha256Hex } from '../../src/api/middleware/bearer-auth';
@@ -296,5 +300,39 @@ describe('a fork', () => {
       expect({ status: res.status, code: (await res.json()).code }).toEqual({ status, code });
     }
     expect({ records: await records(), parent: await snapshot('fork-p') }).toEqual(before);
+  });
+});
+
+describe('a production failure as a test fixture', () => {
+  it('holds the failed step, its input and each attempt, for a token that may read payloads only', async () => {
+    await failed('orders', 'fixture-1', { sku: 'X-1', qty: 0, note: SENTINEL_INPUT });
+    const refused = await engine.request('GET', '/admin/tenants/tenant-r/executions/fixture-1/fixture');
+    expect({ status: refused.status, code: (await refused.json()).code }).toEqual({ status: 403, code: 'FORBIDDEN' });
+    const res = await engine.request('GET', '/admin/tenants/tenant-r/executions/fixture-1/fixture', { token: REPAIR_TOKEN });
+    expect(res.status).toBe(200);
+    const fixture = await res.json();
+    expect(fixture).toMatchObject({
+      format: 'pipeline-orchestrator/fixture@1',
+      pipeline: 'orders',
+      pipelineVersion: 1,
+      status: 'FAILED',
+      failedStep: { index: 1, name: 'price' },
+      input: { sku: 'X-1', qty: 0, note: SENTINEL_INPUT },
+      attempts: [
+        { stepIndex: 0, attempt: 1, errorCode: null },
+        { stepIndex: 1, attempt: 1, transitionKey: 'fixture-1:1:1', errorCode: 'BAD_QTY', errorMessage: 'qty must be positive' },
+      ],
+    });
+    expect(engine.logs.map((line) => JSON.stringify(line)).join('\n')).not.toContain(SENTINEL_INPUT);
+
+    // The author's loop: the fixture reproduces the failure in memory (the test fails), and the fix makes it pass.
+    const file = join(mkdtempSync(join(tmpdir(), 'fixture-')), 'fixture-1.json');
+    writeFileSync(file, JSON.stringify(fixture));
+    const before = await runPipeline(pipelines[0], fromFixture(file));
+    expect(before).toMatchObject({ status: 'FAILED', failedStep: 'price', errorCode: 'BAD_QTY' });
+    expect(before.attempts.map((a) => a.transitionKey)).toEqual(['fixture-1:1:1']);
+    const fixedPrice = localStep('price', (order: Order) => ({ ...order, total: Math.max(order.qty, 1) * 10 }), { input: Order });
+    const fixed = definePipeline({ name: 'orders', steps: [pass('receive'), fixedPrice, pass('ship')] });
+    expect(await runPipeline(fixed, fromFixture(file))).toMatchObject({ status: 'SUCCEEDED', output: { sku: 'X-1', total: 10 } });
   });
 });
