@@ -1,6 +1,7 @@
 /**
  * pipeline-admin: the operator CLI over the admin API. `npx pipeline-admin --help`.
  */
+import { executionFixture, forkOne } from './commands/repair';
 import { Command, CommanderError, Option } from 'commander';
 import { AdminClient } from './client';
 import { dlqGroups, dlqList, executionShow, jobShow, jobsList, triage } from './commands/read';
@@ -71,6 +72,14 @@ executions
     const { client, io } = context(command);
     await executionShow(client, io, executionId);
   });
+executions
+  .command('fixture <executionId>')
+  .description('a FAILED execution as a test fixture file (needs a token with readPayloads): runPipeline(pipeline, fromFixture(file)) replays it')
+  .option('--out <file>', 'where to write it (default <executionId>.fixture.json, mode 0600: it holds payload values)')
+  .action(async (executionId, options, command) => {
+    const { client, io } = context(command);
+    await executionFixture(client, io, executionId, options);
+  });
 
 program
   .command('redrive <executionId>')
@@ -83,6 +92,11 @@ program
     '--override-evidence',
     "with --confirmed-disposition NOT_APPLIED: re-drive although the worker's record says it took the call (only with proof it made no effect; audited with --reason)",
   )
+  .option(
+    '--patch <file>',
+    "correct the resumed step's input with an RFC 7396 merge patch in this JSON file (with --allow-failed; admin or repair token); the dry run shows the diff",
+  )
+  .option('--input <file>', "replace the resumed step's input with this JSON file's (with --allow-failed; admin or repair token)")
   .option('--dry-run', 'show what the re-drive would do (every check runs, nothing changes) and stop: exit 0 if it would be admitted, 3 if refused')
   .option('-y, --yes', 'do not ask')
   .option('--no-follow', 'do not wait for the run to end')
@@ -90,6 +104,21 @@ program
   .action(async (executionId, options, command) => {
     const { client, io } = context(command);
     await redriveOne(client, io, executionId, { ...options, ...follow(options) });
+  });
+
+program
+  .command('fork <executionId>')
+  .description('start a new execution of the same pinned version from a step of this one (its resume step, or 0), optionally with a corrected input')
+  .requiredOption('--new-id <executionId>', "the new execution's id")
+  .requiredOption('--reason <text>', 'why (kept with the lineage)')
+  .option('--from-step <index>', 'the step to start at: the resume step (default) or 0 (the original input, while Temporal keeps the first run)')
+  .option('--patch <file>', "correct that step's input with an RFC 7396 merge patch in this JSON file")
+  .option('--input <file>', "replace that step's input with this JSON file's")
+  .option('--dry-run', 'show the plan (the Command steps it runs again under new keys) and stop')
+  .option('-y, --yes', 'do not ask')
+  .action(async (executionId, options, command) => {
+    const { client, io } = context(command);
+    await forkOne(client, io, executionId, options);
   });
 
 program

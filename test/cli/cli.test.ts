@@ -6,6 +6,9 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePort } from '../../src/port-allocator';
 import { definePipeline, localStep } from '../../src/pipeline/define';
@@ -131,6 +134,33 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     expect(run.stderr).toContain('Re-drive one? [y/N]');
     expect((await record('one'))!.version).toBe(before!.version);
     expect(calls.get('one')).toBe(1);
+  });
+
+  it('redrive --patch: shows the diff (paths and fingerprints, no values) and asks; yes re-drives with the corrected input', async () => {
+    await engine.start('acme', { pipeline: 'ledger', executionId: 'patch-1', input: { account: 'a-1' } });
+    await engine.waitFor('acme', 'patch-1', ['FAILED']);
+    healthy.add('patch-1');
+    const dir = mkdtempSync(join(tmpdir(), 'cli-patch-'));
+    writeFileSync(join(dir, 'patch.json'), JSON.stringify({ account: 'a-2', memo: null }));
+    const run = await cli(['redrive', 'patch-1', '--reason', 'account was mistyped', '--allow-failed', '--patch', join(dir, 'patch.json')], { input: 'y\n' });
+    expect(run.stderr).toMatch(/corrected input \(patch\): changes \/account; fingerprint sha256:[0-9a-f]{16} → sha256:[0-9a-f]{16}/);
+    expect(run.stderr).toContain('values shown only to a token with readPayloads');
+    expect(run.stderr).not.toContain('a-2');
+    expect(run.code).toBe(0);
+    expect((await record('patch-1'))!.segmentInput).toEqual({ account: 'a-2' });
+    const bad = await cli(['redrive', 'patch-1', '--reason', 'r', '--allow-failed', '--patch', join(dir, 'missing.json')]);
+    expect(bad.stderr).toContain('--patch');
+    expect(bad.code).toBe(2);
+  });
+
+  it('fork --dry-run names the Command steps it runs again under new keys; executions fixture refuses a token without readPayloads', async () => {
+    const plan = await cli(['fork', 'pay-1', '--new-id', 'pay-1-fork', '--reason', 'try on a fresh id', '--dry-run']);
+    expect(plan.stderr).toContain('Command steps it runs again under new keys: pay (pay-1-fork:0:1)');
+    expect(plan.code).toBe(0);
+    expect(await record('pay-1-fork')).toBeNull();
+    const fixture = await cli(['executions', 'fixture', 'pay-1', '--out', join(mkdtempSync(join(tmpdir(), 'cli-fixture-')), 'f.json')]);
+    expect(fixture.stderr).toContain('readPayloads');
+    expect(fixture.code).not.toBe(0);
   });
 
   it('redrive: yes at the prompt re-drives, follows the run to its end, exits 0', async () => {

@@ -3,6 +3,7 @@
  * the dry run, asks, follows the run), a bulk re-drive job (dry run, asks, follows it with a
  * progress bar; Ctrl-C offers to pause it), and pause / resume / abort of a job.
  */
+import { readFileSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import type { AdminClient, Answer } from '../client';
 import type { ExecutionRecordDetail, RedriveAcceptedSchema, RedriveJobDryRunSchema, RedrivePreviewSchema } from '../../contract/responses';
@@ -30,14 +31,20 @@ export async function redriveOne(
     intent?: string;
     confirmedDisposition?: string;
     overrideEvidence?: boolean;
+    /** a JSON file holding an RFC 7396 merge patch for the resumed step's input */
+    patch?: string;
+    /** a JSON file holding the resumed step's whole input */
+    input?: string;
     dryRun?: boolean;
     yes?: boolean;
     follow: boolean;
   } & FollowOptions,
 ): Promise<void> {
   const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}`);
+  const correction = correctionFlags(options);
   const record = await client.request<RecordView>('GET', path);
   const body = {
+    ...correction,
     expectedVersion: record.version,
     reason: options.reason,
     allowFailed: options.allowFailed === true,
@@ -58,6 +65,7 @@ export async function redriveOne(
     io,
     `${executionId} is ${record.status} at version ${record.version}: the re-drive resumes at step ${plan.resumeStepIndex} as attempt ${plan.attempt} (mode ${plan.mode}${plan.effectStatus ? `, Command effect ${plan.effectStatus}` : ''}, pipeline v${plan.pipelineVersion}).`,
   );
+  if (plan.correction) note(io, correctionLines(plan.correction));
   if (options.dryRun) {
     emit(io, { dryRun: plan }, () => `${executionId}: would be re-driven (dry run: nothing changed)`);
     return;
@@ -75,6 +83,31 @@ export async function redriveOne(
   );
   if (final && final.status !== 'SUCCEEDED')
     throw new CliError(`the re-driven run did not succeed; see why: pipeline-admin executions show ${executionId}`, 'NOT_SUCCEEDED');
+}
+
+/** `--patch file` / `--input file` as the body's inputPatch / input (USAGE when both, or a file that is not JSON). */
+export function correctionFlags(options: { patch?: string; input?: string }): { inputPatch?: unknown; input?: unknown } {
+  if (options.patch && options.input) throw new CliError('give --patch or --input, not both', 'USAGE');
+  const read = (flag: string, file: string) => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as unknown;
+    } catch (err) {
+      throw new CliError(`--${flag} ${file}: ${err instanceof Error ? err.message : String(err)} (a JSON file expected)`, 'USAGE');
+    }
+  };
+  if (options.patch) return { inputPatch: read('patch', options.patch) };
+  if (options.input) return { input: read('input', options.input) };
+  return {};
+}
+
+/** A corrected input as the dry run answered it: the paths and fingerprints, and the values when the token may read them. */
+export function correctionLines(c: NonNullable<Extract<Answer<typeof RedrivePreviewSchema>, { admitted: true }>['correction']>): string {
+  const lines = [
+    `corrected input (${c.kind}): changes ${c.changedPaths.length ? c.changedPaths.join(', ') : 'nothing'}; fingerprint ${c.beforeFingerprint} → ${c.afterFingerprint}`,
+  ];
+  if (c.after !== undefined) lines.push(`  before: ${JSON.stringify(c.before)}`, `  after:  ${JSON.stringify(c.after)}`);
+  else lines.push('  (values shown only to a token with readPayloads)');
+  return lines.join('\n');
 }
 
 /** The API's advice names request fields; the CLI's user needs the flags. */
