@@ -10,7 +10,7 @@
 import type { ZodType } from 'zod';
 import { ForbiddenError, PipelineError } from '../errors';
 import { issuesOf, MAX_BODY_BYTES } from '../contract/fields';
-import { mayRepair, type Principal } from '../api/middleware/bearer-auth';
+import { mayRepair, type Principal } from './principal';
 import type { AesGcmCodec } from '../temporal/codec';
 import { changedPaths, fingerprint, mergePatch } from './merge-patch';
 

@@ -9,7 +9,7 @@
  */
 import { ForbiddenError, PipelineError } from '../errors';
 import { transitionKey } from '../ids';
-import type { Principal } from '../api/middleware/bearer-auth';
+import type { Principal } from './principal';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord } from '../store/execution-store';
 import type { HistoryStore } from '../store/history-store';

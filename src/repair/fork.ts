@@ -19,7 +19,7 @@ import { transitionKey, workflowIdFor } from '../ids';
 import type { Log } from '../log';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { VersionedPipeline } from '../pipeline/define';
-import { mayRepair, type Principal } from '../api/middleware/bearer-auth';
+import { mayRepair, type Principal } from './principal';
 import type { DefinitionStore } from '../store/definition-store';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import type { HistoryStore } from '../store/history-store';

@@ -26,7 +26,7 @@ import { redriveTarget, type RedriveTarget } from './redrive-definition';
 import { traceCarrier } from '../trace-context';
 import type { RedriveRequest } from '../contract/requests';
 import type { RedriveAccepted } from '../contract/responses';
-import type { Principal } from '../api/middleware/bearer-auth';
+import type { Principal } from '../repair/principal';
 import type { AesGcmCodec } from '../temporal/codec';
 import { correctInput, correctionFacts, correctionView, repairAudit, type Correction } from '../repair/correct-input';
 

@@ -9,17 +9,9 @@ import type { MiddlewareHandler } from 'hono';
 import type { TokenConfig, TokenRole } from '../../config/config';
 import { ForbiddenError, UnauthorizedError } from '../../errors';
 import type { Log } from '../../log';
+import { mayRepair, type Principal } from '../../repair/principal';
 
-export interface Principal {
-  name: string;
-  role: TokenRole;
-  tenants?: string[];
-  /** may see payload values in a repair's answers (TokenConfig.readPayloads) */
-  readPayloads?: boolean;
-}
-
-/** Tokens that may correct an input (a re-drive's inputPatch or input, a fork): admin and repair, never submit. */
-export const mayRepair = (principal: Principal) => principal.role === 'admin' || principal.role === 'repair';
+export { mayRepair, type Principal };
 
 /** The admin routes a repair token may use besides reading: a re-drive or a fork of one execution. */
 const REPAIR_WRITE = /\/executions\/[^/]+\/(redrive|fork)$/;
