@@ -20,6 +20,7 @@ import {
   TransitionInProgressError,
   transitionHeaders,
   withDeadline,
+  WorkerUnreachableError,
   type RemoteCallContext,
 } from './remote';
 import { grpcProblem } from './worker-problem';
@@ -38,6 +39,11 @@ export function grpcClient(address: string): grpc.Client & Record<string, any> {
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED]);
 
+/** Whether the server said anything (headers or trailers): an error without is the channel's own. */
+function hasMetadata(err: grpc.ServiceError): boolean {
+  return err.metadata !== undefined && Object.keys(err.metadata.getMap()).length > 0;
+}
+
 /**
  * What grpc-js reports, with no status or metadata from the server, when the connection went
  * away after the call was sent: the worker process died (UNAVAILABLE "Connection dropped") or
@@ -45,7 +51,7 @@ const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUST
  * worker may have taken the call. "No connection established" (nothing was sent) is not one.
  */
 function droppedAfterSending(err: grpc.ServiceError): boolean {
-  if (err.metadata && Object.keys(err.metadata.getMap()).length > 0) return false;
+  if (hasMetadata(err)) return false;
   if (err.code === grpc.status.UNAVAILABLE) return /^Connection dropped|ECONNRESET|EPIPE/.test(err.details ?? '');
   return err.code === grpc.status.CANCELLED && err.details === 'Call cancelled';
 }
@@ -123,6 +129,9 @@ export function grpcOutput(address: string, outputJson: string, platform: string
 export function grpcFailure(address: string, err: grpc.ServiceError, platform: string | null): RemoteFailureError {
   if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') return new TransitionInProgressError('GRPC', address, platform, null);
   const name = grpc.status[err.code] ?? String(err.code);
+  // No word from a server (no metadata at all): the channel could not connect, nothing was sent.
+  if (err.code === grpc.status.UNAVAILABLE && !hasMetadata(err))
+    return new WorkerUnreachableError(`gRPC worker at ${address} unreachable (UNAVAILABLE: ${err.details})`, `GRPC_${name}`, 'GRPC', address);
   const problem = grpcProblem((key) => err.metadata?.get(key)[0] as string | undefined, err.details);
   return new RemoteFailureError(
     `gRPC worker at ${address} answered ${name}${problem?.detail ? `: ${problem.detail}` : ''}`,
