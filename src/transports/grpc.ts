@@ -26,12 +26,15 @@ import {
 import { grpcProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
+const RECONNECT = { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2000 };
 const clients = new Map<string, grpc.Client & Record<string, any>>();
 
 export function grpcClient(address: string): grpc.Client & Record<string, any> {
   let client = clients.get(address);
   if (!client) {
-    client = new TransitionWorkerClient(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+    // A worker that restarted is reached again within 2 s (grpc-js waits up to 120 s between reconnects by default,
+    // failing every call meanwhile as if nothing listened).
+    client = new TransitionWorkerClient(address, grpc.credentials.createInsecure(), RECONNECT) as grpc.Client & Record<string, any>;
     clients.set(address, client);
   }
   return client;
