@@ -17,7 +17,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { definePipeline, grpcStep, restStep } from '../../src/pipeline/define';
 import { createPgDb, type Db } from '../../src/store/db';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
@@ -134,6 +134,67 @@ async function expectParked(executionId: string, command: boolean) {
 }
 
 describe('a worker kit SIGKILLed with identities in flight, restarted on its ports', () => {
+  it(
+    'holds across an engine worker SIGKILLed with the kit: the redelivery in a new caller process meets the refused kit and delivers the same identity',
+    { timeout: scaled(180_000) },
+    async () => {
+      // Engine workers in processes of their own (test/fixtures/rest-caller-process.ts, pipeline `remote`: a REST Command step).
+      const callers = await startTestEngine(
+        [
+          definePipeline({
+            name: 'remote',
+            steps: [restStep('call', { url: `http://127.0.0.1:${restPort}/transition` }, { command: true, retry: { limit: 3, waitMs: 100, maxBackoffMs: 500 } })],
+          }),
+        ],
+        { 'pipeline.orchestrator.worker.heartbeat-timeout': '1s', 'pipeline.orchestrator.worker.in-progress-budget': `${BUDGET_MS}ms` },
+        { worker: false },
+      );
+      const startCaller = async () => {
+        const caller = await startFixture(
+          'test/fixtures/rest-caller-process.ts',
+          {
+            TEMPORAL_ADDRESS: inject('temporalAddress'),
+            DATABASE_URL: callers.database.url,
+            TASK_QUEUE: callers.taskQueue,
+            KIT_URL: `http://127.0.0.1:${restPort}/transition`,
+            CALLER_LOG_LEVEL: 'info',
+          },
+          /ready/,
+          60_000,
+          'the caller process to poll',
+        );
+        children.push(caller.child);
+        return caller;
+      };
+      try {
+        const first = await startCaller();
+        await callers.start('acme', { pipeline: 'remote', executionId: 'hold-caller', input: { answer: 'hold-caller' } });
+        await stored('hold-caller');
+        // The engine worker and the kit die together: nothing but the store remembers that the identity was sent.
+        first.child.kill('SIGKILL');
+        await killKit();
+        const second = await startCaller();
+        // Temporal redelivers the step to the new caller; the kit is down: a refusal, taken as an unanswered delivery of the same identity.
+        await until(
+          async () => /"event":"remote_transition_in_progress"[^\n]*hold-caller:0:1/.test(second.output()) || (await callers.service.store.get('acme', 'hold-caller'))?.status !== 'RUNNING',
+          60_000,
+          'the new caller to meet the refused kit',
+        );
+        expect(await callers.service.store.get('acme', 'hold-caller')).toMatchObject({ status: 'RUNNING', attempt: 1 });
+        await startKit();
+        const record = await callers.waitFor('acme', 'hold-caller', ['SUCCEEDED', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'], 120_000);
+        expect({ status: record.status, attempt: record.attempt, version: record.version, runs: await effectRuns('hold-caller') }).toEqual({
+          status: 'SUCCEEDED',
+          attempt: 1,
+          version: 3,
+          runs: { 0: 1 },
+        });
+      } finally {
+        await callers.stop();
+      }
+    },
+  );
+
   it(
     'delivers the same identity again through refused connections: stored answers are replayed, in-progress ones park; one handler run per effect',
     { timeout: scaled(300_000) },
