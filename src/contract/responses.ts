@@ -67,7 +67,9 @@ const FailedAttemptEvidenceSchema = z
       z.object({
         transitionKey: z.string(),
         attempt: z.number().int(),
-        firstSentAt: Timestamp.nullable().meta({ description: 'when the service first sent a delivery of it; null when not noted (from before deliveries were noted)' }),
+        firstSentAt: Timestamp.nullable().meta({
+          description: 'when the service first sent a delivery of it; null when not noted (from before deliveries were noted)',
+        }),
         workerRecorded: z.boolean().nullable(),
         workerState: z.string().nullable(),
       }),

@@ -61,7 +61,7 @@ export interface FailedAttemptEvidence {
 }
 
 /** The attempts of the failed step to ask about: every attempt, newest first, but the last one when the worker itself answered it "not done". */
-function attemptsToAsk(record: ExecutionRecord): number[] {
+export function attemptsToAsk(record: Pick<ExecutionRecord, 'attempt' | 'terminalReason' | 'lastErrorCode'>): number[] {
   const workerAnswered = record.terminalReason === 'non_retryable' && record.lastErrorCode !== null && !NO_WORKER_ANSWER.has(record.lastErrorCode);
   const attempts: number[] = [];
   for (let a = workerAnswered ? record.attempt - 1 : record.attempt; a >= 1 && attempts.length < MAX_IDENTITIES; a--) attempts.push(a);

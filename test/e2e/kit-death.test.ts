@@ -68,7 +68,8 @@ async function effectRuns(executionId: string): Promise<Record<number, number>> 
   return Object.fromEntries(rows.rows.map((row) => [row.step_index, row.n]));
 }
 
-const stored = (executionId: string) => until(() => kit!.output().includes(`stored acme/${executionId}:0:1`), 60_000, `the kit to store ${executionId}'s answer`);
+const stored = (executionId: string) =>
+  until(() => kit!.output().includes(`stored acme/${executionId}:0:1`), 60_000, `the kit to store ${executionId}'s answer`);
 const inProgressAnswers = (executionId: string) =>
   engine.logs.filter((l) => l.event === 'remote_transition_in_progress' && l.executionId === executionId && l.answers !== undefined).length;
 const redrivePath = (executionId: string) => `/admin/tenants/acme/executions/${executionId}/redrive`;
@@ -104,7 +105,8 @@ const story = (executionId: string) =>
 /** One handler run for the effect and the status expected; else the whole story, to read the failure by. */
 async function expectOneRun(executionId: string, status: string, expected: string) {
   const runs = await effectRuns(executionId);
-  if (runs[0] !== 1 || status !== expected) expect({ executionId, status, runs, story: story(executionId) }).toEqual({ executionId, status: expected, runs: { 0: 1 } });
+  if (runs[0] !== 1 || status !== expected)
+    expect({ executionId, status, runs, story: story(executionId) }).toEqual({ executionId, status: expected, runs: { 0: 1 } });
 }
 
 /** A stored answer the kit never sent, the kit down for a while: the same identity is delivered until the restarted kit replays it. */
@@ -143,7 +145,9 @@ describe('a worker kit SIGKILLed with identities in flight, restarted on its por
         [
           definePipeline({
             name: 'remote',
-            steps: [restStep('call', { url: `http://127.0.0.1:${restPort}/transition` }, { command: true, retry: { limit: 3, waitMs: 100, maxBackoffMs: 500 } })],
+            steps: [
+              restStep('call', { url: `http://127.0.0.1:${restPort}/transition` }, { command: true, retry: { limit: 3, waitMs: 100, maxBackoffMs: 500 } }),
+            ],
           }),
         ],
         { 'pipeline.orchestrator.worker.heartbeat-timeout': '1s', 'pipeline.orchestrator.worker.in-progress-budget': `${BUDGET_MS}ms` },
@@ -176,7 +180,9 @@ describe('a worker kit SIGKILLed with identities in flight, restarted on its por
         const second = await startCaller();
         // Temporal redelivers the step to the new caller; the kit is down: a refusal, taken as an unanswered delivery of the same identity.
         await until(
-          async () => /"event":"remote_transition_in_progress"[^\n]*hold-caller:0:1/.test(second.output()) || (await callers.service.store.get('acme', 'hold-caller'))?.status !== 'RUNNING',
+          async () =>
+            /"event":"remote_transition_in_progress"[^\n]*hold-caller:0:1/.test(second.output()) ||
+            (await callers.service.store.get('acme', 'hold-caller'))?.status !== 'RUNNING',
           60_000,
           'the new caller to meet the refused kit',
         );
