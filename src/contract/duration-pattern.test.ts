@@ -25,13 +25,14 @@ describe('integerRangePattern', () => {
 });
 
 describe('durationRangePattern', () => {
-  const units = ['', 'ms', 's', 'm', 'h', 'd'];
+  const units = ['', 'ms', 's', 'm', 'h', 'd', 'PT|S', 'PT|M', 'PT|H'];
   it('admits a whole-unit duration exactly when it lies in the range (window: 1m to 24h, wait: 0s to 60s)', () => {
     for (const [min, max] of [[60_000, 86_400_000], [0, 60_000]]) {
       const pattern = durationRangePattern(min, max);
       fc.assert(
         fc.property(fc.nat(100_000_000), fc.constantFrom(...units), (n, unit) => {
-          const text = `${n}${unit}`;
+          const [prefix, suffix] = unit.includes('|') ? unit.split('|') : ['', unit];
+          const text = `${prefix}${n}${suffix}`;
           const ms = parseDuration(text)!;
           expect(pattern.test(text)).toBe(ms >= min && ms <= max);
         }),

@@ -43,25 +43,28 @@ export function integerRangePattern(lo: number, hi: number): string {
   return parts.length === 1 ? parts[0] : `(?:${parts.join('|')})`;
 }
 
-const UNITS: [unit: string, ms: number][] = [
-  ['', 1],
-  ['ms', 1],
-  ['s', 1000],
-  ['m', 60_000],
-  ['h', 3_600_000],
-  ['d', 86_400_000],
+const UNITS: [prefix: string, suffix: string, ms: number][] = [
+  ['', '', 1],
+  ['', 'ms', 1],
+  ['', 's', 1000],
+  ['', 'm', 60_000],
+  ['', 'h', 3_600_000],
+  ['', 'd', 86_400_000],
+  ['PT', 'S', 1000],
+  ['PT', 'M', 60_000],
+  ['PT', 'H', 3_600_000],
 ];
 
 /**
  * A duration from `minMs` to `maxMs` as a pattern the OpenAPI document can state: a whole number
- * of one unit (`1500ms`, `30s`, `15m`, `1h`, `1d`, or bare milliseconds) within the range, so a
- * client reading the document knows which values are refused.
+ * of one unit (`1500ms`, `30s`, `15m`, `1h`, `1d`, bare milliseconds, or ISO `PT15M`, `PT30S`,
+ * `PT1H`) within the range, so a client reading the document knows which values are refused.
  */
 export function durationRangePattern(minMs: number, maxMs: number): RegExp {
-  const alternatives = UNITS.flatMap(([unit, ms]) => {
+  const alternatives = UNITS.flatMap(([prefix, suffix, ms]) => {
     const lo = Math.ceil(minMs / ms);
     const hi = Math.floor(maxMs / ms);
-    return lo <= hi ? [`${integerRangePattern(lo, hi)}${unit}`] : [];
+    return lo <= hi ? [`${prefix}${integerRangePattern(lo, hi)}${suffix}`] : [];
   });
   return new RegExp(`^(?:${alternatives.join('|')})$`);
 }
@@ -72,11 +75,11 @@ export function durationParam(options: { min: number; max: number; fallback: str
     .string()
     .regex(
       durationRangePattern(options.min, options.max),
-      `${options.name} must be a duration from ${options.range}: a whole number of ms, s, m, h or d, e.g. ${options.example}`,
+      `${options.name} must be a duration from ${options.range}: a whole number of ms, s, m, h or d, or ISO PT…S, PT…M, PT…H, e.g. ${options.example}`,
     )
     .default(options.fallback)
     .transform((value) => parseDuration(value) ?? Number.NaN)
-    .meta({ description: `a duration from ${options.range} (a whole number of ms, s, m, h or d), e.g. ${options.example}; default ${options.fallback}` });
+    .meta({ description: `a duration from ${options.range} (a whole number of ms, s, m, h or d, or ISO PT…S, PT…M, PT…H), e.g. ${options.example}; default ${options.fallback}` });
 }
 
 /** `limit`: a whole number `min`–`max` (written as digits), default `fallback`. */
