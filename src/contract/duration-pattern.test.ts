@@ -17,7 +17,14 @@ describe('integerRangePattern', () => {
   });
 
   it('covers the edges of each range it writes', () => {
-    for (const [lo, hi] of [[0, 0], [0, 9], [1, 1440], [60, 86_400], [60_000, 86_400_000], [99, 101]]) {
+    for (const [lo, hi] of [
+      [0, 0],
+      [0, 9],
+      [1, 1440],
+      [60, 86_400],
+      [60_000, 86_400_000],
+      [99, 101],
+    ]) {
       const pattern = new RegExp(`^${integerRangePattern(lo, hi)}$`);
       for (const n of [lo - 1, lo, lo + 1, hi - 1, hi, hi + 1]) if (n >= 0) expect([n, pattern.test(String(n))]).toEqual([n, n >= lo && n <= hi]);
     }
@@ -27,7 +34,10 @@ describe('integerRangePattern', () => {
 describe('durationRangePattern', () => {
   const units = ['', 'ms', 's', 'm', 'h', 'd', 'PT|S', 'PT|M', 'PT|H'];
   it('admits a whole-unit duration exactly when it lies in the range (window: 1m to 24h, wait: 0s to 60s)', () => {
-    for (const [min, max] of [[60_000, 86_400_000], [0, 60_000]]) {
+    for (const [min, max] of [
+      [60_000, 86_400_000],
+      [0, 60_000],
+    ]) {
       const pattern = durationRangePattern(min, max);
       fc.assert(
         fc.property(fc.nat(100_000_000), fc.constantFrom(...units), (n, unit) => {

@@ -79,7 +79,9 @@ export function durationParam(options: { min: number; max: number; fallback: str
     )
     .default(options.fallback)
     .transform((value) => parseDuration(value) ?? Number.NaN)
-    .meta({ description: `a duration from ${options.range} (a whole number of ms, s, m, h or d, or ISO PT…S, PT…M, PT…H), e.g. ${options.example}; default ${options.fallback}` });
+    .meta({
+      description: `a duration from ${options.range} (a whole number of ms, s, m, h or d, or ISO PT…S, PT…M, PT…H), e.g. ${options.example}; default ${options.fallback}`,
+    });
 }
 
 /** `limit`: a whole number `min`–`max` (written as digits), default `fallback`. */

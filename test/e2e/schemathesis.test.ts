@@ -110,7 +110,7 @@ function refusals(output: string): { status: number; body: any }[] {
 }
 
 describe('schemathesis over the whole document', () => {
-  it('refuses no request the document allows, but for the store\'s state', async () => {
+  it("refuses no request the document allows, but for the store's state", async () => {
     const config = join(ROOT, '.data', 'schemathesis', 'positive.toml');
     mkdirSync(join(ROOT, '.data', 'schemathesis'), { recursive: true });
     writeFileSync(config, `[checks.positive_data_acceptance]\nexpected-statuses = ${JSON.stringify(STATE_DEPENDENT_STATUSES)}\n`);

@@ -30,7 +30,11 @@ export function documentChecker(document: any): DocumentChecker {
   };
   // Literal segments before parameters: `/dlq/groups` is matched before `/dlq/{id}` would be.
   const templates = Object.keys(document.paths ?? {})
-    .map((path) => ({ path, params: (path.match(/\{/g) ?? []).length, pattern: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[A-Za-z]+\\?\}/g, '[^/]+')}$`) }))
+    .map((path) => ({
+      path,
+      params: (path.match(/\{/g) ?? []).length,
+      pattern: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[A-Za-z]+\\?\}/g, '[^/]+')}$`),
+    }))
     .sort((a, b) => a.params - b.params);
 
   const operationOf = (method: string, concretePath: string) => {
@@ -50,7 +54,8 @@ export function documentChecker(document: any): DocumentChecker {
       const mediaType = (contentType ?? '').split(';')[0].trim();
       if (!response.content) return text.length === 0 ? undefined : `${method} ${path} ${status}: the document gives no body, the answer has one`;
       const schema = response.content[mediaType]?.schema;
-      if (!schema) return `${method} ${path} ${status}: the document has no ${mediaType || '(no content type)'} schema (it has ${Object.keys(response.content).join(', ')})`;
+      if (!schema)
+        return `${method} ${path} ${status}: the document has no ${mediaType || '(no content type)'} schema (it has ${Object.keys(response.content).join(', ')})`;
       if (!mediaType.endsWith('json')) return undefined;
       let body: unknown;
       try {
@@ -59,7 +64,9 @@ export function documentChecker(document: any): DocumentChecker {
         return `${method} ${path} ${status}: the body is not JSON`;
       }
       const validate = validatorFor(schema);
-      return validate(body) ? undefined : `${method} ${path} ${status}: the body does not match the document: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 1000)}`;
+      return validate(body)
+        ? undefined
+        : `${method} ${path} ${status}: the body does not match the document: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 1000)}`;
     },
   };
 }
