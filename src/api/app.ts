@@ -154,7 +154,7 @@ export function createApp(deps: AppDeps) {
 
   admin.post(declaredPath('post', '/admin/tenants/{tenantId}/executions/{executionId}/redrive', '/admin'), async (c) => {
     const query = readQuery(c, RedriveQuery);
-    const body = await readJson(c, RedriveRequest, { integerFields: ['expectedVersion'] });
+    const body = await readJson(c, RedriveRequest);
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     const caller = c.get('principal');
@@ -166,7 +166,7 @@ export function createApp(deps: AppDeps) {
   if (forks)
     admin.post(declaredPath('post', '/admin/tenants/{tenantId}/executions/{executionId}/fork', '/admin'), async (c) => {
       const query = readQuery(c, RedriveQuery);
-      const body = await readJson(c, ForkRequest, { integerFields: ['fromStep'] });
+      const body = await readJson(c, ForkRequest);
       const tenantId = pathId(c, 'tenantId');
       const executionId = pathId(c, 'executionId');
       const caller = c.get('principal');
