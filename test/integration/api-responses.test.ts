@@ -11,7 +11,8 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
-import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
+import { ADMIN_TOKEN, startTestEngine, TEST_TOKENS, type TestEngine } from '../helpers/engine';
+import { sha256Hex } from '../../src/api/middleware/bearer-auth';
 import { scaled } from '../helpers/time-scale';
 
 const failing = localStep(
@@ -26,8 +27,10 @@ const pipelines = [
   definePipeline({ name: 'pay', steps: [localStep('prepare', (input: unknown) => input), failing] }),
 ];
 /** FAILED executions: one re-driven alone, the others by one bulk job. */
-const FAILED_IDS = Array.from({ length: 11 }, (_, i) => `pay-${i + 1}`);
-const JOB_IDS = FAILED_IDS.slice(1);
+const FAILED_IDS = Array.from({ length: 12 }, (_, i) => `pay-${i + 1}`);
+const JOB_IDS = FAILED_IDS.slice(1, 11);
+/** A token that may read payloads (the fixture route). */
+const PAYLOAD_TOKEN = 'api-responses-payload-token';
 
 let engine: TestEngine;
 let base = '';
@@ -70,7 +73,7 @@ async function call(
   method: 'GET' | 'POST',
   path: string,
   expected: number,
-  options: { params?: Record<string, string>; query?: string; body?: unknown } = {},
+  options: { params?: Record<string, string>; query?: string; body?: unknown; token?: string } = {},
 ): Promise<any> {
   const concrete = path.replace(/\{([A-Za-z]+)\}/g, (_, name: string) => {
     const value = options.params?.[name];
@@ -79,7 +82,7 @@ async function call(
   });
   const res = await fetch(`${base}${concrete}${options.query ? `?${options.query}` : ''}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${options.token ?? ADMIN_TOKEN}`, ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
     body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
   });
   const text = await res.text();
@@ -100,7 +103,15 @@ const T = { tenantId: 'apiresp' };
 
 beforeAll(async () => {
   const keys = JSON.stringify([{ id: 'k1', key: randomBytes(32).toString('base64') }]);
-  engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0, 'pipeline.codec.keys': keys }, { http: true });
+  engine = await startTestEngine(
+    pipelines,
+    {
+      'pipeline.server.port': 0,
+      'pipeline.codec.keys': keys,
+      'pipeline.auth.tokens': JSON.stringify([...TEST_TOKENS, { sha256: sha256Hex(PAYLOAD_TOKEN), role: 'repair', readPayloads: true }]),
+    },
+    { http: true },
+  );
   base = `http://127.0.0.1:${engine.service.ports.http!}`;
   document = await (await fetch(`${base}${P}/openapi.json`)).json();
   await Promise.all(FAILED_IDS.map((executionId) => engine.start('apiresp', { pipeline: 'pay', executionId, input: { amount: 1 } })));
@@ -163,6 +174,25 @@ describe('one valid request per route, each answer validated against the documen
     expect(preview.admitted).toBe(true);
     const accepted = await call('POST', path, 202, { params, body });
     expect(accepted.status).toBe('QUEUED');
+  });
+
+  it('repair: a fixture, a corrected re-drive in a dry run, a fork (dry run and start)', async () => {
+    const params = { ...T, executionId: 'pay-12' };
+    const fixture = await call('GET', `${P}/admin/tenants/{tenantId}/executions/{executionId}/fixture`, 200, { params, token: PAYLOAD_TOKEN });
+    expect(fixture.input).toEqual({ amount: 1 });
+    const record = await call('GET', `${P}/admin/tenants/{tenantId}/executions/{executionId}`, 200, { params });
+    const body = { expectedVersion: record.version, reason: 'amount fixed', allowFailed: true, intent: 'RETRY_FAILED_COMMAND', inputPatch: { amount: 2 } };
+    const preview = await call('POST', `${P}/admin/tenants/{tenantId}/executions/{executionId}/redrive`, 200, {
+      params,
+      query: 'dryRun=true',
+      body,
+      token: PAYLOAD_TOKEN,
+    });
+    expect(preview.correction).toMatchObject({ changedPaths: ['/amount'], after: { amount: 2 } });
+    const fork = `${P}/admin/tenants/{tenantId}/executions/{executionId}/fork`;
+    const forkBody = { newExecutionId: 'pay-12-fork', reason: 'on a fresh id', inputPatch: { amount: 3 } };
+    expect((await call('POST', fork, 200, { params, query: 'dryRun=true', body: forkBody })).admitted).toBe(true);
+    expect((await call('POST', fork, 202, { params, body: forkBody })).forkedFrom).toMatchObject({ executionId: 'pay-12' });
   });
 
   it('a bulk job: dry run, start, list, read, pause, resume, abort', async () => {
