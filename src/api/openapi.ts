@@ -358,7 +358,7 @@ export function declaredRoutes(prefix: string): string[] {
   );
 }
 
-export function createOpenApiDocument(prefix: string) {
+export function createOpenApiDocument(prefix: string): ReturnType<typeof createDocument> {
   return createDocument({
     openapi: '3.1.0',
     info: {

@@ -12,7 +12,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { temporal } from '@temporalio/proto';
+// A CommonJS package whose named exports Node's ESM loader cannot see: its default export, then the namespace.
+import proto from '@temporalio/proto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { loadConfig, type ConfigInput } from '../config/config';
@@ -89,7 +90,7 @@ export async function startTestEngine(options: TestEngineOptions): Promise<TestE
   try {
     await env.connection.operatorService.addSearchAttributes({
       namespace: env.namespace ?? 'default',
-      searchAttributes: Object.fromEntries(ALL_SEARCH_ATTRIBUTES.map((key) => [key.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+      searchAttributes: Object.fromEntries(ALL_SEARCH_ATTRIBUTES.map((key) => [key.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
     });
     const config = loadConfig(
       {},
