@@ -29,9 +29,13 @@ COPY bin ./bin
 COPY proto ./proto
 # Read at run time from the package root (src/paths.ts): the migrations run at start-up.
 COPY src/store/migrations ./src/store/migrations
+# A team's image adds its compiled pipelines module under /app (examples/team-project/Dockerfile):
+# its `import ... from 'pipeline-orchestrator'` resolves here, to this very code (one copy of each class).
+RUN ln -s .. node_modules/pipeline-orchestrator
 ENV PIPELINE_ORCHESTRATOR_WORKER_WORKFLOW_BUNDLE=/app/dist/workflows.js
 ENV NODE_ENV=production
 # inside a container the API must listen on every interface (the default is 127.0.0.1)
 ENV PIPELINE_SERVER_HOST=0.0.0.0
 EXPOSE 8080
-CMD ["node", "dist/main.js"]
+# The package's command (bin/pipeline-orchestrator.mjs start): compiled code on plain Node.
+CMD ["node", "bin/pipeline-orchestrator.mjs", "start"]

@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 import type { BaseTimeouts } from './test/helpers/file-timeouts.ts';
 import { scaled } from './test/helpers/time-scale.ts';
 
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
 /** Pure logic and source checks: no Temporal, no Postgres. */
 const UNIT = [
   'src/**/*.test.ts',
@@ -24,8 +26,16 @@ const QUIET_E2E: BaseTimeouts = { testMs: 420_000, hookMs: 180_000 };
 const TEMPORAL = ['test/global-setup.ts'];
 
 export default defineConfig({
-  // The worker kit's workspace package from its sources, as tsconfig.json's paths say (no build needed to test it).
-  resolve: { alias: { '@pipeline-orchestrator/worker-kit': fileURLToPath(new URL('./packages/worker-kit/src/index.ts', import.meta.url)) } },
+  // This repository's packages from their sources, as tsconfig.json's paths say (no build needed to test them;
+  // their exports name dist/, which test/package/team-project.test.ts installs from the packed tarballs).
+  resolve: {
+    alias: [
+      { find: /^@pipeline-orchestrator\/worker-kit$/, replacement: source('./packages/worker-kit/src/index.ts') },
+      { find: /^pipeline-orchestrator$/, replacement: source('./src/index.ts') },
+      { find: /^pipeline-orchestrator\/testing$/, replacement: source('./src/testing/index.ts') },
+      { find: /^pipeline-orchestrator\/server$/, replacement: source('./src/server.ts') },
+    ],
+  },
   test: {
     // Stretched by the time scale (test/helpers/time-scale.ts: PIPELINE_TEST_TIME_SCALE, which .ci/run
     // sets from the load, or the live load if higher): here as the config loads, and again as each
