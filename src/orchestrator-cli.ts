@@ -59,7 +59,9 @@ async function migrateOnly(): Promise<void> {
   const { createLog } = await import('./log');
   const config = loadConfig();
   const url = config['pipeline.store.url'];
-  const db = url ? createPgDb(storeConnectionString(url, config['pipeline.store.ca-file']), { max: 1 }) : await createPgliteDb(join(resolve(config['pipeline.data-dir']), 'pglite'));
+  const db = url
+    ? createPgDb(storeConnectionString(url, config['pipeline.store.ca-file']), { max: 1 })
+    : await createPgliteDb(join(resolve(config['pipeline.data-dir']), 'pglite'));
   try {
     const applied = await migrate(db, createLog()).catch((err: unknown) => {
       throw url ? explainStoreFailure(err, url, config['pipeline.store.ca-file']) : err;

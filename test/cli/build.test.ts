@@ -20,7 +20,8 @@ describe('the production build', () => {
     expect(run.stdout).toContain('Usage: pipeline-admin');
     // The fallback to tsx says so on stderr; the compiled CLI says nothing.
     expect(run.stderr).toBe('');
-    for (const file of ['dist/cli.js', 'dist/main.js', 'dist/orchestrator.js', 'dist/worker-check.js']) expect(readFileSync(file, 'utf8')).not.toMatch(/from ["']tsx/);
+    for (const file of ['dist/cli.js', 'dist/main.js', 'dist/orchestrator.js', 'dist/worker-check.js'])
+      expect(readFileSync(file, 'utf8')).not.toMatch(/from ["']tsx/);
   });
 
   it('warns when src/cli changed after the build (it would run old code), and says nothing when the build is newer', () => {
@@ -40,7 +41,11 @@ describe('the production build', () => {
 
   it('answers the pipeline-orchestrator command from dist/: check-config on the embedded default, a bad key exit 2, an unknown command exit 2', () => {
     const run = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-      spawnSync(process.execPath, ['bin/pipeline-orchestrator.mjs', ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env }, timeout: scaled(60_000) });
+      spawnSync(process.execPath, ['bin/pipeline-orchestrator.mjs', ...args], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, ...env },
+        timeout: scaled(60_000),
+      });
     const ok = run(['check-config']);
     expect(ok.status, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toEqual({ event: 'config_ok', role: 'all', embedded: true, pipelines: 'the built-in demo' });
