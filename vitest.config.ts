@@ -14,6 +14,8 @@ const UNIT = [
   'test/cli/settings.test.ts',
   'examples/**/*.test.ts',
 ];
+/** The team starter's tests run in its own project, installed from the tarballs (test/package/team-project.test.ts). */
+const STARTER = ['examples/team-project/**'];
 /** Tests that start an engine of their own (the examples' engine tests): a fresh fork each. */
 const ENGINE_EXAMPLES = ['examples/**/*.engine.test.ts'];
 /** In-process engines, each on its own database and task queue, stopped in afterAll. */
@@ -55,7 +57,7 @@ export default defineConfig({
       // These files leave no process state behind, so a fork runs one after another without a
       // fresh module graph: most of their cost was loading the SDKs again for every file.
       // No global set-up: `vitest --project unit` needs neither Temporal nor Postgres.
-      { extends: true, test: { name: 'unit', include: UNIT, exclude: ENGINE_EXAMPLES, isolate: false } },
+      { extends: true, test: { name: 'unit', include: UNIT, exclude: [...ENGINE_EXAMPLES, ...STARTER], isolate: false } },
       { extends: true, test: { name: 'integration', include: INTEGRATION, isolate: false, globalSetup: TEMPORAL } },
       // Kills, child processes, time skipping, tracing's global provider, the CLI: a fresh fork per file.
       // Their deadlines live here, not per test, so the machine's time scale stretches every one of them.
@@ -64,7 +66,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/**/*.test.ts', ...ENGINE_EXAMPLES],
-          exclude: [...UNIT.filter((glob) => !glob.startsWith('examples/')), ...INTEGRATION],
+          exclude: [...UNIT.filter((glob) => !glob.startsWith('examples/')), ...INTEGRATION, ...STARTER],
           globalSetup: TEMPORAL,
           testTimeout: scaled(QUIET_E2E.testMs),
           hookTimeout: scaled(QUIET_E2E.hookMs),
