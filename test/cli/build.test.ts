@@ -58,6 +58,22 @@ describe('the production build', () => {
     expect(run(['--help']).stdout).toMatch(/^Usage: pipeline-orchestrator/);
   });
 
+  // Node 24 strips types and loads the module; Node 20 cannot, and the service says how to fix it.
+  it.skipIf((process.features as { typescript?: unknown }).typescript)(
+    'stops at a TypeScript pipelines module on a Node without type stripping, naming the fix, exit 2',
+    () => {
+      const run = spawnSync(process.execPath, ['bin/pipeline-orchestrator.mjs', 'check-config'], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, PIPELINE_PIPELINES_MODULE: 'examples/readme/pipelines.ts' },
+        timeout: scaled(60_000),
+      });
+      expect(run.stderr).toMatch(
+        /^pipeline-orchestrator: pipeline\.pipelines-module: .*pipelines\.ts could not be loaded: Unknown file extension "\.ts".*compile it to JavaScript with tsc/,
+      );
+      expect(run.status).toBe(2);
+    },
+  );
+
   it('runs the compiled service under plain node: a bad configuration key is named, exit 2', () => {
     const run = spawnSync(process.execPath, ['dist/main.js'], {
       encoding: 'utf8',
