@@ -34,7 +34,6 @@ function tsc(project, what) {
 
 tsc('packages/worker-kit/tsconfig.build.json', '@pipeline-orchestrator/worker-kit');
 
-rmSync(outdir, { recursive: true, force: true });
 const common = {
   bundle: true,
   platform: 'node',
@@ -46,8 +45,11 @@ const common = {
   sourcemap: true,
   logLevel: 'warning',
 };
-await build({
+// Written over the last build in place, never removed first: a test packing dist/ while another
+// builds (npm test runs them side by side) reads whole files, never an empty dist/.
+const written = await build({
   ...common,
+  metafile: true,
   entryPoints: {
     index: 'src/index.ts',
     testing: 'src/testing/index.ts',
@@ -62,6 +64,9 @@ await build({
   chunkNames: 'chunk-[hash]',
 });
 await build({ ...common, entryPoints: { 'workflow-code': 'src/workflows/index.ts' }, outdir });
+// Chunks of earlier builds (their names are content hashes) would otherwise ship in the tarball.
+const current = new Set(Object.keys(written.metafile.outputs).map((file) => resolve(file)));
+for (const name of readdirSync(outdir)) if (/^chunk-.*\.js(\.map)?$/.test(name) && !current.has(resolve(outdir, name))) rmSync(join(outdir, name));
 
 tsc('tsconfig.build.json', 'pipeline-orchestrator declarations');
 const types = join(outdir, 'types');
