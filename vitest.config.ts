@@ -33,6 +33,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@pipeline-orchestrator\/worker-kit$/, replacement: source('./packages/worker-kit/src/index.ts') },
+      { find: /^@pipeline-orchestrator\/worker-kit\/protocol$/, replacement: source('./packages/worker-kit/src/protocol.ts') },
       { find: /^pipeline-orchestrator$/, replacement: source('./src/index.ts') },
       { find: /^pipeline-orchestrator\/testing$/, replacement: source('./src/testing/index.ts') },
       { find: /^pipeline-orchestrator\/server$/, replacement: source('./src/server.ts') },

@@ -41,7 +41,7 @@ const common = {
   target: 'node20',
   packages: 'external',
   // tsconfig.json maps the kit to its sources for tsc and tsx; the build keeps it a package import.
-  external: ['@pipeline-orchestrator/worker-kit'],
+  external: ['@pipeline-orchestrator/worker-kit', '@pipeline-orchestrator/worker-kit/protocol'],
   sourcemap: true,
   logLevel: 'warning',
 };

@@ -134,7 +134,7 @@ export interface RestTarget {
   dispositionUrl?: string;
 }
 
-/** A gRPC TransitionWorker (proto/transition_worker.proto) at `address` (host:port). */
+/** A gRPC TransitionWorker (the worker kit's proto/transition_worker.proto) at `address` (host:port). */
 export interface GrpcTarget {
   address: string;
   /** the worker implements TransitionWorker.Lookup (the kit does); shown to operators on REMOTE_OUTCOME_UNKNOWN */

@@ -224,7 +224,7 @@ describe('a team project on the installed packages', () => {
     mkdirSync(join(image, 'packages', 'worker-kit'), { recursive: true });
     for (const file of ['package.json', 'package-lock.json', 'packages/worker-kit/package.json']) cpSync(join(ROOT, file), join(image, file));
     run('npm', ['ci', '--omit=dev', '--offline', '--no-audit', '--no-fund'], image);
-    for (const dir of ['dist', 'packages/worker-kit/dist', 'packages/worker-kit/proto', 'bin', 'proto', 'src/store/migrations'])
+    for (const dir of ['dist', 'packages/worker-kit/dist', 'packages/worker-kit/proto', 'bin', 'src/store/migrations'])
       cpSync(join(ROOT, dir), join(image, dir), { recursive: true, filter: (path) => !path.endsWith('.tsbuildinfo') });
     symlinkSync('..', join(image, 'node_modules', 'pipeline-orchestrator'));
     expect(existsSync(join(image, 'node_modules', 'tsx'))).toBe(false);
