@@ -13,7 +13,7 @@ import { RejectBuffer, type PendingReject } from '../activities/rejects';
 import { classifyFailure, decideFailure, nonRetryableErrorTypesOf, toJsonOutput } from '../activities/step-failure';
 import { loadConfig, type ConfigInput } from '../config/config';
 import { idempotencyKey, transitionKey as makeTransitionKey } from '../ids';
-import type { Operator, PipelineDefinition, StepContext, StepDefinition, TypedPipeline, VersionedPipeline } from '../pipeline/define';
+import type { Operator, PipelineDefinition, StepContext, StepDefinition, TypedPipeline } from '../pipeline/define';
 import { definePipeline } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
 import type { EffectStatus, TerminalReason } from '../spec-words';
@@ -76,11 +76,6 @@ export interface MemoryRun<Out = unknown> {
 const silent = pino({ level: 'silent' });
 const MAX_IN_PROGRESS = 100;
 
-/** What the in-memory run needs of a definition: the engine's own checks and retry resolution. */
-function versioned(definition: PipelineDefinition): VersionedPipeline {
-  return 'fingerprint' in definition ? (definition as VersionedPipeline) : definePipeline(definition);
-}
-
 /**
  * Runs `pipeline` on `input` in this process, step after step, with the engine's retry
  * rules, and says how it ended. It never throws for a step's failure: read `status`.
@@ -90,7 +85,7 @@ export async function runPipeline<P extends PipelineDefinition>(
   input: InputOf<P>,
   options: MemoryRunOptions = {},
 ): Promise<MemoryRun<OutputOf<P>>> {
-  const definition = versioned(pipeline);
+  const definition = definePipeline(pipeline);
   const config = loadConfig({}, { 'pipeline.auth.tokens': [], ...options.config });
   const plan = new PipelineRegistry(config, [definition]).plan(definition);
   const tenantId = options.tenantId ?? 'test';
