@@ -37,6 +37,14 @@ export interface MemoryRunOptions {
    * stand-in calls its real URL or address.
    */
   remote?: Record<string, Operator>;
+  /**
+   * Stand-ins for any step, LOCAL and FUNCTION too, by step name: the step's own code is
+   * replaced by this operator (`(input, ctx) => output`) for this run, everything else runs
+   * as declared. Throw `workerDeadline()` or `workerAnswerNotJson()` from a remote step's
+   * stand-in for a deadline (REMOTE_OUTCOME_UNKNOWN) or an answer that is not JSON
+   * (INVALID_WORKER_RESPONSE).
+   */
+  steps?: Record<string, Operator>;
   /** service configuration the plan is resolved with (`pipeline.defaults.retry-limit`, …) */
   config?: ConfigInput;
 }
@@ -86,6 +94,14 @@ export async function runPipeline<P extends PipelineDefinition>(
   options: MemoryRunOptions = {},
 ): Promise<MemoryRun<OutputOf<P>>> {
   const definition = definePipeline(pipeline);
+  const names = new Set(definition.steps.map((step) => step.name));
+  for (const [option, standIns] of [
+    ['remote', options.remote],
+    ['steps', options.steps],
+  ] as const)
+    for (const name of Object.keys(standIns ?? {}))
+      if (!names.has(name))
+        throw new TypeError(`runPipeline: ${option}.${name} stands in for no step of pipeline "${definition.name}" (its steps: ${[...names].join(', ')})`);
   const config = loadConfig({}, { 'pipeline.auth.tokens': [], ...options.config });
   const plan = new PipelineRegistry(config, [definition]).plan(definition);
   const tenantId = options.tenantId ?? 'test';
@@ -95,9 +111,9 @@ export async function runPipeline<P extends PipelineDefinition>(
 
   for (let stepIndex = 0; stepIndex < definition.steps.length; stepIndex++) {
     const declared = definition.steps[stepIndex];
-    const stub = options.remote?.[declared.name];
-    const step: StepDefinition =
-      stub && (declared.transport === 'REST' || declared.transport === 'GRPC') ? { ...declared, transport: 'LOCAL', run: stub } : declared;
+    const remoteStub = declared.transport === 'REST' || declared.transport === 'GRPC' ? options.remote?.[declared.name] : undefined;
+    const stub = options.steps?.[declared.name] ?? remoteStub;
+    const step: StepDefinition = stub ? { ...declared, transport: 'LOCAL', run: stub } : declared;
     const { retry, timeoutMs } = plan[stepIndex];
     let attempt = 1;
     let inProgress = 0;
