@@ -13,16 +13,13 @@ import { RejectBuffer, type PendingReject } from '../activities/rejects';
 import { classifyFailure, decideFailure, nonRetryableErrorTypesOf, toJsonOutput } from '../activities/step-failure';
 import { loadConfig, type ConfigInput } from '../config/config';
 import { idempotencyKey, transitionKey as makeTransitionKey } from '../ids';
-import type { Operator, PipelineDefinition, StepContext, StepDefinition, TypedPipeline } from '../pipeline/define';
+import type { InputOf, Operator, OutputOf, PipelineDefinition, StepContext, StepDefinition } from '../pipeline/define';
 import { definePipeline } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
 import type { EffectStatus, TerminalReason } from '../spec-words';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
 
-/** The input type of a typed pipeline, `unknown` for an untyped one. */
-export type InputOf<P> = P extends TypedPipeline<infer I, any> ? I : unknown;
-/** The output type of a typed pipeline, `unknown` for an untyped one. */
-export type OutputOf<P> = P extends TypedPipeline<any, infer O> ? O : unknown;
+export type { InputOf, OutputOf } from '../pipeline/define';
 
 export interface MemoryRunOptions {
   /** default `test` */

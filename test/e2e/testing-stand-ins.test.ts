@@ -6,6 +6,7 @@
  * typed by the pipeline (the `@ts-expect-error` lines fail `tsc` the day they compile).
  */
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { pipelineClient, PipelineClientError } from '../../src/pipeline/client';
 import { localStep, pipeline, restStep } from '../../src/pipeline/define';
 import { runPipeline, startTestEngine, workerAnswerNotJson, workerDeadline, type TestEngine } from '../../src/testing';
 
@@ -121,6 +122,27 @@ describe('on the time-skipping engine', () => {
     const byName = await engine.start('orders', { id: 'e-3', cents: 1 });
     const { output } = await engine.result(byName);
     expectTypeOf(output).toEqualTypeOf<unknown>();
+  });
+
+  it("a team's own service starts and reads an execution through the API with the typed client", async () => {
+    const client = pipelineClient({
+      baseUrl: `http://engine/${engine.service.config['pipeline.admin.prefix']}`,
+      token: engine.adminToken,
+      tenantId: 'acme',
+      fetch: (url, init) => Promise.resolve(engine.service.app.request(String(url), init)),
+    });
+    const execution = await client.start(orders, { id: 'c-1', cents: 40 }, { executionId: 'c-1' });
+    expect(execution).toEqual({ tenantId: 'acme', executionId: 'c-1' });
+    await engine.result(execution);
+    const outcome = await client.result(execution);
+    expect(outcome).toEqual({ status: 'SUCCEEDED', output: { receipt: 'c-1:40' } });
+    if (outcome.status === 'SUCCEEDED') expectTypeOf(outcome.output).toEqualTypeOf<{ receipt: string }>();
+    const typed = () => {
+      // @ts-expect-error the client's input is typed by the pipeline too
+      void client.start(orders, { id: 'c-2' });
+    };
+    expect(typeof typed).toBe('function');
+    await expect(client.result({ tenantId: 'acme', executionId: 'no-such' })).rejects.toThrow(PipelineClientError);
   });
 
   it('refuses an override of a remote step, or of a step the pipeline does not have, when the engine starts', async () => {
