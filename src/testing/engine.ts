@@ -39,6 +39,15 @@ export interface TestEngineOptions<P extends PipelineDefinition = PipelineDefini
   overrides?: Record<string, Record<string, Operator | FunctionHandler>>;
   /** configuration keys, as in the README's table (`pipeline.defaults.retry-limit`, …) */
   config?: ConfigInput;
+  /**
+   * The directory of the engine's store (PGlite), kept after `stop`; default a temporary one,
+   * removed at `stop`. Give a second engine the same `dataDir` once the first has stopped, and
+   * it starts on the first one's store, as a redeploy would: its pipelines checked against the
+   * shapes stored there, the executions pinned there readable and re-drivable. One engine at a
+   * time: a directory in use is refused at start, naming the holder. (Each engine has its own
+   * time-skipping Temporal, so a run the first left unfinished is not continued by the second.)
+   */
+  dataDir?: string;
   /** keep the service's JSON log lines here (default: dropped) */
   logs?: Record<string, unknown>[];
 }
@@ -108,7 +117,10 @@ export async function startTestEngine<P extends PipelineDefinition>(options: Tes
     // the process installed its own runtime first: keep it
   }
   const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: testServerExecutable() } });
-  const dataDir = mkdtempSync(join(tmpdir(), 'pipeline-test-engine-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'pipeline-test-engine-'));
+  const removeDataDir = () => {
+    if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
+  };
   let service: Service | undefined;
   try {
     await env.connection.operatorService.addSearchAttributes({
@@ -132,7 +144,7 @@ export async function startTestEngine<P extends PipelineDefinition>(options: Tes
   } catch (err) {
     await service?.stop().catch(() => undefined);
     await env.teardown().catch(() => undefined);
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
     throw err;
   }
   const running = service;
@@ -174,7 +186,7 @@ export async function startTestEngine<P extends PipelineDefinition>(options: Tes
     async stop() {
       await running.stop();
       await env.teardown();
-      rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir();
     },
   };
 }

@@ -5,6 +5,9 @@
  * is not JSON in memory as the transports would. The engine's `start` and `result` are
  * typed by the pipeline (the `@ts-expect-error` lines fail `tsc` the day they compile).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { pipelineClient, PipelineClientError } from '../../src/pipeline/client';
 import { localStep, pipeline, restStep } from '../../src/pipeline/define';
@@ -152,5 +155,32 @@ describe('on the time-skipping engine', () => {
     await expect(startTestEngine({ pipelines: [orders], overrides: { orders: { chrage: () => null } } })).rejects.toThrow(
       /overrides.orders.chrage names no step of pipeline "orders"/,
     );
+  });
+});
+
+describe('two engines on one store (dataDir)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shared-engine-store-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it("the second engine starts on the first one's store: its executions readable, a reshaped version refused naming the change", async () => {
+    const first = await startTestEngine({ pipelines: [orders], dataDir });
+    try {
+      const execution = await first.start(orders, { id: 's-1', cents: 5 }, { executionId: 's-1' });
+      expect((await first.result(execution)).record.status).toBe('FAILED'); // the real charge step cannot reach its provider
+    } finally {
+      await first.stop();
+    }
+    // The same version with two steps swapped: refused at start, the FAILED execution still pinned to the stored shape.
+    const reshaped = { ...orders, steps: [orders.steps[0], orders.steps[2], orders.steps[1]] };
+    await expect(startTestEngine({ pipelines: [reshaped], dataDir })).rejects.toThrow(
+      /pipeline "orders" version 1 changed shape .* 1 unfinished execution\(s\) are pinned .*moved charge 2→3, moved receipt 3→2/,
+    );
+    const again = await startTestEngine({ pipelines: [orders], dataDir });
+    try {
+      const record = await (await again.request('GET', '/admin/tenants/test/executions/s-1')).json();
+      expect(record).toMatchObject({ executionId: 's-1', status: 'FAILED' });
+    } finally {
+      await again.stop();
+    }
   });
 });
