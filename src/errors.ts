@@ -127,8 +127,15 @@ export class ConfigError extends PipelineError {
   }
 }
 
+/** One issue of a 400, as the Problem schema states it: the member's dotted path, a code, a message (never the value). */
+export interface ProblemIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
 export class ValidationError extends PipelineError {
-  constructor(message: string, issues: unknown[] = []) {
+  constructor(message: string, issues: ProblemIssue[] = []) {
     super(message, 'VALIDATION_FAILED', { issues });
   }
 }

@@ -241,6 +241,7 @@ export const RedrivePreviewSchema = z
       code: z.string(),
       detail: z.string(),
       evidence: DispositionEvidenceSchema.optional().meta({ description: 'DISPOSITION_CONTRADICTED / DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker said' }),
+      effectStatus: EffectStatusSchema.optional().meta({ description: "COMMAND_EFFECT_NOT_REDISPATCHABLE: the retained effect's status" }),
       ...DefinitionChangedFields,
     }),
   ])
@@ -270,6 +271,9 @@ export const ProblemSchema = z
     keyId: z.string().optional().meta({ description: 'CODEC_PAYLOAD_UNREADABLE: the key id the payload names' }),
     checks: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: each readiness check, up or down' }),
     errors: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: why each down check is down' }),
+    table: z.string().optional().meta({ description: 'INTERNAL (a stored row that no longer parses): its table' }),
+    row: z.string().optional().meta({ description: 'INTERNAL (a stored row that no longer parses): its id' }),
+    field: z.string().optional().meta({ description: 'INTERNAL (a stored row that no longer parses): its column' }),
   })
   .meta({ id: 'Problem' });
 
