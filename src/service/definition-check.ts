@@ -11,8 +11,9 @@
  */
 import { ConfigError } from '../errors';
 import type { Log } from '../log';
+import { definitionShape } from '../pipeline/define';
 import { diffDefinitions, type PipelineRegistry } from '../pipeline/registry';
-import type { DefinitionStore } from '../store/definition-store';
+import type { DefinitionShape, DefinitionStore, StepShape } from '../store/definition-store';
 
 export async function checkDefinitionShapes(registry: PipelineRegistry, definitions: DefinitionStore, log: Log): Promise<void> {
   const refusals: string[] = [];
@@ -22,28 +23,30 @@ export async function checkDefinitionShapes(registry: PipelineRegistry, definiti
     const stored = await definitions.fingerprints(pipeline.name, pipeline.version);
     const previous = stored.filter((fingerprint) => fingerprint !== pipeline.fingerprint);
     if (previous.length === 0) continue;
-    const steps = pipeline.steps.map((step) => step.name);
+    const now = definitionShape(pipeline.steps);
     const pinned = await definitions.pinnedShapes(pipeline.name, pipeline.version, pipeline.fingerprint);
     if (pinned.length > 0) {
       const shapes = await Promise.all(
         pinned.map(async ({ fingerprint, count }) => {
-          const earlier = (await definitions.find(pipeline.name, pipeline.version, fingerprint))?.steps ?? null;
-          return `${count} unfinished execution(s) are pinned to its earlier shape ${fingerprint} (${describeShapeChange(earlier, steps)})`;
+          const earlier = await definitions.find(pipeline.name, pipeline.version, fingerprint);
+          return `${count} unfinished execution(s) are pinned to its earlier shape ${fingerprint} (${describeShapeChange(earlier, now)})`;
         }),
       );
-      refusals.push(`pipeline "${pipeline.name}" version ${pipeline.version} changed shape (fingerprint ${pinned[0].fingerprint} → ${pipeline.fingerprint}) while ${shapes.join(', and ')}`);
+      refusals.push(
+        `pipeline "${pipeline.name}" version ${pipeline.version} changed shape (fingerprint ${pinned[0].fingerprint} → ${pipeline.fingerprint}) while ${shapes.join(', and ')}`,
+      );
       continue;
     }
     // Nothing is pinned to the earlier shapes: warn at the start that brings a new one, not at every start after it.
     if (stored.includes(pipeline.fingerprint)) continue;
-    const earlier = (await definitions.find(pipeline.name, pipeline.version, previous.at(-1)!))?.steps ?? null;
+    const earlier = await definitions.find(pipeline.name, pipeline.version, previous.at(-1)!);
     warnings.push({
       event: 'pipeline_definition_changed_without_version',
       pipeline: pipeline.name,
       version: pipeline.version,
       fingerprint: pipeline.fingerprint,
       previousFingerprints: previous,
-      change: describeShapeChange(earlier, steps),
+      change: describeShapeChange(earlier, now),
       detail: 'no unfinished execution is pinned to the earlier shape; give the next change a new version',
     });
   }
@@ -61,22 +64,35 @@ export async function checkDefinitionShapes(registry: PipelineRegistry, definiti
       version: pipeline.version,
       fingerprint: pipeline.fingerprint,
       steps: pipeline.steps.map((step) => step.name),
+      shape: definitionShape(pipeline.steps),
     });
   }
 }
 
 /**
- * What changed between an earlier shape's step names and the registered ones, step by step:
- * `steps were [a, b], now [b, a]: moved a 1→2, b 2→1`. Steps are counted from 1.
+ * What changed between an earlier stored shape and the registered one, step by step:
+ * `steps were [a, b], now [b, a]: moved a 1→2, moved b 2→1`, or `charge LOCAL → REST`.
+ * Steps are counted from 1.
  */
-export function describeShapeChange(earlier: string[] | null, now: string[]): string {
-  if (earlier === null) return `its earlier steps are not stored; now [${now.join(', ')}]`;
-  const diff = diffDefinitions({ version: 0, steps: earlier }, { version: 0, steps: now });
+export function describeShapeChange(earlier: Pick<DefinitionShape, 'steps' | 'shape'> | null, now: StepShape[]): string {
+  const names = now.map((step) => step.name);
+  if (earlier === null) return `its earlier steps are not stored; now [${names.join(', ')}]`;
+  const diff = diffDefinitions({ version: 0, steps: earlier.steps }, { version: 0, steps: names });
+  const flag = (command: boolean) => (command ? 'a Command' : 'not a Command');
   const parts = [
     ...diff.moved.map(({ step, fromIndex, toIndex }) => `moved ${step} ${fromIndex + 1}→${toIndex + 1}`),
-    ...diff.appeared.map((step) => `added ${step} at ${now.indexOf(step) + 1}`),
-    ...diff.vanished.map((step) => `removed ${step} (was ${earlier.indexOf(step) + 1})`),
+    ...diff.appeared.map((step) => `added ${step} at ${names.indexOf(step) + 1}`),
+    ...diff.vanished.map((step) => `removed ${step} (was ${earlier.steps.indexOf(step) + 1})`),
+    ...now.flatMap((step) => {
+      const before = earlier.shape?.find((candidate) => candidate.name === step.name);
+      if (!before) return [];
+      return [
+        ...(before.transport !== step.transport ? [`${step.name} ${before.transport} → ${step.transport}`] : []),
+        ...(before.command !== step.command ? [`${step.name} ${flag(before.command)} → ${flag(step.command)}`] : []),
+      ];
+    }),
   ];
-  const what = parts.length > 0 ? parts.join(', ') : 'the same step names in the same order: a step changed transport or Command flag';
-  return `steps were [${earlier.join(', ')}], now [${now.join(', ')}]: ${what}`;
+  const what =
+    parts.length > 0 ? parts.join(', ') : 'the same step names in the same order: a step changed transport or Command flag (stored before shapes named which)';
+  return `steps were [${earlier.steps.join(', ')}], now [${names.join(', ')}]: ${what}`;
 }

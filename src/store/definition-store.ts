@@ -12,6 +12,14 @@ export interface DefinitionShape {
   version: number;
   fingerprint: string;
   steps: string[];
+  /** each step's name, transport and Command flag; null (or absent) when stored without them */
+  shape?: StepShape[] | null;
+}
+
+export interface StepShape {
+  name: string;
+  transport: string;
+  command: boolean;
 }
 
 /** Unfinished executions of a tenant by pipeline, pinned version and status. */
@@ -33,24 +41,22 @@ export class DefinitionStore {
   async remember(shape: DefinitionShape): Promise<void> {
     const key = shapeKey(shape.pipeline, shape.version, shape.fingerprint);
     if (this.remembered.has(key)) return;
-    await this.db.query(`INSERT INTO pipeline_definition (pipeline, version, fingerprint, steps) VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING`, [
-      shape.pipeline,
-      shape.version,
-      shape.fingerprint,
-      JSON.stringify(shape.steps),
-    ]);
+    await this.db.query(
+      `INSERT INTO pipeline_definition (pipeline, version, fingerprint, steps, shape) VALUES ($1, $2, $3, $4::jsonb, $5::jsonb) ON CONFLICT DO NOTHING`,
+      [shape.pipeline, shape.version, shape.fingerprint, JSON.stringify(shape.steps), shape.shape ? JSON.stringify(shape.shape) : null],
+    );
     this.remembered.add(key);
   }
 
   /** The shape an execution was pinned to; with no fingerprint (a record from before versions), the newest of that version. */
   async find(pipeline: string, version: number, fingerprint: string | null): Promise<DefinitionShape | null> {
     const result = await this.db.query<PipelineDefinitionRow>(
-      `SELECT pipeline, version, fingerprint, steps FROM pipeline_definition
+      `SELECT pipeline, version, fingerprint, steps, shape FROM pipeline_definition
        WHERE pipeline = $1 AND version = $2 AND ($3::text IS NULL OR fingerprint = $3) ORDER BY created_at DESC LIMIT 1`,
       [pipeline, version, fingerprint],
     );
     const row = result.rows[0];
-    return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps } : null;
+    return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps, shape: row.shape } : null;
   }
 
   /** Every shape stored for (pipeline, version), oldest first: more than one means it changed without a new version. */

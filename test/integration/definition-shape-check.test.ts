@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors';
 import { createLog } from '../../src/log';
-import { definePipeline, localStep, NonRetryableException } from '../../src/pipeline/define';
+import { definePipeline, functionStep, localStep, NonRetryableException } from '../../src/pipeline/define';
 import { startService } from '../../src/runtime';
 import { startTestEngine, type TestEngine } from '../helpers/engine';
 
@@ -69,7 +69,9 @@ describe('start-up with a definition changed under its version', () => {
     expect((refused as Error).message).toMatch(
       /pipeline "ledger" version 1 changed shape \(fingerprint [0-9a-f]{16} → [0-9a-f]{16}\) while 2 unfinished execution\(s\) are pinned/,
     );
-    expect((refused as Error).message).toContain(`pinned to its earlier shape ${v1.fingerprint} (steps were [post], now [check, post]: moved post 1→2, added check at 1)`);
+    expect((refused as Error).message).toContain(
+      `pinned to its earlier shape ${v1.fingerprint} (steps were [post], now [check, post]: moved post 1→2, added check at 1)`,
+    );
     // Nothing was stored for the refused shape: the pipelines route still shows only the first.
     const { items } = await (await engine.request('GET', '/admin/tenants/acme/pipelines')).json();
     expect(items.find((item: { pipeline: string }) => item.pipeline === 'ledger').versions[0]).toMatchObject({
@@ -94,6 +96,20 @@ describe('start-up with a definition changed under its version', () => {
     expect(refused).toBeInstanceOf(ConfigError);
     expect((refused as Error).message).toContain(
       `pipeline "billing" version 1 changed shape (fingerprint ${billing.fingerprint} → ${definePipeline(reordered).fingerprint}) while 1 unfinished execution(s) are pinned to its earlier shape ${billing.fingerprint} (steps were [reserve, render], now [render, reserve]: moved reserve 1→2, moved render 2→1)`,
+    );
+  });
+
+  it('names the step that changed transport or Command flag under the same names and order', async () => {
+    const changed = { ...billing, steps: [localStep('reserve', () => null, { command: true }), functionStep('render', fail)] };
+    const refused = await redeploy([v1, other, changed, memo]).then(
+      async (service) => {
+        await service.stop();
+        return undefined;
+      },
+      (err: unknown) => err,
+    );
+    expect((refused as Error).message).toContain(
+      '(steps were [reserve, render], now [reserve, render]: reserve not a Command → a Command, render LOCAL → FUNCTION)',
     );
   });
 
