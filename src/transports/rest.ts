@@ -15,6 +15,7 @@ import {
   TransitionInProgressError,
   transitionHeaders,
   withDeadline,
+  WorkerUnreachableError,
   type RemoteCallContext,
 } from './remote';
 import { restProblem } from './worker-problem';
@@ -60,11 +61,11 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       if (signal.aborted) throw err;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       if (cause && AFTER_SENDING.has(cause)) throw new DeliveryUnconfirmedError('REST', url, null, cause);
-      throw new RemoteFailureError(
+      throw new WorkerUnreachableError(
         `REST worker at ${url} unreachable (${cause ?? 'network error'})`,
         cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR',
-        true,
-        null,
+        'REST',
+        url,
       );
     }
     const platform = response.headers.get(PLATFORM_HEADER);
