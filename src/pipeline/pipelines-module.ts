@@ -74,7 +74,7 @@ function asPipeline(item: unknown, where: string): VersionedPipeline {
     const shown = candidate === null || typeof candidate !== 'object' ? String(candidate) : `an object without name and steps`;
     throw problem(`${where} is ${shown}, not a pipeline; declare it with pipeline(name).step(…) or definePipeline({ name, steps })`);
   }
-  if ('fingerprint' in candidate) return candidate as VersionedPipeline;
+  // Always derived again: a fingerprint on the object may be a spread copy's, not this shape's.
   try {
     return definePipeline(candidate as PipelineDefinition);
   } catch (err) {

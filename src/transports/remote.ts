@@ -73,6 +73,25 @@ export class DeliveryUnconfirmedError extends TransitionInProgressError {
   }
 }
 
+/**
+ * The worker could not be reached and this delivery sent nothing (connection refused, no
+ * route, DNS; gRPC UNAVAILABLE with no word from the server). It says nothing about an
+ * earlier delivery of the same identity: only on the identity's very first send is it a
+ * failed attempt. After one was sent, the engine delivers the same identity again
+ * (docs/transition-workers.md, "A worker that died is not a worker that failed").
+ */
+export class WorkerUnreachableError extends RemoteFailureError {
+  constructor(
+    message: string,
+    code: string,
+    readonly protocol: Protocol,
+    readonly target: string,
+  ) {
+    super(message, code, true, null);
+    this.name = 'WorkerUnreachableError';
+  }
+}
+
 export interface RemoteCallContext {
   tenantId: string;
   executionId: string;

@@ -9,7 +9,7 @@
  * the retry policy's max-backoff). docs/transition-workers.md is the contract.
  */
 import { IN_PROGRESS_HEADER, PLATFORM_HEADER, transitionHeaders } from '@pipeline-orchestrator/worker-kit/protocol';
-import { DeliveryUnconfirmedError, RemoteFailureError, TransitionInProgressError, withDeadline, type RemoteCallContext } from './remote';
+import { DeliveryUnconfirmedError, RemoteFailureError, TransitionInProgressError, withDeadline, WorkerUnreachableError, type RemoteCallContext } from './remote';
 import { restProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
@@ -53,11 +53,11 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       if (signal.aborted) throw err;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       if (cause && AFTER_SENDING.has(cause)) throw new DeliveryUnconfirmedError('REST', url, null, cause);
-      throw new RemoteFailureError(
+      throw new WorkerUnreachableError(
         `REST worker at ${url} unreachable (${cause ?? 'network error'})`,
         cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR',
-        true,
-        null,
+        'REST',
+        url,
       );
     }
     const platform = response.headers.get(PLATFORM_HEADER);
