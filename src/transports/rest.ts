@@ -9,7 +9,14 @@
  * the retry policy's max-backoff). docs/transition-workers.md is the contract.
  */
 import { IN_PROGRESS_HEADER, PLATFORM_HEADER, transitionHeaders } from '@pipeline-orchestrator/worker-kit/protocol';
-import { DeliveryUnconfirmedError, RemoteFailureError, TransitionInProgressError, withDeadline, WorkerUnreachableError, type RemoteCallContext } from './remote';
+import {
+  DeliveryUnconfirmedError,
+  RemoteFailureError,
+  TransitionInProgressError,
+  withDeadline,
+  WorkerUnreachableError,
+  type RemoteCallContext,
+} from './remote';
 import { restProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
