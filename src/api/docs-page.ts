@@ -8,9 +8,9 @@
  */
 import { packagePath } from '../paths';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { Hono, MiddlewareHandler } from 'hono';
-import { getAbsoluteFSPath } from 'swagger-ui-dist';
 
 const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
@@ -124,7 +124,8 @@ export const REFERENCE_DATA_HEADERS: Record<string, string> = {
  * browser's Authorization header, as from a proxy.
  */
 export function mountDocs(app: Hono<any>, prefix: string, document: unknown, auth?: MiddlewareHandler): void {
-  const root = getAbsoluteFSPath();
+  // The package's own directory (what its untyped getAbsoluteFSPath() answers), found without importing it.
+  const root = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const cache = new Map<string, string>();
   const served = referenceDocument(document);
   const guard: MiddlewareHandler = auth ?? (async (_c, next) => next());

@@ -430,7 +430,7 @@ export function declaredRoutes(prefix: string): string[] {
   );
 }
 
-export function createOpenApiDocument(prefix: string) {
+export function createOpenApiDocument(prefix: string): ReturnType<typeof createDocument> {
   return createDocument({
     openapi: '3.1.0',
     info: {

@@ -13,6 +13,8 @@ import {
   localStep,
   pipeline,
   restStep,
+  type DateArrivesAsString,
+  type JsonSafe,
   type PipelineInput,
   type PipelineOutput,
   type StepContext,
@@ -78,7 +80,24 @@ describe('a typed pipeline', () => {
     // @ts-expect-error a remote step's declared output is held to the same rule
     restStep<ValidInvoice, { at: Date }>('remote', { url: 'http://127.0.0.1:1/x' });
     const dated = localStep('dated', () => ({ at: new Date().toISOString(), maybe: undefined as string | undefined, list: [1, null] }));
-    expectTypeOf(dated).toEqualTypeOf<StepDefinition<any, { at: string; maybe: string | undefined; list: (number | null)[] }>>();
+    expectTypeOf(dated).toEqualTypeOf<StepDefinition<any, { at: string; maybe: string | undefined; list: (number | null)[] }, 'dated'>>();
+  });
+
+  it('types a remote step without type arguments as unknown, never any: the step after it must check what it got', () => {
+    const untyped = restStep('render', { url: 'http://127.0.0.1:1/render' });
+    expectTypeOf(untyped).toEqualTypeOf<StepDefinition<unknown, unknown, 'render'>>();
+    expectTypeOf(grpcStep('g', { address: '127.0.0.1:1' })).toEqualTypeOf<StepDefinition<unknown, unknown, 'g'>>();
+    const after = pipeline('untyped-remote').step(localStep('validate', validate)).step(untyped);
+    // @ts-expect-error the remote step's output is unknown: a step that assumes a shape does not compile
+    after.step(localStep('use', (rendered: { pdfUrl: string }) => rendered.pdfUrl));
+    // A step that takes unknown (and checks it) compiles.
+    after.step(localStep('check', (rendered: unknown) => typeof rendered === 'object'));
+  });
+
+  it("names the step in the compiler's first line at a mismatch, and says a Date arrives as its ISO string", () => {
+    // The parameter type carries the step's name: 'StepDefinition<Shipment, string, "ship">' is not assignable to 'StepDefinition<ValidInvoice, string, "ship">'.
+    expectTypeOf(localStep('ship', (input: Shipment) => input.tracking)).toEqualTypeOf<StepDefinition<Shipment, string, 'ship'>>();
+    expectTypeOf<JsonSafe<{ at: Date }>>().toEqualTypeOf<{ at: DateArrivesAsString }>();
   });
 
   it('keeps the untyped form working', () => {
@@ -131,7 +150,7 @@ describe("a step's declared input schema", () => {
   const Invoice = z.object({ id: z.string(), amount: z.number() });
   it("is kept on the step, and types a remote step's input; a local step's schema must describe its operator's input", () => {
     const render = restStep('render', { url: 'http://w/render' }, { input: Invoice });
-    expectTypeOf(render).toEqualTypeOf<StepDefinition<{ id: string; amount: number }, any>>();
+    expectTypeOf(render).toEqualTypeOf<StepDefinition<{ id: string; amount: number }, unknown, 'render'>>();
     expect(render.input).toBe(Invoice);
     const local = localStep('validate', (input: { id: string; amount: number }) => input.id, { input: Invoice });
     expect(local.input?.safeParse({ id: 'x' }).success).toBe(false);

@@ -10,7 +10,7 @@
  * retryability.
  */
 import * as grpc from '@grpc/grpc-js';
-import { PLATFORM_HEADER } from './rest';
+import { PLATFORM_HEADER } from '@pipeline-orchestrator/worker-kit/protocol';
 import { TransitionWorkerClient } from './grpc-proto';
 import {
   DeliveryUnconfirmedError,

@@ -8,12 +8,11 @@
  * body names its own code, detail and retryability. `Retry-After` is honoured (capped by
  * the retry policy's max-backoff). docs/transition-workers.md is the contract.
  */
+import { IN_PROGRESS_HEADER, PLATFORM_HEADER, transitionHeaders } from '@pipeline-orchestrator/worker-kit/protocol';
 import {
   DeliveryUnconfirmedError,
-  IN_PROGRESS_HEADER,
   RemoteFailureError,
   TransitionInProgressError,
-  transitionHeaders,
   withDeadline,
   WorkerUnreachableError,
   type RemoteCallContext,
@@ -21,7 +20,7 @@ import {
 import { restProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
-export const PLATFORM_HEADER = 'x-transition-worker-platform';
+export { PLATFORM_HEADER };
 
 /**
  * Socket errors that can happen after the request went out (the worker may have taken the
