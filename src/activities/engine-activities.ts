@@ -190,8 +190,8 @@ function createEngine(deps: EngineDeps) {
    * or the run a duplicate of another start of the same dispatch.
    */
   async function resolveAttempt(req: StepRequest, activity: Context): Promise<{ attempt: number } | { settled: StepResult }> {
-    // A fast-path step (a local activity) always reads: re-run after its worker died, it is at attempt 1 again.
-    if (!req.firstOfRun && !req.notFirstRun && !req.fastPath && activity.info.attempt === 1) return { attempt: req.attempt };
+    // A fast-path step that may have run on a worker that died reads too: a local activity re-run is at attempt 1 again.
+    if (!req.firstOfRun && !req.notFirstRun && !req.mayHaveRun && activity.info.attempt === 1) return { attempt: req.attempt };
     const runId = runOf(activity);
     const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
     if (!record) throw recordMissingFailure(req);

@@ -57,6 +57,11 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
   // never reset copies; they check it on their first step and on every redelivery).
   const info = workflowInfo();
   const notFirstRun = info.runId !== info.firstExecutionRunId;
+  // Fast path: whether a step of this copy of the run has run and committed for real (not replayed
+  // from its marker, not settled from the record). Until one has, a step may be one a worker that
+  // died ran or retried (its workflow task lost), so it reads the record first; after one has, the
+  // record's step and attempt are the ones this copy knows.
+  let ranForReal = false;
   for (let index = run.resumeStepIndex; index < run.steps.length; ) {
     const step = planStep(run, index);
     const firstOfRun = index === run.resumeStepIndex;
@@ -87,8 +92,10 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         input: segment,
         redriveIntent: firstOfRun ? run.redrive?.intent : undefined,
         ...(notFirstRun ? { notFirstRun: true as const } : {}),
-        ...(step.fastPath ? { fastPath: true as const } : {}),
+        ...(step.fastPath ? { fastPath: true as const, ...(ranForReal ? {} : { mayHaveRun: true as const }) } : {}),
       });
+      // Not after an answer settled from the record (nextStepIndex): the next step's committed attempt is unknown here.
+      if (step.fastPath && !workflowInfo().unsafe.isReplaying && result.nextStepIndex === undefined) ranForReal = true;
       segment = result.output;
       // Only a fast-path step answers with the step to carry on from (the record was already past it).
       index = step.fastPath && result.nextStepIndex !== undefined ? Math.max(index + 1, result.nextStepIndex) : index + 1;

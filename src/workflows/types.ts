@@ -109,11 +109,18 @@ export interface StepRequest {
    */
   notFirstRun?: true;
   /**
-   * A fast-path step (a local activity): every delivery reads the record before the operator, as
-   * a redelivery does, because a local activity re-run after its worker died starts again at
-   * Temporal attempt 1 and several steps of one workflow task may have committed meanwhile.
+   * A fast-path step (a local activity): it answers a record already past it with the step to
+   * carry on from (`StepResult.nextStepIndex`).
    */
   fastPath?: true;
+  /**
+   * A fast-path step that may have run before on a worker that died: the delivery reads the
+   * record before the operator, as a Temporal retry does. A local activity re-run after its
+   * worker died is at Temporal attempt 1 again, and the dead worker may have committed several
+   * steps of its workflow task meanwhile. The workflow sets it on the first fast-path step it
+   * runs for real after a replay, or before any ran for real in this worker's copy of the run.
+   */
+  mayHaveRun?: true;
 }
 
 export interface StepResult {

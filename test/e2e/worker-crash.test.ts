@@ -16,6 +16,10 @@ import { startWorkerProcess } from '../helpers/worker-process';
 
 // The API side only needs the pipeline's shape to plan the run; the worker processes run it.
 const crashyShape = definePipeline({ name: 'crashy', steps: [localStep('a', () => null), localStep('slow', () => null), localStep('c', () => null)] });
+const crashyRetryShape = definePipeline({
+  name: 'crashy-retry',
+  steps: [localStep('a', () => null), localStep('flaky', () => null), localStep('c', () => null)],
+});
 
 describe.each([
   { path: 'regular activities', fastPath: false },
@@ -36,34 +40,49 @@ describe.each([
 
   beforeAll(async () => {
     engine = await startTestEngine(
-      [crashyShape],
-      { 'pipeline.orchestrator.worker.heartbeat-timeout': '1s', 'pipeline.orchestrator.fast-path': fastPath },
+      [crashyShape, crashyRetryShape],
+      {
+        'pipeline.orchestrator.worker.heartbeat-timeout': '1s',
+        'pipeline.orchestrator.fast-path': fastPath,
+        'pipeline.defaults.retry-wait-ms': 50,
+        'pipeline.defaults.max-backoff': 200,
+      },
       { worker: false },
     );
     await engine.service.db.query('CREATE TABLE test_invocation (id serial PRIMARY KEY, transition_key text NOT NULL, pid integer NOT NULL)');
   });
+  // Both blocks share the test's dev server: each its own execution ids.
+  const id = (name: string) => `${name}-${fastPath ? 'fast' : 'plain'}`;
+  const invocationsOf = async (executionId: string) =>
+    (
+      await engine.service.db.query<{ transition_key: string; pid: number }>(
+        'SELECT transition_key, pid FROM test_invocation WHERE transition_key LIKE $1 ORDER BY id',
+        [`${executionId}:%`],
+      )
+    ).rows;
   afterAll(async () => {
     for (const child of workers) if (child.exitCode === null) child.kill('SIGKILL');
     await engine?.stop();
   });
 
   it('redelivers the step with the same transition identity to a new worker, without a double commit', async () => {
+    const executionId = id('crash');
     const first = await startWorker();
-    await engine.start('acme', { pipeline: 'crashy', executionId: 'crash-1' });
+    await engine.start('acme', { pipeline: 'crashy', executionId });
 
-    await until(async () => (await engine.service.db.query('SELECT 1 FROM test_invocation')).rowCount > 0, 30_000, 'the step to start');
+    await until(async () => (await invocationsOf(executionId)).length > 0, 30_000, 'the step to start');
     first.kill('SIGKILL');
     await once(first, 'exit');
-    const before = await engine.service.store.get('acme', 'crash-1');
+    const before = await engine.service.store.get('acme', executionId);
     expect(before).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 1 });
 
     const second = await startWorker();
-    const record = await engine.waitFor('acme', 'crash-1', ['SUCCEEDED', 'FAILED'], 45_000);
+    const record = await engine.waitFor('acme', executionId, ['SUCCEEDED', 'FAILED'], 45_000);
     expect(record.status).toBe('SUCCEEDED');
 
-    const invocations = await engine.service.db.query<{ transition_key: string; pid: number }>('SELECT transition_key, pid FROM test_invocation ORDER BY id');
-    expect(invocations.rows.map((row) => row.transition_key)).toEqual(['crash-1:1:1', 'crash-1:1:1']);
-    expect(invocations.rows.map((row) => row.pid)).toEqual([first.pid, second.pid]);
+    const invocations = await invocationsOf(executionId);
+    expect(invocations.map((row) => row.transition_key)).toEqual([`${executionId}:1:1`, `${executionId}:1:1`]);
+    expect(invocations.map((row) => row.pid)).toEqual([first.pid, second.pid]);
     // created + RUNNING + three step commits: the redelivery committed nothing twice.
     expect(record.version).toBe(5);
     expect(record.segmentInput).toEqual({ step: 'slow', pid: second.pid });
@@ -73,5 +92,28 @@ describe.each([
     const scheduled = history.events!.filter((event) => event.activityTaskScheduledEventAttributes).length;
     const markers = history.events!.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
     expect({ scheduled, markers }).toEqual(fastPath ? { scheduled: 0, markers: 3 } : { scheduled: 3, markers: 0 });
+  });
+
+  it('redelivers a retried step as its committed attempt after the worker died in the retry', async () => {
+    const executionId = id('crash-retry');
+    const first = await startWorker();
+    await engine.start('acme', { pipeline: 'crashy-retry', executionId });
+
+    // The first invocation failed (retry intent committed: attempt 2), the second is hanging in it.
+    await until(async () => (await invocationsOf(executionId)).length === 2, 30_000, 'the retried step to start');
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    expect(await engine.service.store.get('acme', executionId)).toMatchObject({ status: 'RUNNING', currentStepIndex: 1, attempt: 2 });
+
+    const second = await startWorker();
+    const record = await engine.waitFor('acme', executionId, ['SUCCEEDED', 'FAILED'], 45_000);
+    expect(record.status).toBe('SUCCEEDED');
+    // The new worker runs the committed attempt under its identity (on the fast path its workflow
+    // task re-runs from the start, its local activity at Temporal attempt 1), never attempt 1 again.
+    const invocations = await invocationsOf(executionId);
+    expect(invocations.map((row) => row.transition_key)).toEqual([`${executionId}:1:1`, `${executionId}:1:2`, `${executionId}:1:2`]);
+    expect(invocations.map((row) => row.pid)).toEqual([first.pid, first.pid, second.pid]);
+    // created + RUNNING + step 0 + the retry intent + steps 1 and 2.
+    expect(record.version).toBe(6);
   });
 });
