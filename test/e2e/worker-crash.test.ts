@@ -28,6 +28,15 @@ describe.each([
   let engine: TestEngine;
   const workers: ChildProcess[] = [];
 
+  /** Each test's workers are its own: the previous test's survivor would take its steps (and dodge its kill). */
+  async function stopWorkers(): Promise<void> {
+    for (const child of workers) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+  }
+
   async function startWorker(): Promise<ChildProcess> {
     const child = await startWorkerProcess('test/fixtures/worker-process.ts', {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
@@ -67,6 +76,7 @@ describe.each([
 
   it('redelivers the step with the same transition identity to a new worker, without a double commit', async () => {
     const executionId = id('crash');
+    await stopWorkers();
     const first = await startWorker();
     await engine.start('acme', { pipeline: 'crashy', executionId });
 
@@ -88,7 +98,10 @@ describe.each([
     expect(record.segmentInput).toEqual({ step: 'slow', pid: second.pid });
 
     // The path the steps took, from the history: three activities, or three local-activity markers.
-    const history = await engine.service.client.workflow.getHandle(record.workflowId).fetchHistory();
+    // (the record is SUCCEEDED at the last step's commit; the markers are written when its workflow task completes)
+    const handle = engine.service.client.workflow.getHandle(record.workflowId);
+    await handle.result();
+    const history = await handle.fetchHistory();
     const scheduled = history.events!.filter((event) => event.activityTaskScheduledEventAttributes).length;
     const markers = history.events!.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
     expect({ scheduled, markers }).toEqual(fastPath ? { scheduled: 0, markers: 3 } : { scheduled: 3, markers: 0 });
@@ -96,6 +109,7 @@ describe.each([
 
   it('redelivers a retried step as its committed attempt after the worker died in the retry', async () => {
     const executionId = id('crash-retry');
+    await stopWorkers();
     const first = await startWorker();
     await engine.start('acme', { pipeline: 'crashy-retry', executionId });
 
