@@ -80,8 +80,19 @@ export async function measureFastPath(bench: Bench) {
 
   // Latency of a three-step execution, submit to result, one at a time; and the Postgres statements each made.
   const latencyCount = Math.min(options.n, 200);
+  // Bytes the store keeps per execution: the bench database's tables and indexes grown over the pass (in 8 kB pages, so read over many).
+  const storedBytes = async () =>
+    Number(
+      (
+        await bench.database.db.query<{ bytes: string }>(
+          `SELECT sum(pg_total_relation_size(c.oid))::bigint AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')`,
+        )
+      ).rows[0].bytes,
+    );
   const latency = async (pipeline: string) => {
     const samples: number[] = [];
+    const bytesBefore = await storedBytes();
     const queriesBefore = bench.database.db.stats.queries;
     for (let i = 0; i < latencyCount; i++) {
       const started = performance.now();
@@ -89,8 +100,15 @@ export async function measureFastPath(bench: Bench) {
       samples.push(performance.now() - started);
     }
     const statements = (bench.database.db.stats.queries - queriesBefore) / latencyCount;
+    const bytes = ((await storedBytes()) - bytesBefore) / latencyCount;
     const round = (n: number) => Number(n.toFixed(1));
-    return { p50: round(percentile(samples, 50)), p99: round(percentile(samples, 99)), n: latencyCount, postgresStatementsPerExecution: round(statements) };
+    return {
+      p50: round(percentile(samples, 50)),
+      p99: round(percentile(samples, 99)),
+      n: latencyCount,
+      postgresStatementsPerExecution: round(statements),
+      storedBytesPerExecution: Math.round(bytes),
+    };
   };
   say(`three-step latency: ${latencyCount} executions one at a time, each path`);
   const threeStep = { plain: await latency('noop3'), fastPath: await latency('noop3fast') };
