@@ -7,6 +7,12 @@ const many = (count: number, command = false) => Array.from({ length: count }, (
 export const benchPipelines = [
   definePipeline({ name: 'noop1', steps: many(1) }),
   definePipeline({ name: 'noop5', steps: many(5) }),
+  // Figure 1f: the same steps on the fast path (local activities), and three-step pipelines for its latency.
+  definePipeline({ name: 'noop1fast', fastPath: true, steps: many(1) }),
+  definePipeline({ name: 'noop5fast', fastPath: true, steps: many(5) }),
+  definePipeline({ name: 'noop3', steps: many(3) }),
+  definePipeline({ name: 'noop3fast', fastPath: true, steps: many(3) }),
+  definePipeline({ name: 'cmd5fast', fastPath: true, steps: many(5, true) }),
   definePipeline({ name: 'cmd1', steps: many(1, true) }),
   definePipeline({ name: 'cmd5', steps: many(5, true) }),
   definePipeline({

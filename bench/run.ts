@@ -5,7 +5,9 @@
  *   npm run bench                      # the report: N=500, 5 runs
  *   npm run bench -- --n 100 --runs 3  # quicker, for a look
  *   npm run bench -- --smoke           # N=5, proves the harness runs; writes nothing
- *   npm run bench -- --only overhead   # some figures only (overhead, events, bytes, commit, roundtrips, redrive, memory, dlq); writes nothing
+ *   npm run bench -- --only overhead   # some figures only (overhead, fastpath, events, bytes, commit, roundtrips, redrive, memory, dlq); writes nothing
+ *   npm run bench -- --only fastpath   # figure 1f: the engine with and without the fast path beside bare Temporal with activities
+ *                                      # and with local activities, history per step, three-step latency p50/p99
  *   npm run bench -- --only overhead,redrive,memory --record   # some figures, recorded: writes latest.json and the table
  *   npm run bench -- --only growth     # the growth figure alone (10k vs 10M executions, ~15 min): writes
  *                                      # bench/results/growth.json and its table in BENCHMARKS.md
@@ -292,6 +294,8 @@ if (only) results.meta.only = only;
 if (temporalAddress !== undefined) results.meta.temporalAddress = temporalAddress;
 const table = renderTable(results);
 process.stdout.write(`${table}\n`);
+// Figure 1f (the fast path) is read in BENCHMARKS.md's own section: its figures as JSON.
+if (results.figures.fastPath) process.stdout.write(`fast path (1f): ${JSON.stringify(results.figures.fastPath, null, 2)}\n`);
 if (!smoke && (!only || values.record) && recordable) {
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/latest.json', `${JSON.stringify(results, null, 2)}\n`);

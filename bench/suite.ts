@@ -42,6 +42,7 @@ import { historyBytes, type HistoryBytes } from './history-bytes';
 import { benchPipelines } from './pipelines';
 import { percentile, pool, spread, type Spread } from './stats';
 import { createStores, type Stores } from '../src/store/stores';
+import { measureFastPath } from './fast-path';
 
 export interface BenchOptions {
   /** executions per variant per round (figure 1) */
@@ -96,7 +97,7 @@ function rssMb(pid: number): number {
 }
 
 /** What every figure needs: the service parts, the worker's task queue and two runners. */
-interface Bench {
+export interface Bench {
   options: BenchOptions;
   say: (line: string) => void;
   log: Log;
@@ -120,6 +121,8 @@ interface Bench {
   runEngine(pipeline: string, input?: unknown): Promise<string>;
   /** one bare workflow of `steps` no-op activities, to its end; returns the workflowId */
   runBare(steps: number, failTimes?: number): Promise<string>;
+  /** one bare workflow of `steps` no-op local activities, to its end (figure 1f) */
+  runBareLocal(steps: number): Promise<string>;
   /** figure 1c's floor: a record row, then a bare workflow committing one Postgres row per step */
   runFloor(steps: number): Promise<string>;
   /** runs a worker of the bench's workflows and activities on `taskQueue` until `until` settles (figure 4d's held runs) */
@@ -264,6 +267,11 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
       await handle.result();
       return handle.workflowId;
     },
+    async runBareLocal(steps) {
+      const handle = await client.workflow.start('bareLocalWorkflow', { workflowId: nextId('bare-local'), taskQueue, args: [steps, null] });
+      await handle.result();
+      return handle.workflowId;
+    },
     async drain(queue, until) {
       drainBundle ??= await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('WARN') });
       const drainer = await Worker.create({
@@ -314,6 +322,7 @@ export async function runBenchmarks(options: BenchOptions): Promise<BenchResults
     });
     if (options.variant) figures.variantAlone = await measureVariantAlone(bench, options.variant);
     else if (wanted('overhead')) figures.engineOverhead = await measureOverhead(bench);
+    if (!options.variant && wanted('fastpath')) figures.fastPath = await measureFastPath(bench);
     if (wanted('events')) figures.historyEvents = await measureEvents(bench);
     if (wanted('bytes')) figures.historyBytes = await measureBytes(bench);
     if (wanted('commit')) figures.stepCommit = await measureCommit(bench);

@@ -1,5 +1,5 @@
 /** Workflow bundle for benchmarks: the engine's workflow and the bare baseline, on one worker. */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { bareActivities, floorActivities } from './bare';
 
 export { pipelineWorkflow } from '../src/workflows/pipeline-workflow';
@@ -8,6 +8,18 @@ const { noop, flaky } = proxyActivities<typeof bareActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '10ms', backoffCoefficient: 2, maximumInterval: '50ms' },
 });
+
+const local = proxyLocalActivities<typeof bareActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '10ms', backoffCoefficient: 2, maximumInterval: '50ms' },
+});
+
+/** Figure 1f's bare Temporal with local activities: N no-op local activities, all in the run's first workflow task. */
+export async function bareLocalWorkflow(steps: number, input: unknown): Promise<unknown> {
+  let value = input;
+  for (let i = 0; i < steps; i++) value = await local.noop(value);
+  return value;
+}
 
 export async function bareWorkflow(steps: number, input: unknown, failTimes = 0): Promise<unknown> {
   let value = input;

@@ -172,6 +172,7 @@ function createEngine(deps: EngineDeps) {
     const runId = runOf(Context.current());
     // The commit was fenced out: the operator may have run (a later step's first try reads no record before it), its outcome was not kept.
     if (!ownsRecord(req, record, runId)) throw await refuseRun(req, record, runId, true);
+    if (req.fastPath && record.currentStepIndex > req.stepIndex) return { output: record.segmentInput, nextStepIndex: record.currentStepIndex };
     if (record.currentStepIndex === req.stepIndex + 1) return { output: record.segmentInput };
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
@@ -189,13 +190,18 @@ function createEngine(deps: EngineDeps) {
    * or the run a duplicate of another start of the same dispatch.
    */
   async function resolveAttempt(req: StepRequest, activity: Context): Promise<{ attempt: number } | { settled: StepResult }> {
-    if (!req.firstOfRun && !req.notFirstRun && activity.info.attempt === 1) return { attempt: req.attempt };
+    // A fast-path step that may have run on a worker that died reads too: a local activity re-run is at attempt 1 again.
+    if (!req.firstOfRun && !req.notFirstRun && !req.mayHaveRun && activity.info.attempt === 1) return { attempt: req.attempt };
     const runId = runOf(activity);
     const record = await store.begin({ tenantId: req.tenantId, executionId: req.executionId, runId, dispatchId: req.dispatchId ?? null });
     if (!record) throw recordMissingFailure(req);
     // Before anything else: a record another run (or a re-drive) has taken tells this run nothing about its own step.
     if (!ownsRecord(req, record, runId)) throw await refuseRun(req, record, runId);
-    if (record.currentStepIndex > req.stepIndex) return { settled: { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null } };
+    if (record.currentStepIndex > req.stepIndex) {
+      // A fast-path workflow task whose worker died may have committed several steps: the run carries on from the record's.
+      if (req.fastPath) return { settled: { output: record.segmentInput, nextStepIndex: record.currentStepIndex } };
+      return { settled: { output: record.currentStepIndex === req.stepIndex + 1 ? record.segmentInput : null } };
+    }
     const terminal = committedTerminal(record, req.stepIndex);
     if (terminal) throw terminalFailure(terminal, `execution ${req.executionId} already ${record.status} at step ${req.stepIndex}`);
     return { attempt: record.attempt };

@@ -95,6 +95,19 @@ export const ConfigSchema = z.object({
   'pipeline.orchestrator.worker.in-progress-budget': duration('pipeline.orchestrator.worker.in-progress-budget').default(300_000),
   /** Start-to-close timeout of a LOCAL/FUNCTION step activity. Default 5m. */
   'pipeline.orchestrator.worker.step-timeout': duration('pipeline.orchestrator.worker.step-timeout').default(300_000),
+  /**
+   * The fast path (docs/decisions.md, "The fast path"): LOCAL and FUNCTION steps run as Temporal
+   * local activities, several in one workflow task, their results recorded as markers. true: every
+   * such step of every pipeline takes it unless its pipeline or step says `fastPath: false`. Default
+   * false: only steps whose pipeline or step says `fastPath: true`. Remote steps never take it.
+   */
+  'pipeline.orchestrator.fast-path': boolFromString.default(false),
+  /**
+   * The longest deadline a fast-path step may have: a step without its own `timeoutMs` gets this one,
+   * a step whose own is longer runs as a regular activity. A worker that dies mid-step is noticed by
+   * Temporal only after the workflow task timeout (10 s), so longer steps gain nothing. Default 10s.
+   */
+  'pipeline.orchestrator.fast-path.max-step-timeout': duration('pipeline.orchestrator.fast-path.max-step-timeout').default(10_000),
   /** Heartbeat timeout of a step activity: how soon a dead worker's step is redelivered. Default 30s. */
   'pipeline.orchestrator.worker.heartbeat-timeout': duration('pipeline.orchestrator.worker.heartbeat-timeout').default(30_000),
   /**

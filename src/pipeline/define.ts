@@ -137,6 +137,11 @@ interface StepCommon<I = any> {
   retry?: RetryOverride;
   /** the step's own deadline; default pipeline.orchestrator.worker.step-timeout */
   timeoutMs?: number;
+  /**
+   * LOCAL and FUNCTION steps: run as a Temporal local activity (the fast path, docs/decisions.md).
+   * Overrides the pipeline's `fastPath` and pipeline.orchestrator.fast-path; ignored on remote steps.
+   */
+  fastPath?: boolean;
 }
 
 /** A REST transition worker: the segment input is POSTed to `url`. */
@@ -188,6 +193,8 @@ export interface PipelineDefinition {
   retry?: RetryOverride;
   /** error names retried never, for every step without its own list (see StepOptions); default the four programming errors */
   nonRetryableErrorTypes?: string[];
+  /** every LOCAL and FUNCTION step on the fast path unless the step says otherwise (see StepCommon.fastPath); default pipeline.orchestrator.fast-path */
+  fastPath?: boolean;
 }
 
 /** A step run in the worker's process. `O` must be JSON (see JsonSafe). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/config';
-import { definePipeline, localStep } from './define';
+import { definePipeline, functionStep, localStep, restStep } from './define';
 import { diffDefinitions, PipelineRegistry } from './registry';
 
 const config = loadConfig({}, { 'pipeline.auth.tokens': [] });
@@ -75,5 +75,39 @@ describe('diffDefinitions', () => {
     expect(diff.appeared).toEqual(['check', 'd']);
     expect(diff.vanished).toEqual(['x']);
     expect(diff.moved).toEqual([{ step: 'b', fromIndex: 2, toIndex: 1 }]);
+  });
+});
+
+describe('the fast path in the plan', () => {
+  const noop = () => null;
+  const plan = (pipeline: ReturnType<typeof definePipeline>, overrides: Record<string, unknown> = {}) =>
+    new PipelineRegistry(loadConfig({}, { 'pipeline.auth.tokens': [], ...overrides }), [pipeline]).plan(pipeline);
+
+  it('takes in-process steps chosen by the step, else the pipeline, else the service, within the deadline bound', () => {
+    const quick = definePipeline({
+      name: 'quick',
+      fastPath: true,
+      steps: [
+        localStep('a', noop),
+        localStep('b', noop, { fastPath: false }),
+        localStep('long', noop, { timeoutMs: 60_000 }),
+        restStep('remote', { url: 'http://127.0.0.1:1/x' }),
+        functionStep('fn', noop, { timeoutMs: 2_000 }),
+      ],
+    });
+    expect(plan(quick).map((step) => [step.name, step.fastPath ?? false, step.timeoutMs])).toEqual([
+      ['a', true, 10_000],
+      ['b', false, 300_000],
+      ['long', false, 60_000],
+      ['remote', false, 30_000],
+      ['fn', true, 2_000],
+    ]);
+    const plain = definePipeline({ name: 'plain', steps: [localStep('a', noop)] });
+    expect(plan(plain)[0].fastPath).toBeUndefined();
+    expect(plan(plain, { 'pipeline.orchestrator.fast-path': true })[0]).toMatchObject({ fastPath: true, timeoutMs: 10_000 });
+    expect(plan(plain, { 'pipeline.orchestrator.fast-path': 'true', 'pipeline.orchestrator.fast-path.max-step-timeout': '2s' })[0]).toMatchObject({
+      fastPath: true,
+      timeoutMs: 2_000,
+    });
   });
 });

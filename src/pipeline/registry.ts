@@ -122,15 +122,32 @@ export class PipelineRegistry {
       maxBackoffMs: this.config['pipeline.defaults.max-backoff'],
       jitter: this.config['pipeline.defaults.jitter'],
     };
-    return pipeline.steps.map((step) => ({
-      name: step.name,
-      transport: step.transport,
-      command: step.command === true,
-      retry: { ...defaults, ...pipeline.retry, ...step.retry },
-      timeoutMs: step.timeoutMs ?? this.defaultTimeout(step.transport),
-      heartbeatMs: this.config['pipeline.orchestrator.worker.heartbeat-timeout'],
-      ...(step.transport === 'REST' || step.transport === 'GRPC' ? { inProgressBudgetMs: this.config['pipeline.orchestrator.worker.in-progress-budget'] } : {}),
-    }));
+    return pipeline.steps.map((step) => {
+      const fast = this.takesFastPath(pipeline, step);
+      return {
+        name: step.name,
+        transport: step.transport,
+        command: step.command === true,
+        retry: { ...defaults, ...pipeline.retry, ...step.retry },
+        timeoutMs: step.timeoutMs ?? (fast ? this.config['pipeline.orchestrator.fast-path.max-step-timeout'] : this.defaultTimeout(step.transport)),
+        heartbeatMs: this.config['pipeline.orchestrator.worker.heartbeat-timeout'],
+        ...(step.transport === 'REST' || step.transport === 'GRPC' ? { inProgressBudgetMs: this.config['pipeline.orchestrator.worker.in-progress-budget'] } : {}),
+        ...(fast ? { fastPath: true as const } : {}),
+      };
+    });
+  }
+
+  /**
+   * Whether a step runs as a Temporal local activity (docs/decisions.md, "The fast path"): an
+   * in-process step (LOCAL, FUNCTION) chosen by its own `fastPath`, else its pipeline's, else the
+   * service's default, whose deadline is within pipeline.orchestrator.fast-path.max-step-timeout.
+   * A remote step never does: its deadline and in-progress budget outlast a workflow task, and a
+   * local activity cannot heartbeat.
+   */
+  private takesFastPath(pipeline: VersionedPipeline, step: StepDefinition): boolean {
+    if (step.transport !== 'LOCAL' && step.transport !== 'FUNCTION') return false;
+    if (!(step.fastPath ?? pipeline.fastPath ?? this.config['pipeline.orchestrator.fast-path'])) return false;
+    return (step.timeoutMs ?? 0) <= this.config['pipeline.orchestrator.fast-path.max-step-timeout'];
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * One execution = one run of this workflow. Each step is one activity (its type names the
- * pipeline and the step, `<pipeline>:<step>`; `runStep` in runs from before that) that invokes
+ * pipeline and the step, `<pipeline>:<step>`; `runStep` in runs from before that; a local
+ * activity for a step on the fast path, docs/decisions.md) that invokes
  * the operator and commits the transition to Postgres; retries are Temporal's own
  * activity retries, timed by the activity through `nextRetryDelay`, so a retried attempt
  * adds no history events. The workflow only sequences steps. A run that ends FAILED or
@@ -8,7 +9,7 @@
  * a successful run just completes (Temporal's ExecutionStatus says so, and an upsert
  * on every success would cost a history event and a visibility write per execution).
  */
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { EngineActivities } from '../activities/engine-activities';
 import { PipelineStatus } from './search-attributes';
 import { planStep } from './plan';
@@ -26,22 +27,26 @@ const REDELIVERY_ALLOWANCE = 10;
  * it is stored in every ActivityTaskScheduled event and sent to the worker with the history.
  */
 function activitySummary(step: StepPlan, index: number, executionId: string, attempt: number): string {
-  return `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''} · transition ${executionId}:${index}:${attempt}`;
+  return `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''}${step.fastPath ? ' · fast path' : ''} · transition ${executionId}:${index}:${attempt}`;
 }
 
 function activitiesFor(step: StepPlan, index: number, executionId: string, attempt: number) {
+  const retry = {
+    initialInterval: Math.max(1, step.retry.waitMs),
+    backoffCoefficient: 2,
+    maximumInterval: Math.max(1, step.retry.waitMs, step.retry.maxBackoffMs),
+    maximumAttempts: step.retry.limit + 1 + REDELIVERY_ALLOWANCE,
+    nonRetryableErrorTypes: [FailureTypes.terminal, FailureTypes.duplicateRun],
+  };
+  const summary = activitySummary(step, index, executionId, attempt);
+  // The fast path: a local activity, run by this workflow task's worker, its result a marker in the history.
+  if (step.fastPath) return proxyLocalActivities<EngineActivities>({ startToCloseTimeout: step.timeoutMs + TEMPORAL_TIMEOUT_MARGIN_MS, retry, summary });
   return proxyActivities<EngineActivities>({
     // A remote step's activity keeps asking a worker that answers "in progress" within its budget, then one more call.
     startToCloseTimeout: step.timeoutMs + (step.inProgressBudgetMs ?? 0) + TEMPORAL_TIMEOUT_MARGIN_MS,
     heartbeatTimeout: step.heartbeatMs,
-    retry: {
-      initialInterval: Math.max(1, step.retry.waitMs),
-      backoffCoefficient: 2,
-      maximumInterval: Math.max(1, step.retry.waitMs, step.retry.maxBackoffMs),
-      maximumAttempts: step.retry.limit + 1 + REDELIVERY_ALLOWANCE,
-      nonRetryableErrorTypes: [FailureTypes.terminal, FailureTypes.duplicateRun],
-    },
-    summary: activitySummary(step, index, executionId, attempt),
+    retry,
+    summary,
   });
 }
 
@@ -52,7 +57,12 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
   // never reset copies; they check it on their first step and on every redelivery).
   const info = workflowInfo();
   const notFirstRun = info.runId !== info.firstExecutionRunId;
-  for (let index = run.resumeStepIndex; index < run.steps.length; index++) {
+  // Fast path: whether a step of this copy of the run has run and committed for real (not replayed
+  // from its marker, not settled from the record). Until one has, a step may be one a worker that
+  // died ran or retried (its workflow task lost), so it reads the record first; after one has, the
+  // record's step and attempt are the ones this copy knows.
+  let ranForReal = false;
+  for (let index = run.resumeStepIndex; index < run.steps.length; ) {
     const step = planStep(run, index);
     const firstOfRun = index === run.resumeStepIndex;
     const attempt = firstOfRun ? run.resumeAttempt : 1;
@@ -82,8 +92,13 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         input: segment,
         redriveIntent: firstOfRun ? run.redrive?.intent : undefined,
         ...(notFirstRun ? { notFirstRun: true as const } : {}),
+        ...(step.fastPath ? { fastPath: true as const, ...(ranForReal ? {} : { mayHaveRun: true as const }) } : {}),
       });
+      // Not after an answer settled from the record (nextStepIndex): the next step's committed attempt is unknown here.
+      if (step.fastPath && !workflowInfo().unsafe.isReplaying && result.nextStepIndex === undefined) ranForReal = true;
       segment = result.output;
+      // Only a fast-path step answers with the step to carry on from (the record was already past it).
+      index = step.fastPath && result.nextStepIndex !== undefined ? Math.max(index + 1, result.nextStepIndex) : index + 1;
     } catch (err) {
       if (failureType(err) === FailureTypes.duplicateRun) {
         // A run the orchestrator did not start ends FAILED with why, so the Temporal UI never
@@ -108,10 +123,12 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
           ...(firstOfRun && run.dispatchId ? { dispatchId: run.dispatchId } : {}),
         }));
       upsertSearchAttributes([{ key: PipelineStatus, value: terminal.status }]);
+      // A fast-path delivery may end the run at a later step its dead worker committed: the message names that step.
+      const at = step.fastPath && terminal.stepIndex !== index && terminal.stepIndex < run.steps.length ? terminal.stepIndex : index;
       throw ApplicationFailure.create({
         type: FailureTypes.terminal,
         nonRetryable: true,
-        message: `execution ${run.executionId} ${terminal.status} at step ${index} (${step.name}), transition ${terminal.transitionKey}: ${terminal.errorCode}${terminal.terminalReason ? ` / ${terminal.terminalReason}` : ''}`,
+        message: `execution ${run.executionId} ${terminal.status} at step ${at} (${at === index ? step.name : planStep(run, at).name}), transition ${terminal.transitionKey}: ${terminal.errorCode}${terminal.terminalReason ? ` / ${terminal.terminalReason}` : ''}`,
         details: [terminal],
         cause: err instanceof Error ? err : undefined,
       });

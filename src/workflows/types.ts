@@ -19,6 +19,12 @@ export interface StepPlan {
    * Absent in runs planned before it: the activity then uses the service's configured budget.
    */
   inProgressBudgetMs?: number;
+  /**
+   * LOCAL/FUNCTION steps on the fast path: run as a Temporal local activity (a marker in the
+   * history, several steps in one workflow task). Absent in runs planned before it, and for
+   * every other step: a regular activity, so histories recorded before the fast path replay.
+   */
+  fastPath?: true;
 }
 
 /** A step of a run's plan as carried in the workflow's argument: its name, and its settings where they differ from the run's defaults. */
@@ -102,10 +108,29 @@ export interface StepRequest {
    * run checks it on its first step and on every redelivery).
    */
   notFirstRun?: true;
+  /**
+   * A fast-path step (a local activity): it answers a record already past it with the step to
+   * carry on from (`StepResult.nextStepIndex`).
+   */
+  fastPath?: true;
+  /**
+   * A fast-path step that may have run before on a worker that died: the delivery reads the
+   * record before the operator, as a Temporal retry does. A local activity re-run after its
+   * worker died is at Temporal attempt 1 again, and the dead worker may have committed several
+   * steps of its workflow task meanwhile. The workflow sets it on the first fast-path step it
+   * runs for real after a replay, or before any ran for real in this worker's copy of the run.
+   */
+  mayHaveRun?: true;
 }
 
 export interface StepResult {
   output: unknown;
+  /**
+   * A fast-path delivery that found the record already past this step (the worker that ran this
+   * workflow task died after committing one or more steps): the step the run carries on from,
+   * `output` being that step's committed segment input (the pipeline's output when it is past the last).
+   */
+  nextStepIndex?: number;
 }
 
 /** details[0] of the non-retryable ApplicationFailure a step throws when the execution ends */

@@ -31,7 +31,7 @@ describe('benchmark harness (smoke)', () => {
       memorySamples: 1,
       temporalAddress: inject('temporalAddress'),
     });
-    const { engineOverhead, historyEvents, historyBytes, stepCommit, postgresRoundTrips, workerMemory, dlqPublish } = results.figures;
+    const { engineOverhead, fastPath, historyEvents, historyBytes, stepCommit, postgresRoundTrips, workerMemory, dlqPublish } = results.figures;
     expect(engineOverhead.engine.median).toBeGreaterThan(0);
     expect(engineOverhead.bare.median).toBeGreaterThan(0);
     // The floor (1c) ran in the same rounds, and each of its executions committed one row per step.
@@ -39,6 +39,11 @@ describe('benchmark harness (smoke)', () => {
     expect(engineOverhead.floor.succeeded).toBe(engineOverhead.floor.executions);
     expect(engineOverhead.floor.commitsPerExecution).toBe(5);
     expect(historyEvents.bare.perStep).toBe(6);
+    // Figure 1f: a fast-path step is one marker, as a bare local activity is (all steps in one workflow task).
+    expect(fastPath.historyPerStep.engineFast.perStep).toBe(1);
+    expect(fastPath.historyPerStep.bareLocal.perStep).toBe(1);
+    expect(fastPath.historyPerStep.engine.perStep).toBe(6);
+    expect(fastPath.threeStepLatencyMs.fastPath.n).toBe(2);
     expect(historyEvents.engine.perStep).toBeLessThanOrEqual(historyEvents.bare.perStep);
     expect(historyEvents.engine.perRetriedAttempt).toBeLessThanOrEqual(2);
     expect(postgresRoundTrips.perSuccessfulStep.max).toBeLessThanOrEqual(2);
