@@ -49,6 +49,16 @@ export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTic
 }
 
 /**
+ * The job's `PipelineJobStatus` search attribute: its status, with a job its canary or haltOn
+ * paused told apart as HALTED (it waits for an operator's look); none for a row gone from the store.
+ */
+export function jobSearchStatus(state: Pick<JobTickState, 'status' | 'haltReason'>): string | undefined {
+  if (state.status === 'GONE') return undefined;
+  if (state.status === 'PAUSED' && state.haltReason) return 'HALTED';
+  return state.status;
+}
+
+/**
  * Why a job yielding to live traffic admits below its asked rate (the Temporal UI's details,
  * the API's `heldBack`, the CLI): backing off while its admissions are slow, or speeding up.
  */

@@ -10,4 +10,10 @@ export const PipelineRedriveOf = defineSearchAttributeKey('PipelineRedriveOf', S
 /** On a run a bulk job re-drove, and on the job's own workflow: the job id. */
 export const PipelineRedriveJob = defineSearchAttributeKey('PipelineRedriveJob', SearchAttributeType.KEYWORD);
 
-export const ALL_SEARCH_ATTRIBUTES = [PipelineTenant, PipelineExecutionId, PipelineName, PipelineStatus, PipelineRedriveOf, PipelineRedriveJob];
+/**
+ * On a bulk re-drive job's own workflow: where the job stands, kept current by the workflow
+ * (RUNNING, PAUSED, HALTED — paused by its canary or haltOn —, COMPLETED, ABORTED, FAILED).
+ */
+export const PipelineJobStatus = defineSearchAttributeKey('PipelineJobStatus', SearchAttributeType.KEYWORD);
+
+export const ALL_SEARCH_ATTRIBUTES = [PipelineTenant, PipelineExecutionId, PipelineName, PipelineStatus, PipelineRedriveOf, PipelineRedriveJob, PipelineJobStatus];
