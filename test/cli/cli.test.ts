@@ -84,14 +84,19 @@ function cli(
 const record = (id: string) => engine.service.store.get('acme', id);
 
 const TTY_IDS = Array.from({ length: 6 }, (_, i) => `tty-${i}`);
+const NPX_IDS = Array.from({ length: 4 }, (_, i) => `npx-${i}`);
 
 /**
  * Runs the CLI in a pseudo-terminal (util-linux `script`): stdin and stderr are a TTY, so the
  * progress bar draws and Ctrl-C is the terminal's. `onOutput` sees the terminal's output as it
  * comes and may type into it.
  */
-function terminal(args: string[], onOutput: (text: string, type: (keys: string) => void) => void): Promise<{ code: number | null; out: string }> {
-  const quoted = [...CLI, ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
+function terminal(
+  args: string[],
+  onOutput: (text: string, type: (keys: string) => void) => void,
+  command: string[] = CLI,
+): Promise<{ code: number | null; out: string }> {
+  const quoted = [...command, ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
   const child = spawn('script', ['-qfec', `exec ${quoted}`, '/dev/null'], {
     env: { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '' },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -114,7 +119,7 @@ function terminal(args: string[], onOutput: (text: string, type: (keys: string) 
 beforeAll(async () => {
   engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0 }, { http: true });
   url = `http://127.0.0.1:${engine.service.ports.http}/pipeline`;
-  const ids = ['one', 'two', 'dry', ...Array.from({ length: 12 }, (_, i) => `fleet-${i}`), ...['halt-0', 'halt-1', 'halt-2'], ...TTY_IDS];
+  const ids = ['one', 'two', 'dry', ...Array.from({ length: 12 }, (_, i) => `fleet-${i}`), ...['halt-0', 'halt-1', 'halt-2'], ...TTY_IDS, ...NPX_IDS];
   for (const id of ids) await engine.start('acme', { pipeline: 'ledger', executionId: id, input: {} });
   for (const id of ids) await engine.waitFor('acme', id, ['FAILED']);
   for (const id of ['pay-0', 'pay-1']) await engine.start('acme', { pipeline: 'payments', executionId: id, input: {} });
@@ -413,6 +418,37 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     expect(run.out).toMatch(/processed [\u2588]{40} 6\/6/);
     const shown = JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout);
     expect(shown).toMatchObject({ status: 'COMPLETED', counts: { selected: 6, succeeded: 6, running: 0 } });
+    expect(shown.controlLog.map((e: any) => e.action)).toEqual(['pause', 'resume']);
+  });
+
+  it('through npx in a terminal: the Ctrl-C the whole process group gets is handled, "r" resumes, and the shell sees the CLI\'s own 0', async () => {
+    // `npx pipeline-admin` runs the bin (dist/, built by `npm run build`: pretest) under npm exec,
+    // which runs it through its script shell: the terminal's Ctrl-C reaches npm, that shell and
+    // the CLI at once. Debian's sh (dash) died of it while the CLI went on, so npm re-raised
+    // SIGINT on itself and the shell saw 130 whatever the CLI did (.npmrc: script-shell=bash).
+    for (const id of NPX_IDS) healthy.add(id);
+    let stage: 'bar' | 'asked' | 'done' = 'bar';
+    const run = await terminal(
+      ['redrive-batch', '--ids', NPX_IDS.join(','), '--reason', 'through npx', '--allow-failed', '--rate', '0.5', '--yes'],
+      (out, type) => {
+        if (stage === 'bar' && /\d\/4 \| admitted \d/.test(out)) {
+          stage = 'asked';
+          type('\x03');
+        }
+        if (stage === 'asked' && out.includes('Resume, stay paused, or abort? [r/P/a]')) {
+          stage = 'done';
+          type('r\r');
+        }
+      },
+      ['npx', '--no-install', 'pipeline-admin'],
+    );
+    expect(stage, run.out).toBe('done');
+    expect(run.out).toMatch(/job [0-9a-f-]{36} RUNNING again/);
+    expect(run.out).toMatch(/processed [\u2588]{40} 4\/4/);
+    expect(run.code, run.out).toBe(0);
+    const jobId = /job ([0-9a-f-]{36}) started/.exec(run.out)![1];
+    const shown = JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout);
+    expect(shown).toMatchObject({ status: 'COMPLETED', counts: { selected: 4, succeeded: 4, failedAgain: 0, running: 0 } });
     expect(shown.controlLog.map((e: any) => e.action)).toEqual(['pause', 'resume']);
   });
 
