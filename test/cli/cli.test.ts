@@ -54,6 +54,8 @@ const pipelines = [
  * the build in dist/, which may be older; test/cli/build.test.ts builds it and runs the bin).
  */
 const CLI = [process.execPath, '--import', 'tsx', 'src/cli/main.ts'];
+/** How the CLI's hints name it when started as above (src/cli/invoked.ts): they run as printed. */
+const AS_STARTED = 'node --import tsx src/cli/main.ts';
 
 interface Run {
   code: number | null;
@@ -156,14 +158,14 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
       accepted: { status: 'QUEUED', executionId: 'two' },
       final: { status: 'FAILED', version: expect.any(Number) },
     });
-    expect(run.stderr).toContain('pipeline-admin: the re-driven run did not succeed; see why: pipeline-admin executions show two');
+    expect(run.stderr).toContain(`pipeline-admin: the re-driven run did not succeed; see why: ${AS_STARTED} executions show two`);
     // Human output: how it ended is said once (stdout), the error line says only what to do next.
     const human = await cli(['redrive', 'two', '--reason', 'once more', '--allow-failed', '--yes']);
     expect(human.code).toBe(6);
     expect(human.stdout).toMatch(/^two: FAILED \(LEDGER_DOWN\) at version \d+ \(redriveId [0-9a-f-]{36}\)\n$/);
     expect(human.stderr).not.toContain('ended FAILED');
     expect(human.stderr.split('\n').filter((line) => line.startsWith('pipeline-admin:'))).toEqual([
-      'pipeline-admin: the re-driven run did not succeed; see why: pipeline-admin executions show two',
+      `pipeline-admin: the re-driven run did not succeed; see why: ${AS_STARTED} executions show two`,
     ]);
   });
 
@@ -181,10 +183,10 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     const human = await cli(['dlq', 'groups']);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain(
-      `  ${pay.groupId}  pipeline-admin redrive-batch --group ${pay.groupId} --reason "…" --allow-failed --intent RETRY_FAILED_COMMAND\n    pay is a Command step`,
+      `  ${pay.groupId}  ${AS_STARTED} redrive-batch --group ${pay.groupId} --reason "…" --allow-failed --intent RETRY_FAILED_COMMAND\n    pay is a Command step`,
     );
     expect(human.stdout).toContain(
-      `  ${ledger.groupId}  pipeline-admin redrive-batch --group ${ledger.groupId} --reason "…" --allow-failed\n    book is not a Command step`,
+      `  ${ledger.groupId}  ${AS_STARTED} redrive-batch --group ${ledger.groupId} --reason "…" --allow-failed\n    book is not a Command step`,
     );
     // The command it suggests for the Command group would re-drive every item; without the intent, none, and it says what to add.
     const fits = await cli([
@@ -374,7 +376,7 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
       counts: { selected: 3, admitted: 2, failedAgain: 2, running: 0 },
     });
     expect(run.stderr).toContain(`is PAUSED: halted, ${job.haltReason} at 2/3 processed`);
-    expect(run.stderr).toContain(`either resume with pipeline-admin jobs resume ${job.jobId} or abort with pipeline-admin jobs abort ${job.jobId}`);
+    expect(run.stderr).toContain(`either resume with ${AS_STARTED} jobs resume ${job.jobId} or abort with ${AS_STARTED} jobs abort ${job.jobId}`);
     expect(calls.get('halt-2')).toBe(1);
 
     const resumed = await cli(['jobs', 'resume', job.jobId, '--json']);
@@ -472,7 +474,7 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     });
     expect(run.code, run.out).toBe(130);
     const jobId = /job ([0-9a-f-]{36}) started/.exec(run.out)![1];
-    expect(run.out).toContain(`job ${jobId} stays PAUSED; resume with: pipeline-admin jobs resume ${jobId}`);
+    expect(run.out).toContain(`job ${jobId} stays PAUSED; resume with: ${AS_STARTED} jobs resume ${jobId}`);
     expect(JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout)).toMatchObject({ status: 'PAUSED' });
     expect((await cli(['jobs', 'resume', jobId])).code).toBe(0);
     const followed = await cli(['jobs', 'show', jobId, '--follow', '--json']);
@@ -491,7 +493,7 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     const human = await cli(['triage', '--window', '1h']);
     expect(human.stdout).toMatch(/^acme: systemic_execution_failure \(DLQ growth: executions are failing\), last 60 min against the 60 before\n/);
     expect(human.stdout.match(/stabilise the dependency\/path/g)).toHaveLength(1);
-    expect(human.stdout).toMatch(/\n {2}next: pipeline-admin dlq groups --error-code LEDGER_DOWN --terminal-reason retry_exhausted /);
+    expect(human.stdout).toMatch(/\n {2}next: node --import tsx src\/cli\/main\.ts dlq groups --error-code LEDGER_DOWN --terminal-reason retry_exhausted /);
     expect(human.stdout).not.toContain('{');
     const none = await cli(['dlq', 'groups'], { env: { PIPELINE_TENANT: '' } });
     expect([none.code, none.stderr]).toEqual([2, expect.stringContaining('no tenant: give --tenant or PIPELINE_TENANT')]);
