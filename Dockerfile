@@ -6,11 +6,10 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/worker-kit/package.json ./packages/worker-kit/
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY packages/worker-kit ./packages/worker-kit
 COPY scripts ./scripts
-COPY proto ./proto
 # dist/main.js (the service) and dist/cli.js (pipeline-admin), the kit's packages/worker-kit/dist
 # (dist/main.js imports it as a package), then the workflows bundled once:
 # a worker starts without bundling them.
@@ -22,16 +21,20 @@ COPY package.json package-lock.json ./
 COPY packages/worker-kit/package.json ./packages/worker-kit/
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
-# The kit as a worker team installs it: its compiled code and the proto it serves.
+# The kit as a worker team installs it: its compiled code and the proto (the wire protocol's one home,
+# which the service's gRPC transport loads too).
 COPY --from=build /app/packages/worker-kit/dist ./packages/worker-kit/dist
 COPY packages/worker-kit/proto ./packages/worker-kit/proto
 COPY bin ./bin
-COPY proto ./proto
 # Read at run time from the package root (src/paths.ts): the migrations run at start-up.
 COPY src/store/migrations ./src/store/migrations
+# A team's image adds its compiled pipelines module under /app (examples/team-project/Dockerfile):
+# its `import ... from 'pipeline-orchestrator'` resolves here, to this very code (one copy of each class).
+RUN ln -s .. node_modules/pipeline-orchestrator
 ENV PIPELINE_ORCHESTRATOR_WORKER_WORKFLOW_BUNDLE=/app/dist/workflows.js
 ENV NODE_ENV=production
 # inside a container the API must listen on every interface (the default is 127.0.0.1)
 ENV PIPELINE_SERVER_HOST=0.0.0.0
 EXPOSE 8080
-CMD ["node", "dist/main.js"]
+# The package's command (bin/pipeline-orchestrator.mjs start): compiled code on plain Node.
+CMD ["node", "bin/pipeline-orchestrator.mjs", "start"]

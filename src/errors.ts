@@ -31,6 +31,10 @@ export const ERROR_CODES = {
   COMMAND_EFFECT_NOT_REDISPATCHABLE: { status: 409, title: 'the retained Command effect is not FAILED_RETRYABLE; it is never redispatched' },
   DISPOSITION_UNCONFIRMED: { status: 409, title: 're-drive of REMOTE_OUTCOME_UNKNOWN needs confirmedDisposition=NOT_APPLIED' },
   DISPOSITION_CONTRADICTED: { status: 409, title: "the worker's own record contradicts confirmedDisposition=NOT_APPLIED" },
+  WORKER_RECORDED_FAILED_ATTEMPT: {
+    status: 409,
+    title: "re-drive of a FAILED remote step: the worker's lookup recorded one of its identities (the effect may have happened)",
+  },
   JOB_FINISHED: { status: 409, title: 'the bulk re-drive job is ABORTED, COMPLETED or FAILED; start a new one' },
   EXECUTION_NOT_SUCCEEDED: { status: 409, title: 'result: the execution has not succeeded (yet); executionStatus says its status' },
   PIPELINE_DEFINITION_CHANGED: { status: 409, title: 'the pinned pipeline version is gone or the step to resume does not exist by name' },
@@ -127,8 +131,15 @@ export class ConfigError extends PipelineError {
   }
 }
 
+/** One issue of a 400, as the Problem schema states it: the member's dotted path, a code, a message (never the value). */
+export interface ProblemIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
 export class ValidationError extends PipelineError {
-  constructor(message: string, issues: unknown[] = []) {
+  constructor(message: string, issues: ProblemIssue[] = []) {
     super(message, 'VALIDATION_FAILED', { issues });
   }
 }

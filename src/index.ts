@@ -30,3 +30,12 @@ export {
   type TypedPipeline,
   type VersionedPipeline,
 } from './pipeline/define';
+export {
+  pipelineClient,
+  PipelineClientError,
+  type ClientExecution,
+  type ClientOutcome,
+  type ClientStartOptions,
+  type PipelineClient,
+  type PipelineClientOptions,
+} from './pipeline/client';

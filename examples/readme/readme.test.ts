@@ -4,7 +4,7 @@
  * testing module. test/e2e/pipelines-module.test.ts starts the service with pipelines.ts.
  */
 import { runPipeline } from 'pipeline-orchestrator/testing';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { orders } from './orders';
 import { greetings } from './pipelines';
 
@@ -13,7 +13,9 @@ describe('the README’s pipelines', () => {
     const run = await runPipeline(orders, { orderId: 'o-1', amount: 5 }, { tenantId: 'acme', executionId: 'order-1' });
     expect(run.status).toBe('SUCCEEDED');
     expect(run.effects).toEqual({ charge: 'SUCCEEDED' });
-    expect(run.output).toEqual({ notified: 'acme/order-1:2:1' });
+    expect(run.output).toEqual({ notified: 'acme/order-1:2:1', chargeId: 'acme/order-1:1:1' });
+    // Typed end to end: the README's headline pipeline is the chained builder, not the untyped definePipeline.
+    expectTypeOf(run.output).toEqualTypeOf<{ notified: string; chargeId: string } | undefined>();
   });
 
   it('orders: an amount that is not positive fails at once, non_retryable INVALID_AMOUNT', async () => {

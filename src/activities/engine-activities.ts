@@ -21,7 +21,7 @@ import { FailureTypes, stepActivityType, type StepRequest, type StepResult, type
 import { invokeStep } from './invoke-step';
 import { RejectBuffer } from './rejects';
 import { classifyFailure, decideFailure, nonRetryableErrorTypesOf, toJsonOutput, type StepFailure } from './step-failure';
-import { RemoteOutcomeUnknownError } from '../transports/remote';
+import { DeliveryUnconfirmedError, RemoteOutcomeUnknownError, WorkerUnreachableError } from '../transports/remote';
 import { deliverWhileInProgress, InProgressBudgetExhaustedError, type InProgressProgress } from './in-progress';
 import type { StepErrorCode } from '../errors';
 import type { EndedRun, EndRun, RunEnding } from '../service/run-end-watch';
@@ -340,6 +340,28 @@ function createEngine(deps: EngineDeps) {
     return { settled: { output: claim.effect.result } };
   }
 
+  /**
+   * A worker that died is not a worker that failed. The identity's delivery is noted in the
+   * store before anything is sent, so every later delivery of it (this loop's, another Temporal
+   * attempt's, one after an engine worker crash) knows whether the worker may already have it.
+   * Once one may have, a delivery that cannot reach the worker is not a failed attempt (a new
+   * attempt would be a new key, and the restarted worker would run the effect again): it is an
+   * unanswered delivery of the same identity, asked again on the in-progress budget's clock.
+   * Only a refusal on the identity's very first send fails the attempt.
+   */
+  async function sentOnce<T>(key: StepKey, call: () => Promise<T>): Promise<() => Promise<T>> {
+    let sent = (await store.noteRemoteDelivery(key)).earlier;
+    return async () => {
+      try {
+        return await call();
+      } catch (err) {
+        if (!(err instanceof WorkerUnreachableError)) sent = true;
+        else if (sent) throw new DeliveryUnconfirmedError(err.protocol, err.target, null, `${err.code} after an earlier delivery of this identity was sent`);
+        throw err;
+      }
+    };
+  }
+
   async function runStep(request: StepRequest): Promise<StepResult> {
     // The workflow leaves out fields at their default (null, false); older runs still send them.
     const req = { ...request, correlationId: request.correlationId ?? null };
@@ -419,11 +441,11 @@ function createEngine(deps: EngineDeps) {
         },
       });
     const startedAt = new Date();
+    const remote = step.transport === 'REST' || step.transport === 'GRPC';
     let output: unknown;
     try {
-      const remote = step.transport === 'REST' || step.transport === 'GRPC';
       const raw = remote
-        ? await deliverWhileInProgress(invoke, {
+        ? await deliverWhileInProgress(await sentOnce(stepKey, invoke), {
             transitionKey,
             budgetMs: req.inProgressBudgetMs ?? deps.inProgressBudgetMs ?? DEFAULT_IN_PROGRESS_BUDGET_MS,
             callDeadlineMs: req.timeoutMs,

@@ -40,7 +40,7 @@ export class InProgressBudgetExhaustedError extends Error {
     super(
       evidence.state === 'IN_PROGRESS'
         ? `${protocol} worker at ${target} answered "in progress" ${evidence.answers} times for this transition over the ${evidence.budgetMs} ms in-progress budget; its outcome is unknown`
-        : `${protocol} worker at ${target} gave no answer to ${evidence.answers} deliveries of this transition over the ${evidence.budgetMs} ms in-progress budget (the connection dropped after sending); its outcome is unknown`,
+        : `${protocol} worker at ${target} gave no answer to ${evidence.answers} deliveries of this transition over the ${evidence.budgetMs} ms in-progress budget (the connection dropped, or the worker could not be reached, after the identity was first sent); its outcome is unknown`,
     );
     this.name = 'InProgressBudgetExhaustedError';
   }

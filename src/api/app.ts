@@ -147,7 +147,7 @@ export function createApp(deps: AppDeps) {
 
   admin.post(declaredPath('post', '/admin/tenants/{tenantId}/executions/{executionId}/redrive', '/admin'), async (c) => {
     const query = readQuery(c, RedriveQuery);
-    const body = await readJson(c, RedriveRequest, { integerFields: ['expectedVersion'] });
+    const body = await readJson(c, RedriveRequest);
     const tenantId = pathId(c, 'tenantId');
     const executionId = pathId(c, 'executionId');
     if (query.dryRun === 'true') return c.json(await deps.redrive.preview(tenantId, executionId, body), 200);

@@ -43,8 +43,10 @@ describe('the API reference', () => {
     const page = await open.request('/pipeline/docs');
     expect(page.status).toBe(200);
     const html = await page.text();
-    expect(html).toContain('persistAuthorization: true');
-    expect(html).not.toContain('prompt(');
+    expect(html).not.toMatch(/<script>/); // no inline script: the policy allows none
+    const init = await (await open.request('/pipeline/docs/assets/init.js')).text();
+    expect(init).toContain('persistAuthorization: true');
+    expect(init).not.toContain('prompt(');
 
     const token = 'docs-token';
     const tokens = [{ sha256: sha256Hex(token), role: 'submit' as const }];
@@ -54,5 +56,17 @@ describe('the API reference', () => {
     expect((await closed.request('/pipeline/openapi.json')).status).toBe(401);
     expect((await closed.request('/pipeline/docs')).status).toBe(401);
     expect((await closed.request('/pipeline/openapi.json', { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+  });
+
+  it('sends a content security policy, no framing and nosniff on the page, the document and the assets', async () => {
+    const app = new Hono();
+    mountDocs(app, '/pipeline', document);
+    for (const path of ['/pipeline/docs', '/pipeline/openapi.json', '/pipeline/docs/assets/init.js', '/pipeline/docs/assets/swagger-ui.css']) {
+      const res = await app.request(path);
+      expect([path, res.headers.get('x-content-type-options'), res.headers.get('x-frame-options')]).toEqual([path, 'nosniff', 'DENY']);
+      expect(res.headers.get('content-security-policy'), path).toMatch(/frame-ancestors 'none'/);
+    }
+    const policy = (await app.request('/pipeline/docs')).headers.get('content-security-policy')!;
+    expect(policy).toMatch(/script-src 'self'(;|$)/); // no 'unsafe-inline' for script
   });
 });

@@ -8,13 +8,14 @@
  */
 import { packagePath } from '../paths';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { Hono, MiddlewareHandler } from 'hono';
-import { getAbsoluteFSPath } from 'swagger-ui-dist';
 
 const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'init.js': 'text/javascript; charset=utf-8',
 };
 
 /** The product's version, as package.json says it: the reference page's badge. */
@@ -79,20 +80,43 @@ function page(prefix: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Pipeline orchestrator API ${PACKAGE_VERSION}</title>
 <link rel="stylesheet" href="${prefix}/docs/assets/swagger-ui.css"></head>
-<body><div id="ui"></div>
+<body><div id="ui" data-document="${prefix}/openapi.json"></div>
 <script src="${prefix}/docs/assets/swagger-ui-bundle.js"></script>
-<script>
-  // No token to read the reference; "Authorize" (top right) holds one for "Try it out".
-  window.ui = SwaggerUIBundle({
-    url: '${prefix}/openapi.json',
-    dom_id: '#ui',
-    persistAuthorization: true,
-    docExpansion: 'list',
-    defaultModelsExpandDepth: 0,
-    onComplete: () => document.body.setAttribute('data-reference', 'ready'),
-  });
-</script></body></html>`;
+<script src="${prefix}/docs/assets/init.js"></script>
+</body></html>`;
 }
+
+/** The page's own script, served as an asset so the page's policy allows no inline script. */
+const INIT_SCRIPT = `// No token to read the reference; "Authorize" (top right) holds one for "Try it out".
+window.ui = SwaggerUIBundle({
+  url: document.getElementById('ui').dataset.document,
+  dom_id: '#ui',
+  persistAuthorization: true,
+  docExpansion: 'list',
+  defaultModelsExpandDepth: 0,
+  onComplete: () => document.body.setAttribute('data-reference', 'ready'),
+});
+`;
+
+/**
+ * The headers every answer of the reference carries: nothing of it may be framed (clickjacking
+ * on "Try it out"), sniffed into another type, or run script from anywhere but this service.
+ * Swagger UI sets inline styles and data: images, so those two are allowed; its requests (the
+ * document, "Try it out") go to this origin only.
+ */
+export const REFERENCE_PAGE_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+/** The document and the assets: data, never a page. */
+export const REFERENCE_DATA_HEADERS: Record<string, string> = {
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+};
 
 /**
  * Mounts the document and the page. `auth` guards both when the configuration asks for a
@@ -100,17 +124,18 @@ function page(prefix: string): string {
  * browser's Authorization header, as from a proxy.
  */
 export function mountDocs(app: Hono<any>, prefix: string, document: unknown, auth?: MiddlewareHandler): void {
-  const root = getAbsoluteFSPath();
+  // The package's own directory (what its untyped getAbsoluteFSPath() answers), found without importing it.
+  const root = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const cache = new Map<string, string>();
   const served = referenceDocument(document);
   const guard: MiddlewareHandler = auth ?? (async (_c, next) => next());
-  app.get(`${prefix}/openapi.json`, guard, (c) => c.json(served));
-  app.get(`${prefix}/docs`, guard, (c) => c.html(page(prefix)));
+  app.get(`${prefix}/openapi.json`, guard, (c) => c.json(served, 200, REFERENCE_DATA_HEADERS));
+  app.get(`${prefix}/docs`, guard, (c) => c.html(page(prefix), 200, REFERENCE_PAGE_HEADERS));
   app.get(`${prefix}/docs/assets/:file`, (c) => {
     const file = c.req.param('file');
     const type = ASSETS[file];
     if (!type) return c.notFound();
-    if (!cache.has(file)) cache.set(file, readFileSync(join(root, file), 'utf8'));
-    return c.body(cache.get(file)!, 200, { 'content-type': type, 'cache-control': 'public, max-age=86400' });
+    if (!cache.has(file)) cache.set(file, file === 'init.js' ? INIT_SCRIPT : readFileSync(join(root, file), 'utf8'));
+    return c.body(cache.get(file)!, 200, { ...REFERENCE_DATA_HEADERS, 'content-type': type, 'cache-control': 'public, max-age=86400' });
   });
 }

@@ -10,7 +10,7 @@ import { isValidId } from '../ids';
 import type { AuthEnv } from './middleware/bearer-auth';
 import { decodeCursor, encodeCursor, isIsoTimestamp, pathId, readJson, readQuery } from './request';
 import { GroupsQuery, ListRedriveJobsQuery, RedriveQuery } from '../contract/parameters';
-import { JOB_INTEGER_FIELDS, JobControlRequest, RedriveJobRequest } from '../contract/requests';
+import { JobControlRequest, RedriveJobRequest } from '../contract/requests';
 import { declaredPath } from './openapi';
 
 export interface FleetDeps {
@@ -65,7 +65,7 @@ export function fleetRoutes(deps: FleetDeps) {
 
   routes.post(declaredPath('post', '/admin/tenants/{tenantId}/redrive-jobs', '/admin'), async (c) => {
     const query = readQuery(c, RedriveQuery);
-    const body = await readJson(c, RedriveJobRequest, { integerFields: JOB_INTEGER_FIELDS, maxBytes: MAX_JOB_BODY_BYTES });
+    const body = await readJson(c, RedriveJobRequest, { maxBytes: MAX_JOB_BODY_BYTES });
     const tenantId = pathId(c, 'tenantId');
     if (query.dryRun === 'true') return c.json(await deps.jobs.dryRun(tenantId, body), 200);
     const job = await deps.jobs.create(tenantId, body, c.get('principal').name);

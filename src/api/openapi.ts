@@ -64,7 +64,9 @@ function problems(...codes: ErrorCode[]) {
     ]),
   );
 }
-const common = problems('INVALID_ID', 'VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_CURSOR', 'UNAUTHORIZED', 'FORBIDDEN', 'STORE_UNAVAILABLE');
+// INTERNAL is what a stored row that no longer parses answers (naming table, row and field): a
+// defect to report, stated so a client knows its shape; schemathesis still fails on any 5xx.
+const common = problems('INVALID_ID', 'VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_CURSOR', 'UNAUTHORIZED', 'FORBIDDEN', 'STORE_UNAVAILABLE', 'INTERNAL');
 /** What every route with a JSON body can answer about the body itself. */
 const bodyErrors = problems('BODY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
 
@@ -146,7 +148,7 @@ export const PATHS: ZodOpenApiPathsObject = {
         'in order: auth (401/403), body (415/413/400), existence (404), expectedVersion (409 VERSION_MISMATCH with',
         'currentVersion), state admission (409 EXECUTION_ACTIVE, EXECUTION_SUCCEEDED, ALLOW_FAILED_REQUIRED,',
         'RETRY_FAILED_COMMAND_INTENT_REQUIRED, COMMAND_EFFECT_NOT_REDISPATCHABLE, DISPOSITION_UNCONFIRMED,',
-        'DISPOSITION_CONTRADICTED with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED,',
+        'DISPOSITION_CONTRADICTED or, for a FAILED remote step, WORKER_RECORDED_FAILED_ATTEMPT with the worker evidence; 422 EXECUTION_NOT_FAILED, FAILED_STEP_NOT_RETAINED,',
         'RETRY_INTENT_UNSUPPORTED; 503 DISPOSITION_EVIDENCE_UNAVAILABLE when the worker lookup cannot be reached,',
         'TEMPORAL_UNAVAILABLE when Temporal cannot say whether a run is active). `overrideEvidence: true` (audited) passes the',
         'two disposition checks. The DLQ is never touched.',
@@ -168,6 +170,7 @@ export const PATHS: ZodOpenApiPathsObject = {
           'COMMAND_EFFECT_NOT_REDISPATCHABLE',
           'DISPOSITION_UNCONFIRMED',
           'DISPOSITION_CONTRADICTED',
+          'WORKER_RECORDED_FAILED_ATTEMPT',
           'PIPELINE_DEFINITION_CHANGED',
           'EXECUTION_NOT_FAILED',
           'FAILED_STEP_NOT_RETAINED',
@@ -358,7 +361,7 @@ export function declaredRoutes(prefix: string): string[] {
   );
 }
 
-export function createOpenApiDocument(prefix: string) {
+export function createOpenApiDocument(prefix: string): ReturnType<typeof createDocument> {
   return createDocument({
     openapi: '3.1.0',
     info: {

@@ -1,16 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isIsoTimestamp, isRowId, nonIntegerLiteralMembers } from './request';
-
-describe('nonIntegerLiteralMembers', () => {
-  it('finds top-level members written with a fraction or exponent, and nothing inside strings or nested values', () => {
-    expect(nonIntegerLiteralMembers('{"expectedVersion": 10.0, "reason": "\\"expectedVersion\\": 1.5", "n": {"expectedVersion": 1.0}, "a": [2.5]}')).toEqual([
-      'expectedVersion',
-    ]);
-    expect(nonIntegerLiteralMembers('{"expectedVersion":1e1}')).toEqual(['expectedVersion']);
-    expect(nonIntegerLiteralMembers('{"expectedVersion":-10,"x":true}')).toEqual([]);
-    expect(nonIntegerLiteralMembers('[1.0]')).toEqual([]);
-  });
-});
+import { isIsoTimestamp, isRowId } from './request';
 
 describe('cursor contents', () => {
   it('takes only timestamps in the form the API writes, that Postgres can read', () => {

@@ -16,49 +16,9 @@ function issuesOf(error: z.ZodError) {
   return error.issues.map((issue) => ({ path: issue.path.join('.'), code: issue.code, message: issue.message }));
 }
 
-/**
- * Top-level members of a JSON object text whose value is a number written with a fraction
- * or an exponent (`10.0`, `1e1`). JSON.parse turns those into integers, so an integer field
- * can only be checked on the text.
- */
-export function nonIntegerLiteralMembers(text: string): string[] {
-  const found: string[] = [];
-  let depth = 0;
-  let key: string | null = null;
-  let expectKey = false;
-  for (let i = 0; i < text.length;) {
-    const ch = text[i];
-    if (ch === '"') {
-      let end = i + 1;
-      while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-      if (depth === 1 && expectKey) {
-        key = JSON.parse(text.slice(i, end + 1)) as string;
-        expectKey = false;
-      }
-      i = end + 1;
-      continue;
-    }
-    const number = ch === '-' || (ch >= '0' && ch <= '9') ? /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400)) : null;
-    if (number) {
-      if (depth === 1 && key !== null && (number[1] || number[2])) found.push(key);
-      i += number[0].length;
-      continue;
-    }
-    if (ch === '{' || ch === '[') {
-      depth++;
-      if (depth === 1 && ch === '{') expectKey = true;
-    } else if (ch === '}' || ch === ']') depth--;
-    else if (ch === ',' && depth === 1) expectKey = true;
-    i++;
-  }
-  return found;
-}
-
 export interface ReadJsonOptions {
   /** default 64 KiB */
   maxBytes?: number;
-  /** top-level integer fields whose literal must be written as an integer (`10`, never `10.0` or `1e1`) */
-  integerFields?: string[];
   /** the body may be left out: none, or an empty one (whatever its Content-Type), reads as `{}` */
   optional?: boolean;
 }
@@ -72,20 +32,13 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S, optio
   if (bytes.byteLength > maxBytes) throw new BodyTooLargeError(maxBytes);
   if (options.optional && bytes.byteLength === 0) return parseWith(schema, {}, 'body');
   if (!json) throw new UnsupportedMediaTypeError();
+  // A number is read as JSON Schema reads it: `10.0` and `1e1` are the integer 10.
   let value: unknown;
-  let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
     value = JSON.parse(text);
   } catch {
     throw new PipelineError('body is not valid UTF-8 JSON', 'INVALID_JSON');
-  }
-  const written = options.integerFields?.length ? nonIntegerLiteralMembers(text).filter((name) => options.integerFields!.includes(name)) : [];
-  if (written.length > 0) {
-    throw new ValidationError(
-      'body does not match the schema',
-      written.map((name) => ({ path: name, code: 'invalid_type', message: 'must be written as an integer (no fraction or exponent, e.g. 10 not 10.0)' })),
-    );
   }
   return parseWith(schema, value, 'body');
 }

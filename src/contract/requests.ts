@@ -35,11 +35,14 @@ export const PublishCheckpointRequest = z
   .strict();
 export type PublishCheckpointRequest = z.infer<typeof PublishCheckpointRequest>;
 
+/** The largest version the store can hold (a Postgres `integer`); stated in the document. */
+export const MAX_VERSION = 2_147_483_647;
+
 export const RedriveRequest = withRules(
   z
     .object({
-      /** the ExecutionRecord version the caller read */
-      expectedVersion: z.number().int().min(0),
+      /** the ExecutionRecord version the caller read (the store keeps it as a Postgres integer) */
+      expectedVersion: z.number().int().min(0).max(MAX_VERSION),
       /** why; kept in the audit row */
       reason: storableText(z.string().trim().min(1).max(1000), { notBlank: true }),
       /** false = ordinary replay; true permits re-drive of a FAILED (or REMOTE_OUTCOME_UNKNOWN) execution */
@@ -80,6 +83,12 @@ const Filter = z
   .strict()
   .refine((f) => Object.values(f).some((value) => value !== undefined), {
     message: 'give at least one of groupId, terminalReason, errorCode, step, from, to (or executionIds)',
+  })
+  // The document states the refinement: an empty filter would select every envelope.
+  .meta({
+    override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+      jsonSchema.minProperties = 1;
+    },
   });
 const Ids = z
   .object({
@@ -115,8 +124,6 @@ export const RedriveJobRequest = withRules(
   [INTENT_NEEDS_ALLOW_FAILED],
 );
 export type RedriveJobRequest = z.infer<typeof RedriveJobRequest>;
-/** Fields whose JSON literal must be an integer (`50`, never `50.0`). */
-export const JOB_INTEGER_FIELDS = ['batchSize', 'canary'];
 
 /** The optional body of pause / resume / abort. */
 export const JobControlRequest = z.object({ reason: storableText(z.string().trim().min(1).max(1000), { notBlank: true }).optional() }).strict();

@@ -55,6 +55,29 @@ const DispositionEvidenceSchema = RemoteCallSchema.extend({
   detail: z.string(),
 }).meta({ id: 'DispositionEvidence' });
 
+/** WORKER_RECORDED_FAILED_ATTEMPT (and its DISPOSITION_EVIDENCE_UNAVAILABLE): what the worker's lookup said of a FAILED remote step's identities. */
+const FailedAttemptEvidenceSchema = z
+  .object({
+    lookup: z.enum(['ANSWERED', 'UNAVAILABLE']),
+    protocol: z.enum(['REST', 'GRPC']),
+    transitionKey: z.string().meta({ description: 'the first identity the worker recorded (UNAVAILABLE: the first it could not be asked about)' }),
+    workerRecorded: z.boolean().nullable(),
+    workerState: z.string().nullable(),
+    identities: z.array(
+      z.object({
+        transitionKey: z.string(),
+        attempt: z.number().int(),
+        firstSentAt: Timestamp.nullable().meta({
+          description: 'when the service first sent a delivery of it; null when not noted (from before deliveries were noted)',
+        }),
+        workerRecorded: z.boolean().nullable(),
+        workerState: z.string().nullable(),
+      }),
+    ),
+    detail: z.string(),
+  })
+  .meta({ id: 'FailedAttemptEvidence' });
+
 export const PendingStartSchema = z
   .object({
     dispatchId: z.string().meta({ description: "'start' for the execution's first run, else the re-drive's id" }),
@@ -240,7 +263,11 @@ export const RedrivePreviewSchema = z
       status: z.number().int(),
       code: z.string(),
       detail: z.string(),
-      evidence: DispositionEvidenceSchema.optional().meta({ description: 'DISPOSITION_CONTRADICTED / DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker said' }),
+      evidence: z
+        .union([DispositionEvidenceSchema, FailedAttemptEvidenceSchema])
+        .optional()
+        .meta({ description: 'DISPOSITION_CONTRADICTED / WORKER_RECORDED_FAILED_ATTEMPT / DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker said' }),
+      effectStatus: EffectStatusSchema.optional().meta({ description: "COMMAND_EFFECT_NOT_REDISPATCHABLE: the retained effect's status" }),
       ...DefinitionChangedFields,
     }),
   ])
@@ -263,13 +290,16 @@ export const ProblemSchema = z
     evidence: z
       .record(z.string(), z.unknown())
       .optional()
-      .meta({ description: "DISPOSITION_CONTRADICTED, DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker's lookup said" }),
+      .meta({ description: "DISPOSITION_CONTRADICTED, WORKER_RECORDED_FAILED_ATTEMPT, DISPOSITION_EVIDENCE_UNAVAILABLE: what the worker's lookup said" }),
     jobStatus: z.enum(REDRIVE_JOB_STATUSES).optional().meta({ description: "JOB_FINISHED: the job's own status (ABORTED, COMPLETED or FAILED)" }),
     executionStatus: ExecutionStatusSchema.optional().meta({ description: "EXECUTION_NOT_SUCCEEDED: the execution's status" }),
     excluded: z.record(z.string(), z.number().int()).optional().meta({ description: 'SELECTION_EMPTY: how many executions the selection left out, by reason' }),
     keyId: z.string().optional().meta({ description: 'CODEC_PAYLOAD_UNREADABLE: the key id the payload names' }),
     checks: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: each readiness check, up or down' }),
     errors: z.record(z.string(), z.string()).optional().meta({ description: 'NOT_READY: why each down check is down' }),
+    table: z.string().optional().meta({ description: 'INTERNAL (a stored row that no longer parses): its table' }),
+    row: z.string().optional().meta({ description: 'INTERNAL (a stored row that no longer parses): its id' }),
+    field: z.string().optional().meta({ description: 'INTERNAL (a stored row that no longer parses): its column' }),
   })
   .meta({ id: 'Problem' });
 

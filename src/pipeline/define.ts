@@ -11,8 +11,13 @@
  *
  * Outputs cross a process boundary as JSON, so a step's output type must be what JSON
  * carries (`JsonSafe`): a `Date`, a class instance with methods, a function or a bigint is a
- * compile error; declare a date as its ISO string. `definePipeline({ name, steps: [...] })`
- * is the untyped form of the same thing.
+ * compile error (the message says a Date arrives as its ISO string: declare it so). At a step
+ * whose input does not accept the previous output, the compiler's first line names the step
+ * (`StepDefinition<Shipment, string, "ship">` is not assignable to `StepDefinition<ValidInvoice,
+ * string, "ship">`). A remote step without type arguments is `unknown` in and out, so the step
+ * after it must check what it got. `definePipeline({ name, steps: [...] })` is the same
+ * thing **untyped between steps** (each step's input is not checked against the one before):
+ * prefer the chain.
  *
  * An operator gets its segment input and a StepContext carrying `idempotencyKey` (the
  * tenant-qualified transition identity: send it with anything it calls), the tenant and correlation ids
@@ -73,13 +78,18 @@ export type JsonSafe<T> = unknown extends T
   ? T
   : T extends string | number | boolean | null | undefined | void
     ? T
-    : T extends bigint | symbol | ((...args: never[]) => unknown)
-      ? never
-      : T extends Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object>
+    : T extends Date
+      ? DateArrivesAsString
+      : T extends bigint | symbol | ((...args: never[]) => unknown)
         ? never
-        : T extends object
-          ? { [K in keyof T]: JsonSafe<T[K]> }
-          : never;
+        : T extends Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object>
+          ? never
+          : T extends object
+            ? { [K in keyof T]: JsonSafe<T[K]> }
+            : never;
+
+/** What JSON makes of a `Date` in a step's output, as the compiler shows it: declare the field as its ISO string. */
+export type DateArrivesAsString = 'a Date reaches the next step as its ISO string: declare this field as string (date.toISOString())';
 
 /** `Target` when `O` is JSON-safe, else a type no target satisfies, so the call names the problem. */
 type IfJson<O, Target> = [O] extends [JsonSafe<O>]
@@ -134,7 +144,7 @@ export interface RestTarget {
   dispositionUrl?: string;
 }
 
-/** A gRPC TransitionWorker (proto/transition_worker.proto) at `address` (host:port). */
+/** A gRPC TransitionWorker (the worker kit's proto/transition_worker.proto) at `address` (host:port). */
 export interface GrpcTarget {
   address: string;
   /** the worker implements TransitionWorker.Lookup (the kit does); shown to operators on REMOTE_OUTCOME_UNKNOWN */
@@ -142,15 +152,16 @@ export interface GrpcTarget {
 }
 
 /**
- * One step. `I` and `O` are its input and output types for the compiler (`any` when the
- * step does not say); a pipeline chain checks them against its neighbours.
+ * One step. `I` and `O` are its input and output types for the compiler (a local step's from
+ * its operator, `any` where it says none; a remote step's `unknown` unless it names them), `N`
+ * its name as the compiler shows it; a pipeline chain checks them against its neighbours.
  */
-export type StepDefinition<I = any, O = any> = (
+export type StepDefinition<I = any, O = any, N extends string = string> = (
   | (StepCommon & { transport: 'LOCAL'; run: Operator })
   | (StepCommon & { transport: 'FUNCTION'; handler: FunctionHandler })
   | (StepCommon & { transport: 'REST'; rest: RestTarget })
   | (StepCommon & { transport: 'GRPC'; grpc: GrpcTarget })
-) & { readonly [stepTypes]?: { input: (input: I) => void; output: O } };
+) & { readonly [stepTypes]?: { input: (input: I) => void; output: O; name: N } };
 
 /** The options every step takes. */
 export type StepOptions = Omit<StepCommon, 'name'>;
@@ -173,14 +184,22 @@ export interface PipelineDefinition {
 }
 
 /** A step run in the worker's process. `O` must be JSON (see JsonSafe). */
-export function localStep<I = any, O = any>(name: string, run: Operator<I, O & JsonSafe<O>>, options: StepOptions = {}): StepDefinition<I, O> {
+export function localStep<I = any, O = any, N extends string = string>(
+  name: N,
+  run: Operator<I, O & JsonSafe<O>>,
+  options: StepOptions = {},
+): StepDefinition<I, O, N> {
   checkStep(name, options);
   if (typeof run !== 'function') throw new TypeError(`step "${name}": run must be a function, got ${typeof run}`);
   return { ...options, name, transport: 'LOCAL', run };
 }
 
 /** A Lambda-style step: `handler(event, context)`. `R` must be JSON (see JsonSafe). */
-export function functionStep<E = any, R = any>(name: string, handler: FunctionHandler<E, R & JsonSafe<R>>, options: StepOptions = {}): StepDefinition<E, R> {
+export function functionStep<E = any, R = any, N extends string = string>(
+  name: N,
+  handler: FunctionHandler<E, R & JsonSafe<R>>,
+  options: StepOptions = {},
+): StepDefinition<E, R, N> {
   checkStep(name, options);
   if (typeof handler !== 'function') throw new TypeError(`step "${name}": handler must be a function, got ${typeof handler}`);
   return { ...options, name, transport: 'FUNCTION', handler };
@@ -192,7 +211,11 @@ export function functionStep<E = any, R = any>(name: string, handler: FunctionHa
  * parked as REMOTE_OUTCOME_UNKNOWN, never retried on its own. Name the types the worker
  * takes and answers: `restStep<Invoice, Rendered>('render', { url })`.
  */
-export function restStep<I = any, O = any>(name: string, target: IfJson<O, RestTarget>, options: StepOptions = {}): StepDefinition<I, O> {
+export function restStep<I = unknown, O = unknown, N extends string = string>(
+  name: N,
+  target: IfJson<O, RestTarget>,
+  options: StepOptions = {},
+): StepDefinition<I, O, N> {
   const rest = target as RestTarget;
   checkStep(name, options);
   let url: URL;
@@ -222,7 +245,11 @@ export function restStep<I = any, O = any>(name: string, target: IfJson<O, RestT
  * (default pipeline.orchestrator.worker.grpc.request-timeout); DEADLINE_EXCEEDED parks the
  * execution as REMOTE_OUTCOME_UNKNOWN.
  */
-export function grpcStep<I = any, O = any>(name: string, target: IfJson<O, GrpcTarget>, options: StepOptions = {}): StepDefinition<I, O> {
+export function grpcStep<I = unknown, O = unknown, N extends string = string>(
+  name: N,
+  target: IfJson<O, GrpcTarget>,
+  options: StepOptions = {},
+): StepDefinition<I, O, N> {
   const grpc = target as GrpcTarget;
   checkStep(name, options);
   if (!/^[A-Za-z0-9.-]+:\d{1,5}$/.test(grpc?.address)) throw new TypeError(`step "${name}": grpc.address "${grpc?.address}" must be host:port`);
@@ -312,7 +339,7 @@ declare const pipelineTypes: unique symbol;
  */
 export interface TypedPipeline<In, Out> extends VersionedPipeline {
   readonly [pipelineTypes]?: { input: (input: In) => void; output: Out };
-  step<Next>(step: StepDefinition<Out, Next>): TypedPipeline<In, Next>;
+  step<Next, N extends string>(step: StepDefinition<Out, Next, N>): TypedPipeline<In, Next>;
 }
 
 /** A pipeline before its first step: the first step's input type becomes the pipeline's. */
@@ -325,6 +352,10 @@ export interface PipelineStart {
 export type PipelineInput<P> = P extends TypedPipeline<infer I, any> ? I : never;
 /** The output type of a typed pipeline (what `GET …/result` answers). */
 export type PipelineOutput<P> = P extends TypedPipeline<any, infer O> ? O : never;
+/** The input type of a typed pipeline, `unknown` for an untyped one (what a start takes). */
+export type InputOf<P> = P extends TypedPipeline<infer I, any> ? I : unknown;
+/** The output type of a typed pipeline, `unknown` for an untyped one (what a result answers). */
+export type OutputOf<P> = P extends TypedPipeline<any, infer O> ? O : unknown;
 
 /**
  * A typed pipeline, step by step:

@@ -38,7 +38,9 @@ export async function loadPipelinesModule(path: string, cwd = process.cwd()): Pr
     module = await import(pathToFileURL(file).href);
   } catch (err) {
     const typescript = (err as { code?: string }).code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(file);
-    const hint = typescript ? ' (a TypeScript module needs `npm start`, which runs tsx; compile it to JavaScript for dist/main.js)' : '';
+    const hint = typescript
+      ? ` (a TypeScript module, and this Node ${process.version} does not strip types: compile it to JavaScript with tsc and name the .js file, as examples/team-project does with \`npm run build\`)`
+      : '';
     throw problem(`${file} could not be loaded: ${firstLine(err)}${hint}`);
   }
   const exported = module.default ?? module.pipelines;
@@ -72,7 +74,7 @@ function asPipeline(item: unknown, where: string): VersionedPipeline {
     const shown = candidate === null || typeof candidate !== 'object' ? String(candidate) : `an object without name and steps`;
     throw problem(`${where} is ${shown}, not a pipeline; declare it with pipeline(name).step(…) or definePipeline({ name, steps })`);
   }
-  if ('fingerprint' in candidate) return candidate as VersionedPipeline;
+  // Always derived again: a fingerprint on the object may be a spread copy's, not this shape's.
   try {
     return definePipeline(candidate as PipelineDefinition);
   } catch (err) {

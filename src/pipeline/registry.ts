@@ -32,8 +32,13 @@ export class PipelineRegistry {
     for (const pipeline of pipelines) this.register(pipeline);
   }
 
+  /**
+   * Checks the definition and derives its fingerprint from the steps it has now: a
+   * fingerprint already on the object is never trusted (`{ ...v1, steps: reordered }`
+   * carries v1's).
+   */
   register(definition: PipelineDefinition): void {
-    const pipeline = 'fingerprint' in definition ? (definition as VersionedPipeline) : definePipeline(definition);
+    const pipeline = definePipeline(definition);
     const versions = this.pipelines.get(pipeline.name) ?? new Map<number, VersionedPipeline>();
     if (versions.has(pipeline.version)) throw new TypeError(`pipeline "${pipeline.name}" version ${pipeline.version} is registered twice`);
     versions.set(pipeline.version, pipeline);

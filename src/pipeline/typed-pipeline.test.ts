@@ -12,6 +12,8 @@ import {
   localStep,
   pipeline,
   restStep,
+  type DateArrivesAsString,
+  type JsonSafe,
   type PipelineInput,
   type PipelineOutput,
   type StepContext,
@@ -77,7 +79,24 @@ describe('a typed pipeline', () => {
     // @ts-expect-error a remote step's declared output is held to the same rule
     restStep<ValidInvoice, { at: Date }>('remote', { url: 'http://127.0.0.1:1/x' });
     const dated = localStep('dated', () => ({ at: new Date().toISOString(), maybe: undefined as string | undefined, list: [1, null] }));
-    expectTypeOf(dated).toEqualTypeOf<StepDefinition<any, { at: string; maybe: string | undefined; list: (number | null)[] }>>();
+    expectTypeOf(dated).toEqualTypeOf<StepDefinition<any, { at: string; maybe: string | undefined; list: (number | null)[] }, 'dated'>>();
+  });
+
+  it('types a remote step without type arguments as unknown, never any: the step after it must check what it got', () => {
+    const untyped = restStep('render', { url: 'http://127.0.0.1:1/render' });
+    expectTypeOf(untyped).toEqualTypeOf<StepDefinition<unknown, unknown, 'render'>>();
+    expectTypeOf(grpcStep('g', { address: '127.0.0.1:1' })).toEqualTypeOf<StepDefinition<unknown, unknown, 'g'>>();
+    const after = pipeline('untyped-remote').step(localStep('validate', validate)).step(untyped);
+    // @ts-expect-error the remote step's output is unknown: a step that assumes a shape does not compile
+    after.step(localStep('use', (rendered: { pdfUrl: string }) => rendered.pdfUrl));
+    // A step that takes unknown (and checks it) compiles.
+    after.step(localStep('check', (rendered: unknown) => typeof rendered === 'object'));
+  });
+
+  it("names the step in the compiler's first line at a mismatch, and says a Date arrives as its ISO string", () => {
+    // The parameter type carries the step's name: 'StepDefinition<Shipment, string, "ship">' is not assignable to 'StepDefinition<ValidInvoice, string, "ship">'.
+    expectTypeOf(localStep('ship', (input: Shipment) => input.tracking)).toEqualTypeOf<StepDefinition<Shipment, string, 'ship'>>();
+    expectTypeOf<JsonSafe<{ at: Date }>>().toEqualTypeOf<{ at: DateArrivesAsString }>();
   });
 
   it('keeps the untyped form working', () => {

@@ -5,6 +5,7 @@
  * service never reconciles or resurrects on its own; the operator decides.
  * The lookup's wire rules (404 / NOT_FOUND = not recorded) are in transports/lookup.ts.
  */
+import type { StepDefinition } from '../pipeline/define';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, RemoteCall } from '../store/execution-store';
 import { ConflictError, PipelineError } from '../errors';
@@ -46,6 +47,18 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
   };
 }
 
+/** The failed (or parked) step of the record, in the definition it is pinned to. */
+export function failedStep(record: ExecutionRecord, registry: PipelineRegistry): StepDefinition | undefined {
+  return record.failedStepIndex !== null ? registry.find(record.pipeline, record.pipelineVersion)?.steps[record.failedStepIndex] : undefined;
+}
+
+/** Where a remote step's worker answers the disposition lookup, or null when it offers none (or the step is not remote). */
+export function lookupTargetOf(step: StepDefinition | undefined): LookupTarget | null {
+  if (step?.transport === 'GRPC' && step.grpc.lookup) return { protocol: 'GRPC', address: step.grpc.address };
+  if (step?.transport === 'REST' && step.rest.dispositionUrl) return { protocol: 'REST', urlTemplate: step.rest.dispositionUrl };
+  return null;
+}
+
 async function liveEvidence(
   record: ExecutionRecord,
   registry: PipelineRegistry,
@@ -55,13 +68,7 @@ async function liveEvidence(
   if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
   // The worker dedupes on the key it was sent: the tenant-qualified one.
   const key = idempotencyKey(record.tenantId, call.transitionKey);
-  const step = record.failedStepIndex !== null ? registry.find(record.pipeline, record.pipelineVersion)?.steps[record.failedStepIndex] : undefined;
-  const target: LookupTarget | null =
-    step?.transport === 'GRPC' && step.grpc.lookup
-      ? { protocol: 'GRPC', address: step.grpc.address }
-      : step?.transport === 'REST' && step.rest.dispositionUrl
-        ? { protocol: 'REST', urlTemplate: step.rest.dispositionUrl }
-        : null;
+  const target = lookupTargetOf(failedStep(record, registry));
   if (!target)
     return {
       ...call,

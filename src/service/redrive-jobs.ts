@@ -84,7 +84,7 @@ export class RedriveJobs {
     if (body.canary !== undefined && body.canary >= found.items.length) {
       throw new ValidationError(
         `canary (${body.canary}) must be smaller than the selection (${found.items.length} executions): a canary is a first few items`,
-        [{ path: ['canary'], message: `must be at most ${found.items.length - 1}` }],
+        [{ path: 'canary', code: 'too_big', message: `must be at most ${found.items.length - 1}` }],
       );
     }
     return found;

@@ -21,6 +21,7 @@ import { AdmissionTooSoonError, type ExecutionRecord, type ExecutionStatus, type
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import { ACTIVE_EXECUTION_STATUSES, isOneOf, type RedriveMode } from '../spec-words';
+import { checkFailedAttemptEvidence } from './attempt-evidence';
 import { checkDispositionAttestation } from './disposition';
 import { redriveTarget, type RedriveTarget } from './redrive-definition';
 import { traceCarrier } from '../trace-context';
@@ -140,6 +141,7 @@ export class RedriveService {
           { effectStatus: effect.status },
         );
       }
+      await this.checkFailedAttempts(record, body); // 409 WORKER_RECORDED_FAILED_ATTEMPT, 503 when unknown
       return 'RETRY_FAILED_COMMAND';
     }
     if (record.status === 'REMOTE_OUTCOME_UNKNOWN') {
@@ -157,7 +159,15 @@ export class RedriveService {
       await checkDispositionAttestation(record, this.registry, body.overrideEvidence === true); // 409 DISPOSITION_CONTRADICTED, 503 when unknown
       return 'REMOTE_OUTCOME_UNKNOWN';
     }
-    return record.status === 'FAILED' ? 'FAILED' : 'ORDINARY';
+    if (record.status !== 'FAILED') return 'ORDINARY';
+    await this.checkFailedAttempts(record, body);
+    return 'FAILED';
+  }
+
+  /** A FAILED remote step's identities, asked of the worker's lookup: one it recorded refuses the re-drive unless overridden (audited). */
+  private checkFailedAttempts(record: ExecutionRecord, body: RedriveRequest) {
+    const override = body.confirmedDisposition === 'NOT_APPLIED' && body.overrideEvidence === true;
+    return checkFailedAttemptEvidence(record, this.registry, this.store, override);
   }
 
   /**

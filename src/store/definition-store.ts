@@ -12,6 +12,14 @@ export interface DefinitionShape {
   version: number;
   fingerprint: string;
   steps: string[];
+  /** each step's name, transport and Command flag; null (or absent) when stored without them */
+  shape?: StepShape[] | null;
+}
+
+export interface StepShape {
+  name: string;
+  transport: string;
+  command: boolean;
 }
 
 /** Unfinished executions of a tenant by pipeline, pinned version and status. */
@@ -22,6 +30,8 @@ export interface PinnedCount {
   count: number;
 }
 
+const shapeKey = (pipeline: string, version: number, fingerprint: string) => `${pipeline}\u0000${version}\u0000${fingerprint}`;
+
 export class DefinitionStore {
   private readonly remembered = new Set<string>();
 
@@ -29,26 +39,24 @@ export class DefinitionStore {
 
   /** Records a shape (idempotent); one round trip the first time this process sees it, none after. */
   async remember(shape: DefinitionShape): Promise<void> {
-    const key = `${shape.pipeline}\u0000${shape.version}\u0000${shape.fingerprint}`;
+    const key = shapeKey(shape.pipeline, shape.version, shape.fingerprint);
     if (this.remembered.has(key)) return;
-    await this.db.query(`INSERT INTO pipeline_definition (pipeline, version, fingerprint, steps) VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT DO NOTHING`, [
-      shape.pipeline,
-      shape.version,
-      shape.fingerprint,
-      JSON.stringify(shape.steps),
-    ]);
+    await this.db.query(
+      `INSERT INTO pipeline_definition (pipeline, version, fingerprint, steps, shape) VALUES ($1, $2, $3, $4::jsonb, $5::jsonb) ON CONFLICT DO NOTHING`,
+      [shape.pipeline, shape.version, shape.fingerprint, JSON.stringify(shape.steps), shape.shape ? JSON.stringify(shape.shape) : null],
+    );
     this.remembered.add(key);
   }
 
   /** The shape an execution was pinned to; with no fingerprint (a record from before versions), the newest of that version. */
   async find(pipeline: string, version: number, fingerprint: string | null): Promise<DefinitionShape | null> {
     const result = await this.db.query<PipelineDefinitionRow>(
-      `SELECT pipeline, version, fingerprint, steps FROM pipeline_definition
+      `SELECT pipeline, version, fingerprint, steps, shape FROM pipeline_definition
        WHERE pipeline = $1 AND version = $2 AND ($3::text IS NULL OR fingerprint = $3) ORDER BY created_at DESC LIMIT 1`,
       [pipeline, version, fingerprint],
     );
     const row = result.rows[0];
-    return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps } : null;
+    return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps, shape: row.shape } : null;
   }
 
   /** Every shape stored for (pipeline, version), oldest first: more than one means it changed without a new version. */
@@ -76,6 +84,39 @@ export class DefinitionStore {
       [pipeline, version, fingerprint, tenantId ?? null],
     );
     return result.rows[0]?.count ?? 0;
+  }
+
+  /**
+   * The other shapes of (pipeline, version) that unfinished executions are pinned to, with
+   * their counts, most executions first: what a start-up refusal names.
+   */
+  async pinnedShapes(pipeline: string, version: number, fingerprint: string): Promise<{ fingerprint: string; count: number }[]> {
+    const result = await this.db.query<{ fingerprint: string; count: number }>(
+      `SELECT fingerprint, sum(n)::integer AS count FROM (
+         SELECT fingerprint, n FROM pinned_count WHERE pipeline = $1 AND pipeline_version = $2 AND fingerprint <> '' AND fingerprint <> $3
+         UNION ALL
+         SELECT definition_fingerprint, 1 FROM execution_record
+         WHERE pipeline = $1 AND pipeline_version = $2 AND status IN ('QUEUED', 'RUNNING') AND definition_fingerprint IS NOT NULL AND definition_fingerprint <> $3
+       ) pinned GROUP BY fingerprint HAVING sum(n) > 0 ORDER BY count DESC, fingerprint`,
+      [pipeline, version, fingerprint],
+    );
+    return result.rows;
+  }
+
+  /**
+   * Forgets the shapes of (pipeline, version) other than `keep` that no execution record was
+   * admitted under (a start with a mistaken shape that admitted nothing): they explain no
+   * execution, and kept they would make every later start look changed. Returns them.
+   */
+  async forgetUnused(pipeline: string, version: number, keep: string): Promise<string[]> {
+    const result = await this.db.query<{ fingerprint: string }>(
+      `DELETE FROM pipeline_definition d WHERE d.pipeline = $1 AND d.version = $2 AND d.fingerprint <> $3
+         AND NOT EXISTS (SELECT 1 FROM execution_record e WHERE e.pipeline = $1 AND e.pipeline_version = $2 AND e.definition_fingerprint = d.fingerprint)
+       RETURNING d.fingerprint`,
+      [pipeline, version, keep],
+    );
+    for (const row of result.rows) this.remembered.delete(shapeKey(pipeline, version, row.fingerprint));
+    return result.rows.map((row) => row.fingerprint).sort();
   }
 
   /**

@@ -583,6 +583,38 @@ export class ExecutionStore {
   }
 
   /** Notes a run the orchestrator did not start, refused by its first step (once per run); the history shows it. */
+  /**
+   * Notes, before a remote step's request goes out, that a delivery of this transition identity
+   * is being sent. `earlier`: a delivery of it was noted before (by another Temporal attempt, a
+   * run that died, a replay): the worker may already have it, whatever this delivery meets.
+   */
+  async noteRemoteDelivery({ tenantId, executionId, stepIndex, attempt }: Omit<StepKey, 'runId'>): Promise<{ earlier: boolean; firstSentAt: string }> {
+    const result = await this.db.prepared<{ earlier: boolean; first_sent_at: Date }>(
+      `WITH noted AS (
+         INSERT INTO remote_delivery (tenant_id, execution_id, step_index, attempt) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING RETURNING first_sent_at)
+       SELECT false AS earlier, first_sent_at FROM noted
+       UNION ALL
+       SELECT true, first_sent_at FROM remote_delivery
+       WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3 AND attempt = $4 AND NOT EXISTS (SELECT 1 FROM noted)`,
+      [tenantId, executionId, stepIndex, attempt],
+    );
+    const row = result.rows[0];
+    return { earlier: row.earlier, firstSentAt: iso(row.first_sent_at) };
+  }
+
+  /**
+   * The attempts of a step whose delivery was ever sent (noteRemoteDelivery), with when, newest
+   * first, at most `limit`. Attempts from before deliveries were noted have no row.
+   */
+  async remoteDeliveries(tenantId: string, executionId: string, stepIndex: number, limit = 20): Promise<{ attempt: number; firstSentAt: string }[]> {
+    const result = await this.db.query<{ attempt: number; first_sent_at: Date }>(
+      `SELECT attempt, first_sent_at FROM remote_delivery WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3 ORDER BY attempt DESC LIMIT $4`,
+      [tenantId, executionId, stepIndex, limit],
+    );
+    return result.rows.map((row) => ({ attempt: row.attempt, firstSentAt: iso(row.first_sent_at) }));
+  }
+
   async noteForeignRun(note: {
     tenantId: string;
     executionId: string;

@@ -179,5 +179,7 @@ export interface PipelineDefinitionRow {
   fingerprint: string;
   /** the step names in order */
   steps: string[];
+  /** each step's name, transport and Command flag; null on rows from before the column */
+  shape: { name: string; transport: string; command: boolean }[] | null;
   created_at: Date;
 }

@@ -3,7 +3,7 @@
  * task queue, and bulk re-drive jobs (their workflow and activities) on their own, so a job
  * never waits behind the runs it re-drove, nor delays live runs. Every worker process serves both.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type EngineDeps } from '../activities/engine-activities';
@@ -12,7 +12,13 @@ import { packagePath } from '../paths';
 import type { RedriveJobTicks } from '../service/redrive-job-ticks';
 import { connectNative, type TemporalConnectOptions } from './connection';
 
-export const WORKFLOWS_PATH = packagePath('src', 'workflows', 'index.ts');
+/**
+ * The workflows' code Temporal's bundler starts from: the sources in a checkout, the build's
+ * dist/workflow-code.js in an installed package (which ships no src/; scripts/build.mjs).
+ */
+export const WORKFLOWS_PATH = existsSync(packagePath('src', 'workflows', 'index.ts'))
+  ? packagePath('src', 'workflows', 'index.ts')
+  : packagePath('dist', 'workflow-code.js');
 
 /**
  * Writes the workflows' bundle to `path`, for `pipeline.orchestrator.worker.workflow-bundle`:

@@ -13,16 +13,13 @@ import { RejectBuffer, type PendingReject } from '../activities/rejects';
 import { classifyFailure, decideFailure, nonRetryableErrorTypesOf, toJsonOutput } from '../activities/step-failure';
 import { loadConfig, type ConfigInput } from '../config/config';
 import { idempotencyKey, transitionKey as makeTransitionKey } from '../ids';
-import type { Operator, PipelineDefinition, StepContext, StepDefinition, TypedPipeline, VersionedPipeline } from '../pipeline/define';
+import type { InputOf, Operator, OutputOf, PipelineDefinition, StepContext, StepDefinition } from '../pipeline/define';
 import { definePipeline } from '../pipeline/define';
 import { PipelineRegistry } from '../pipeline/registry';
 import type { EffectStatus, TerminalReason } from '../spec-words';
 import { RemoteOutcomeUnknownError } from '../transports/remote';
 
-/** The input type of a typed pipeline, `unknown` for an untyped one. */
-export type InputOf<P> = P extends TypedPipeline<infer I, any> ? I : unknown;
-/** The output type of a typed pipeline, `unknown` for an untyped one. */
-export type OutputOf<P> = P extends TypedPipeline<any, infer O> ? O : unknown;
+export type { InputOf, OutputOf } from '../pipeline/define';
 
 export interface MemoryRunOptions {
   /** default `test` */
@@ -37,6 +34,14 @@ export interface MemoryRunOptions {
    * stand-in calls its real URL or address.
    */
   remote?: Record<string, Operator>;
+  /**
+   * Stand-ins for any step, LOCAL and FUNCTION too, by step name: the step's own code is
+   * replaced by this operator (`(input, ctx) => output`) for this run, everything else runs
+   * as declared. Throw `workerDeadline()` or `workerAnswerNotJson()` from a remote step's
+   * stand-in for a deadline (REMOTE_OUTCOME_UNKNOWN) or an answer that is not JSON
+   * (INVALID_WORKER_RESPONSE).
+   */
+  steps?: Record<string, Operator>;
   /** service configuration the plan is resolved with (`pipeline.defaults.retry-limit`, …) */
   config?: ConfigInput;
 }
@@ -76,11 +81,6 @@ export interface MemoryRun<Out = unknown> {
 const silent = pino({ level: 'silent' });
 const MAX_IN_PROGRESS = 100;
 
-/** What the in-memory run needs of a definition: the engine's own checks and retry resolution. */
-function versioned(definition: PipelineDefinition): VersionedPipeline {
-  return 'fingerprint' in definition ? (definition as VersionedPipeline) : definePipeline(definition);
-}
-
 /**
  * Runs `pipeline` on `input` in this process, step after step, with the engine's retry
  * rules, and says how it ended. It never throws for a step's failure: read `status`.
@@ -90,7 +90,15 @@ export async function runPipeline<P extends PipelineDefinition>(
   input: InputOf<P>,
   options: MemoryRunOptions = {},
 ): Promise<MemoryRun<OutputOf<P>>> {
-  const definition = versioned(pipeline);
+  const definition = definePipeline(pipeline);
+  const names = new Set(definition.steps.map((step) => step.name));
+  for (const [option, standIns] of [
+    ['remote', options.remote],
+    ['steps', options.steps],
+  ] as const)
+    for (const name of Object.keys(standIns ?? {}))
+      if (!names.has(name))
+        throw new TypeError(`runPipeline: ${option}.${name} stands in for no step of pipeline "${definition.name}" (its steps: ${[...names].join(', ')})`);
   const config = loadConfig({}, { 'pipeline.auth.tokens': [], ...options.config });
   const plan = new PipelineRegistry(config, [definition]).plan(definition);
   const tenantId = options.tenantId ?? 'test';
@@ -100,9 +108,9 @@ export async function runPipeline<P extends PipelineDefinition>(
 
   for (let stepIndex = 0; stepIndex < definition.steps.length; stepIndex++) {
     const declared = definition.steps[stepIndex];
-    const stub = options.remote?.[declared.name];
-    const step: StepDefinition =
-      stub && (declared.transport === 'REST' || declared.transport === 'GRPC') ? { ...declared, transport: 'LOCAL', run: stub } : declared;
+    const remoteStub = declared.transport === 'REST' || declared.transport === 'GRPC' ? options.remote?.[declared.name] : undefined;
+    const stub = options.steps?.[declared.name] ?? remoteStub;
+    const step: StepDefinition = stub ? { ...declared, transport: 'LOCAL', run: stub } : declared;
     const { retry, timeoutMs } = plan[stepIndex];
     let attempt = 1;
     let inProgress = 0;

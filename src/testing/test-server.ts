@@ -5,6 +5,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
+import { packagePath } from '../paths';
 
 const BINARY = ['.tools', 'temporal-test-server', 'bin', 'temporal-test-server'];
 
@@ -17,7 +18,7 @@ export function testServerExecutable(env: NodeJS.ProcessEnv = process.env): { ty
     }
     return { type: 'existing-path', path: env.TEMPORAL_TEST_SERVER_PATH };
   }
-  for (const path of [resolve(process.cwd(), ...BINARY), resolve(import.meta.dirname, '..', '..', ...BINARY)]) {
+  for (const path of [resolve(process.cwd(), ...BINARY), packagePath(...BINARY)]) {
     try {
       accessSync(path, constants.X_OK);
       return { type: 'existing-path', path };

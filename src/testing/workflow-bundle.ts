@@ -7,10 +7,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { writeWorkflowBundle } from '../temporal/worker';
+import { packagePath } from '../paths';
+import { WORKFLOWS_PATH, writeWorkflowBundle } from '../temporal/worker';
 
-const SRC = fileURLToPath(new URL('..', import.meta.url));
+/** What the bundle is built from: this checkout's sources, or an installed package's built workflow code. */
+const bundleSources = () => (WORKFLOWS_PATH.endsWith('.ts') ? sources(packagePath('src')) : [WORKFLOWS_PATH]);
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
@@ -21,7 +22,7 @@ function sources(dir: string): string[] {
 /** The path of a bundle of this source tree's workflows, built now if no earlier engine built it. */
 export async function cachedWorkflowBundle(): Promise<string> {
   const hash = createHash('sha256');
-  for (const file of sources(SRC)) hash.update(file).update(readFileSync(file));
+  for (const file of bundleSources()) hash.update(file).update(readFileSync(file));
   const path = join(tmpdir(), 'pipeline-orchestrator-workflows', `${hash.digest('hex').slice(0, 16)}.js`);
   if (existsSync(path)) return path;
   // Written beside and renamed into place: a parallel test file never reads half a bundle.

@@ -10,7 +10,7 @@
  * retryability.
  */
 import * as grpc from '@grpc/grpc-js';
-import { PLATFORM_HEADER } from './rest';
+import { PLATFORM_HEADER } from '@pipeline-orchestrator/worker-kit/protocol';
 import { TransitionWorkerClient } from './grpc-proto';
 import {
   DeliveryUnconfirmedError,
@@ -20,23 +20,32 @@ import {
   TransitionInProgressError,
   transitionHeaders,
   withDeadline,
+  WorkerUnreachableError,
   type RemoteCallContext,
 } from './remote';
 import { grpcProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
+const RECONNECT = { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2000 };
 const clients = new Map<string, grpc.Client & Record<string, any>>();
 
 export function grpcClient(address: string): grpc.Client & Record<string, any> {
   let client = clients.get(address);
   if (!client) {
-    client = new TransitionWorkerClient(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+    // A worker that restarted is reached again within 2 s (grpc-js waits up to 120 s between reconnects by default,
+    // failing every call meanwhile as if nothing listened).
+    client = new TransitionWorkerClient(address, grpc.credentials.createInsecure(), RECONNECT) as grpc.Client & Record<string, any>;
     clients.set(address, client);
   }
   return client;
 }
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED]);
+
+/** Whether the server said anything (headers or trailers): an error without is the channel's own. */
+function hasMetadata(err: grpc.ServiceError): boolean {
+  return err.metadata !== undefined && Object.keys(err.metadata.getMap()).length > 0;
+}
 
 /**
  * What grpc-js reports, with no status or metadata from the server, when the connection went
@@ -45,7 +54,7 @@ const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUST
  * worker may have taken the call. "No connection established" (nothing was sent) is not one.
  */
 function droppedAfterSending(err: grpc.ServiceError): boolean {
-  if (err.metadata && Object.keys(err.metadata.getMap()).length > 0) return false;
+  if (hasMetadata(err)) return false;
   if (err.code === grpc.status.UNAVAILABLE) return /^Connection dropped|ECONNRESET|EPIPE/.test(err.details ?? '');
   return err.code === grpc.status.CANCELLED && err.details === 'Call cancelled';
 }
@@ -123,6 +132,9 @@ export function grpcOutput(address: string, outputJson: string, platform: string
 export function grpcFailure(address: string, err: grpc.ServiceError, platform: string | null): RemoteFailureError {
   if (err.metadata?.get(IN_PROGRESS_HEADER)[0] === 'true') return new TransitionInProgressError('GRPC', address, platform, null);
   const name = grpc.status[err.code] ?? String(err.code);
+  // No word from a server (no metadata at all): the channel could not connect, nothing was sent.
+  if (err.code === grpc.status.UNAVAILABLE && !hasMetadata(err))
+    return new WorkerUnreachableError(`gRPC worker at ${address} unreachable (UNAVAILABLE: ${err.details})`, `GRPC_${name}`, 'GRPC', address);
   const problem = grpcProblem((key) => err.metadata?.get(key)[0] as string | undefined, err.details);
   return new RemoteFailureError(
     `gRPC worker at ${address} answered ${name}${problem?.detail ? `: ${problem.detail}` : ''}`,

@@ -42,7 +42,7 @@ export class RemoteFailureError extends Error {
  * transition identity is being handled, or its outcome is being stored. Not a failed
  * attempt: the engine delivers the same identity again and commits no new attempt.
  */
-export const IN_PROGRESS_HEADER = 'x-transition-in-progress';
+export { IN_PROGRESS_HEADER } from '@pipeline-orchestrator/worker-kit/protocol';
 
 /** The worker answered "in progress" for this transition identity (see IN_PROGRESS_HEADER). */
 export class TransitionInProgressError extends RemoteFailureError {
@@ -73,6 +73,25 @@ export class DeliveryUnconfirmedError extends TransitionInProgressError {
   }
 }
 
+/**
+ * The worker could not be reached and this delivery sent nothing (connection refused, no
+ * route, DNS; gRPC UNAVAILABLE with no word from the server). It says nothing about an
+ * earlier delivery of the same identity: only on the identity's very first send is it a
+ * failed attempt. After one was sent, the engine delivers the same identity again
+ * (docs/transition-workers.md, "A worker that died is not a worker that failed").
+ */
+export class WorkerUnreachableError extends RemoteFailureError {
+  constructor(
+    message: string,
+    code: string,
+    readonly protocol: Protocol,
+    readonly target: string,
+  ) {
+    super(message, code, true, null);
+    this.name = 'WorkerUnreachableError';
+  }
+}
+
 export interface RemoteCallContext {
   tenantId: string;
   executionId: string;
@@ -91,28 +110,10 @@ export interface RemoteCallContext {
 
 /**
  * What every call tells the worker besides its input, as HTTP headers and gRPC metadata
- * of the same (lower-case) names: the tenant-qualified idempotency key, the transition
- * identity and its parts, the step, and the caller's deadline in milliseconds from sending.
+ * of the same (lower-case) names: the wire protocol's, owned by the kit (its protocol module).
  * docs/transition-workers.md is the contract; docs/worker-api.openapi.json its REST form.
  */
-export type TransitionIds = Pick<
-  RemoteCallContext,
-  'idempotencyKey' | 'transitionKey' | 'tenantId' | 'executionId' | 'attempt' | 'correlationId' | 'stepName' | 'pipeline'
->;
-
-export function transitionHeaders(ctx: TransitionIds, deadlineMs: number): Record<string, string> {
-  return {
-    'idempotency-key': ctx.idempotencyKey,
-    'x-transition-key': ctx.transitionKey,
-    'x-tenant-id': ctx.tenantId,
-    'x-execution-id': ctx.executionId,
-    'x-transition-attempt': String(ctx.attempt),
-    'x-transition-deadline-ms': String(deadlineMs),
-    ...(ctx.stepName ? { 'x-transition-step': ctx.stepName } : {}),
-    ...(ctx.pipeline ? { 'x-pipeline': ctx.pipeline } : {}),
-    ...(ctx.correlationId ? { 'x-correlation-id': ctx.correlationId } : {}),
-  };
-}
+export { transitionHeaders, type TransitionIds } from '@pipeline-orchestrator/worker-kit/protocol';
 
 /**
  * Runs `call` under the deadline. `call` gets an AbortSignal that fires at the deadline

@@ -8,19 +8,19 @@
  * body names its own code, detail and retryability. `Retry-After` is honoured (capped by
  * the retry policy's max-backoff). docs/transition-workers.md is the contract.
  */
+import { IN_PROGRESS_HEADER, PLATFORM_HEADER, transitionHeaders } from '@pipeline-orchestrator/worker-kit/protocol';
 import {
   DeliveryUnconfirmedError,
-  IN_PROGRESS_HEADER,
   RemoteFailureError,
   TransitionInProgressError,
-  transitionHeaders,
   withDeadline,
+  WorkerUnreachableError,
   type RemoteCallContext,
 } from './remote';
 import { restProblem } from './worker-problem';
 import { injectTraceContext } from '../trace-context';
 
-export const PLATFORM_HEADER = 'x-transition-worker-platform';
+export { PLATFORM_HEADER };
 
 /**
  * Socket errors that can happen after the request went out (the worker may have taken the
@@ -60,11 +60,11 @@ export async function callRest(url: string, input: unknown, deadlineMs: number, 
       if (signal.aborted) throw err;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       if (cause && AFTER_SENDING.has(cause)) throw new DeliveryUnconfirmedError('REST', url, null, cause);
-      throw new RemoteFailureError(
+      throw new WorkerUnreachableError(
         `REST worker at ${url} unreachable (${cause ?? 'network error'})`,
         cause === 'ECONNREFUSED' ? 'CONNECTION_REFUSED' : 'NETWORK_ERROR',
-        true,
-        null,
+        'REST',
+        url,
       );
     }
     const platform = response.headers.get(PLATFORM_HEADER);

@@ -13,7 +13,7 @@ import { classifyFailure } from '../activities/step-failure';
 import { createLog } from '../log';
 import { callGrpc } from './grpc';
 import { TransitionWorkerService } from './grpc-proto';
-import { DeliveryUnconfirmedError, TransitionInProgressError, type RemoteCallContext } from './remote';
+import { DeliveryUnconfirmedError, TransitionInProgressError, WorkerUnreachableError, type RemoteCallContext } from './remote';
 import { callRest } from './rest';
 import { MAX_DETAIL_CHARS, PROBLEM_CODE_METADATA, PROBLEM_METADATA, PROBLEM_RETRYABLE_METADATA } from './worker-problem';
 
@@ -104,6 +104,10 @@ beforeAll(async () => {
         return callback({ code: grpc.status.ABORTED, details: 'conflict, try again', metadata: md });
       }
       if (mode === 'unmarked') return callback({ code: grpc.status.FAILED_PRECONDITION, details: SECRET });
+      if (mode === 'unavailable') {
+        md.set('x-transition-worker-platform', 'p');
+        return callback({ code: grpc.status.UNAVAILABLE, details: 'busy', metadata: md });
+      }
       callback(null, { output_json: '', platform: 'p' });
     },
     Lookup: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(null, { recorded: false }),
@@ -132,6 +136,8 @@ describe('REST worker contract, as the transport applies it', () => {
     await new Promise((resolve) => closed.close(resolve));
     const { err, failure } = await failureOf(callRest(`http://127.0.0.1:${port}/transition`, { a: 1 }, 4000, context()));
     expect(err).not.toBeInstanceOf(TransitionInProgressError);
+    // Nothing was sent by this delivery: the engine fails the attempt only if none of the identity's was (sentOnce).
+    expect(err).toBeInstanceOf(WorkerUnreachableError);
     expect(failure).toMatchObject({ errorCode: 'CONNECTION_REFUSED', retryable: true });
     expect(failure.inProgress).toBeUndefined();
   });
@@ -224,8 +230,13 @@ describe('gRPC worker contract, as the transport applies it', () => {
     // Now nothing listens at the dying server's port: nothing was sent.
     const { err, failure } = await failureOf(callGrpc(`127.0.0.1:${dyingPort}`, { mode: 'x' }, 4000, context()));
     expect(err).not.toBeInstanceOf(TransitionInProgressError);
+    expect(err).toBeInstanceOf(WorkerUnreachableError);
     expect(failure).toMatchObject({ errorCode: 'GRPC_UNAVAILABLE', retryable: true });
     expect(failure.inProgress).toBeUndefined();
+    // The worker's own UNAVAILABLE (it sent metadata) is its answer, not an unreachable worker.
+    const answered = await failureOf(callGrpc(address, { mode: 'unavailable' }, 4000, context()));
+    expect(answered.err).not.toBeInstanceOf(WorkerUnreachableError);
+    expect(answered.failure).toMatchObject({ errorCode: 'GRPC_UNAVAILABLE', retryable: true });
   });
 
   it('sends the same identity, attempt, step and deadline as metadata', async () => {

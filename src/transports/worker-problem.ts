@@ -6,44 +6,23 @@
  * assigns itself (or a malformed one) is ignored so a worker cannot impersonate the service.
  */
 
-/** The media type that marks a REST error body as the worker's problem (RFC 9457). */
-export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
-/** gRPC: metadata `x-transition-problem: true` marks the status details as the worker's problem detail. */
-export const PROBLEM_METADATA = 'x-transition-problem';
-export const PROBLEM_CODE_METADATA = 'x-transition-problem-code';
-export const PROBLEM_RETRYABLE_METADATA = 'x-transition-problem-retryable';
+import {
+  PROBLEM_CODE_PATTERN,
+  PROBLEM_METADATA,
+  PROBLEM_CODE_METADATA,
+  PROBLEM_MEDIA_TYPE,
+  PROBLEM_RETRYABLE_METADATA,
+  SERVICE_REMOTE_CODES,
+} from '@pipeline-orchestrator/worker-kit/protocol';
+
+// The names are the wire protocol's, owned by the kit (its protocol module).
+export { PROBLEM_CODE_METADATA, PROBLEM_MEDIA_TYPE, PROBLEM_METADATA, PROBLEM_RETRYABLE_METADATA, SERVICE_REMOTE_CODES };
 
 /** Error bodies over this size are not parsed (a problem document is small). */
 export const MAX_PROBLEM_BYTES = 16 * 1024;
 /** How much of the worker's `detail` reaches the step's errorMessage. */
 export const MAX_DETAIL_CHARS = 300;
 
-const CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
-
-/**
- * Codes the service assigns to remote steps by itself. A worker's problem carrying one
- * of them keeps the transport's own code (`HTTP_<status>`, `GRPC_<STATUS>`).
- */
-export const SERVICE_REMOTE_CODES = [
-  'CONNECTION_REFUSED',
-  'NETWORK_ERROR',
-  'INVALID_WORKER_RESPONSE',
-  'INVALID_REQUEST_HEADER',
-  'INVALID_REQUEST_METADATA',
-  'TRANSITION_IN_PROGRESS',
-  'DELIVERY_UNCONFIRMED',
-  'REMOTE_OUTCOME_UNKNOWN',
-  'STEP_ABANDONED',
-  'RUN_TERMINATED',
-  'RUN_CANCELLED',
-  'RUN_TIMED_OUT',
-  'STEP_TIMEOUT',
-  'PIPELINE_STEP_GONE',
-  'RETRY_INTENT_NOT_A_COMMAND',
-  'COMMAND_EFFECT_NOT_REDISPATCHABLE',
-  'OPERATOR_ERROR',
-  'NON_RETRYABLE',
-] as const;
 const RESERVED = new Set<string>(SERVICE_REMOTE_CODES);
 
 export interface WorkerProblem {
@@ -57,7 +36,7 @@ export interface WorkerProblem {
 
 /** The code a worker may set: UPPER_SNAKE, at most 64 characters, not one the service assigns. */
 export function usableProblemCode(value: unknown): string | null {
-  if (typeof value !== 'string' || !CODE.test(value)) return null;
+  if (typeof value !== 'string' || !PROBLEM_CODE_PATTERN.test(value)) return null;
   if (RESERVED.has(value) || /^(HTTP|GRPC)_/.test(value)) return null;
   return value;
 }

@@ -83,7 +83,20 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
   const key = (name: string, attempt = 1, tenant = 'conformance') => `${tenant}/chk-${id}-${name}:0:${attempt}`;
   const results = new Map<string, CheckResult>();
   const record = (check: string, rule: string, status: CheckStatus, detail: string) => results.set(check, { id: check, rule, status, detail });
-  const invoke = (request: Partial<InvokeRequest> & { key: string | null; input: unknown }) => client.invoke({ deadlineMs: timeoutMs, ...request });
+  /** The platform any answer named (the service reads the header from every answer, success or failure). */
+  let platform: string | null = null;
+  const invoke = async (request: Partial<InvokeRequest> & { key: string | null; input: unknown }) => {
+    const answer = await client.invoke({ deadlineMs: timeoutMs, ...request });
+    if ((answer.kind === 'output' || answer.kind === 'failure') && answer.platform) platform ??= answer.platform;
+    return answer;
+  };
+  const recordPlatform = () =>
+    record(
+      'platform',
+      'answers name the worker platform (X-Transition-Worker-Platform header / metadata)',
+      platform ? 'pass' : 'warn',
+      platform ?? 'no answer named a platform (DLQ envelopes will show the service’s own)',
+    );
 
   /** Delivers `k` again while the worker says "in progress", as the service does, up to `capMs`. */
   async function settle(k: string, input: unknown, capMs: number): Promise<Answer> {
@@ -104,12 +117,18 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
     firstRun && isDeepStrictEqual(firstRun.echo, { n: 1, text: 'zoë' }) ? 'pass' : 'fail',
     describe(first),
   );
-  record(
-    'platform',
-    'answers name the worker platform (X-Transition-Worker-Platform header / metadata)',
-    first.kind === 'output' && first.platform ? 'pass' : 'warn',
-    first.kind === 'output' && first.platform ? first.platform : 'no platform reported (DLQ envelopes will show the service’s own)',
-  );
+  if (first.kind === 'output' && !firstRun) {
+    // An answer, but not the conformance one: the worker ran its ordinary handler. Every other point would fail for that one reason.
+    record(
+      'answers',
+      'a call in conformance mode is answered 2xx / OK with JSON output { echo, run }',
+      'fail',
+      `the worker ignored the conformance input (answered ${describe(first)}, without { echo, run }): start it in conformance mode (docs/transition-workers.md, "Conformance mode")`,
+    );
+    recordPlatform();
+    for (const check of CHECK_IDS) if (!results.has(check)) record(check, '', 'skip', 'not checked: the worker is not in conformance mode');
+    return CHECK_IDS.map((check) => results.get(check)!);
+  }
   const replay = await invoke({ key: key('basic'), input: conformance({ echo: { n: 2 } }) });
   const replayRun = runOf(replay);
   record(
@@ -162,29 +181,41 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
   const busyKey = key('busy');
   let firstSettled = false;
   const busySent = performance.now();
+  let firstSettledAt = Infinity;
   const busy = invoke({ key: busyKey, input: conformance({ echo: 'first', sleepMs: busyMs }), deadlineMs: busyMs + timeoutMs }).finally(() => {
     firstSettled = true;
+    firstSettledAt = performance.now();
   });
   let seenRecorded: string | null = null;
   if (client.offersLookup) {
     // Only a lookup asked before busyMs had passed since the call was sent can have seen the handler
     // still running (it sleeps busyMs once it started): a later "recorded" may be the stored answer.
+    // And only one answered before the first delivery's own answer came back: after it, nothing may be running.
     while (!firstSettled && !seenRecorded && performance.now() - busySent < busyMs) {
       const answer = await client.lookup(busyKey, lookupTimeoutMs)!;
-      if (answer.answered && answer.recorded) seenRecorded = answer.state ?? 'recorded';
+      if (answer.answered && answer.recorded && !firstSettled) seenRecorded = answer.state ?? 'recorded';
       else await sleep(50);
     }
-    record(
-      'lookup-while-busy',
-      'the lookup says recorded: true while the handler runs',
-      seenRecorded ? 'pass' : 'fail',
-      seenRecorded ? `recorded while running (state ${seenRecorded})` : 'the lookup never said recorded while the handler could still be running',
-    );
   } else {
     await sleep(Math.floor(busyMs / 3));
   }
   const second = await invoke({ key: busyKey, input: conformance({ echo: 'second' }), deadlineMs: busyMs + timeoutMs });
   const firstAnswer = await busy;
+  // The first delivery answered before its conformance sleep could have ended: no handler was running to look up or to collide with.
+  const sleptThrough = firstSettledAt - busySent >= busyMs * 0.9;
+  const notRunning = `nothing was running: the first delivery answered after ${Math.round(firstSettledAt - busySent)} ms, before its conformance sleep of ${busyMs} ms ended (the worker does not honour sleepMs)`;
+  if (client.offersLookup) {
+    record(
+      'lookup-while-busy',
+      'the lookup says recorded: true while the handler runs',
+      seenRecorded && sleptThrough ? 'pass' : 'fail',
+      !sleptThrough
+        ? notRunning
+        : seenRecorded
+          ? `recorded while running (state ${seenRecorded})`
+          : 'the lookup never said recorded while the handler could still be running',
+    );
+  }
   const third = await settle(busyKey, conformance({ echo: 'third' }), busyMs + timeoutMs);
   const outputs = [firstAnswer, second, third].map(runOf).filter((run): run is ConformanceOutput => run !== null);
   const others = [firstAnswer, second].filter((answer) => runOf(answer) === null);
@@ -193,12 +224,14 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
   record(
     'busy-redelivery',
     'a redelivery while the handler runs is answered "in progress" (or waits for the answer); the handler runs once',
-    oneRun && onlyInProgress ? 'pass' : 'fail',
-    oneRun && onlyInProgress
-      ? second.kind === 'failure'
-        ? `answered in progress (${second.status}${second.failure.retryAfterMs != null ? `, Retry-After ${second.failure.retryAfterMs} ms` : ''})`
-        : 'waited for the first delivery’s answer'
-      : `first: ${describe(firstAnswer)}; redelivery: ${describe(second)}; after: ${describe(third)}`,
+    oneRun && onlyInProgress && sleptThrough ? 'pass' : 'fail',
+    !sleptThrough
+      ? notRunning
+      : oneRun && onlyInProgress
+        ? second.kind === 'failure'
+          ? `answered in progress (${second.status}${second.failure.retryAfterMs != null ? `, Retry-After ${second.failure.retryAfterMs} ms` : ''})`
+          : 'waited for the first delivery’s answer'
+        : `first: ${describe(firstAnswer)}; redelivery: ${describe(second)}; after: ${describe(third)}`,
   );
 
   // The caller's deadline: the answer outlives a caller that gave up.
@@ -228,9 +261,9 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
 
   // Problems.
   const rejected = await invoke({ key: key('reject'), input: conformance({ fail: REJECTION }) });
+  // What the service records: the worker's code and detail (read from a problem only), not retried.
   const rejectionOk =
     rejected.kind === 'failure' &&
-    rejected.problem &&
     !rejected.failure.retryable &&
     !rejected.failure.inProgress &&
     rejected.failure.errorCode === REJECTION.code &&
@@ -242,12 +275,15 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
     rejected.kind === 'failure' && !rejected.problem ? `${describe(rejected)}, not marked as a problem` : describe(rejected),
   );
   const unavailable = await invoke({ key: key('unavailable'), input: conformance({ fail: UNAVAILABLE }) });
-  const retryableOk = unavailable.kind === 'failure' && unavailable.problem && unavailable.failure.retryable && !unavailable.failure.inProgress;
+  // What the service does with it: retries the step (a problem with retryable: true, or a retryable status such as 503, as the transports read it).
+  const retryableOk = unavailable.kind === 'failure' && unavailable.failure.retryable && !unavailable.failure.inProgress;
   record(
     'problem-retryable',
-    'a retryable failure is a problem the service retries (retryable: true or a retryable status)',
+    'a retryable failure is answered so the service retries it (a problem with retryable: true, or a retryable status)',
     retryableOk ? 'pass' : 'fail',
-    unavailable.kind === 'failure' && !unavailable.problem ? `${describe(unavailable)}, not marked as a problem` : describe(unavailable),
+    retryableOk && !unavailable.problem
+      ? `${describe(unavailable)}: retried, under the status's code (a problem with code ${UNAVAILABLE.code} would name it)`
+      : describe(unavailable),
   );
 
   // Keys.
@@ -287,5 +323,6 @@ export async function runChecks(client: WorkerClient, options: CheckOptions = {}
             : `the answer reports trace id ${echoed}, not ${traceId}`,
   );
 
+  recordPlatform();
   return CHECK_IDS.map((check) => results.get(check)).filter((result): result is CheckResult => result !== undefined);
 }

@@ -9,9 +9,8 @@ import { errorMessage } from '../errors';
 import { parseIdempotencyKey } from '../ids';
 import { grpcClient, grpcFailure, grpcOutput } from '../transports/grpc';
 import { askLookup, type LookupAnswer, type LookupTarget } from '../transports/lookup';
-import { transitionHeaders } from '../transports/remote';
-import { interpretRestAnswer, PLATFORM_HEADER } from '../transports/rest';
-import { PROBLEM_MEDIA_TYPE, PROBLEM_METADATA } from '../transports/worker-problem';
+import { PLATFORM_HEADER, PROBLEM_MEDIA_TYPE, PROBLEM_METADATA, REQUEST_HEADERS, transitionHeaders } from '@pipeline-orchestrator/worker-kit/protocol';
+import { interpretRestAnswer } from '../transports/rest';
 
 export interface InvokeRequest {
   /** the Idempotency-Key to send; null sends none */
@@ -50,7 +49,7 @@ function headersFor(request: InvokeRequest): Record<string, string> {
         { ...parsed, idempotencyKey: request.key!, correlationId: 'conformance-check', stepName: 'conformance', pipeline: 'conformance' },
         request.deadlineMs,
       )
-    : { ...(request.key ? { 'idempotency-key': request.key } : {}), 'x-transition-deadline-ms': String(request.deadlineMs) };
+    : { ...(request.key ? { [REQUEST_HEADERS.idempotencyKey]: request.key } : {}), [REQUEST_HEADERS.deadlineMs]: String(request.deadlineMs) };
   return {
     ...base,
     ...(request.traceparent ? { traceparent: request.traceparent } : {}),

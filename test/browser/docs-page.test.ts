@@ -37,10 +37,16 @@ describe.skipIf(chromiumMissing)(`the API reference in a browser${chromiumMissin
         dialogs++;
         void dialog.dismiss();
       });
+      // The page's content security policy must not block anything the reference needs.
+      const blocked: string[] = [];
+      page.on('console', (message) => {
+        if (/Content Security Policy|Refused to/.test(message.text())) blocked.push(message.text());
+      });
       await page.goto(`${base}/pipeline/docs`);
       await page.waitForSelector('body[data-reference="ready"]', { timeout: scaled(60_000) });
       await page.waitForSelector('.opblock-tag-section', { timeout: scaled(60_000) });
       expect(dialogs).toBe(0);
+      expect(blocked).toEqual([]);
       expect((await page.locator('.info .version').first().textContent())?.trim()).toBe(VERSION);
       const tags = await page.locator('.opblock-tag').evaluateAll((els) => els.map((el) => el.getAttribute('data-tag')));
       expect(tags).toEqual(expect.arrayContaining(['submit', 'executions', 'dlq', 'redrive-jobs', 'health']));
@@ -68,6 +74,7 @@ describe.skipIf(chromiumMissing)(`the API reference in a browser${chromiumMissin
       expect((await status.textContent())?.trim()).toBe('200');
       expect(await block.locator('.live-responses-table .microlight').first().textContent()).toContain('"SUCCEEDED"');
       await page.screenshot({ path: screenshotPath('api-reference.png'), fullPage: false });
+      expect(blocked).toEqual([]); // "Try it out" too
     } finally {
       await chromium.close();
     }

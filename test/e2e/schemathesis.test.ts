@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
+import { UNSTORABLE_MESSAGE } from '../../src/storable';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -54,36 +55,81 @@ function schemathesis(args: string[]): Promise<{ code: number | null; output: st
   });
 }
 
+/** One run over the whole document with `checks`, at the suite's seed. */
+function runOver(checks: string[], extra: string[] = []) {
+  return schemathesis([
+    ...extra,
+    'run',
+    `${origin}/pipeline/openapi.json`,
+    '--url',
+    origin,
+    '--header',
+    `Authorization: Bearer ${ADMIN_TOKEN}`,
+    '--checks',
+    checks.join(','),
+    // The coverage phase is left out: schemathesis 4.32's crashes in it on this document (a SystemError in hypothesis' lambda description).
+    '--phases',
+    'examples,fuzzing',
+    // How fast hypothesis generates data depends on the machine's load (a fresh-clone pair at
+    // load 10 failed its "too slow" check on the codec routes); what this test asserts is the
+    // answers, never the generator's speed.
+    '--suppress-health-check',
+    'too_slow',
+    '--max-examples',
+    String(MAX_EXAMPLES),
+    '--seed',
+    '20261126',
+    '--generation-deterministic',
+    '--workers',
+    '2',
+    '--request-timeout',
+    '70',
+    '--no-color',
+  ]);
+}
+
+/**
+ * A request the document allows may still be refused for the store's state, never for its
+ * shape: an execution or job that is not there (404), a version that moved or a state that does
+ * not admit the step (409, 422), and a cursor the API did not return (400 INVALID_CURSOR: a
+ * cursor is opaque, taken from a previous page).
+ */
+const STATE_DEPENDENT_STATUSES = ['2XX', '404', '409', '422'];
+const STATE_DEPENDENT_CODES = new Set(['INVALID_CURSOR']);
+/**
+ * The one rule schemathesis cannot generate for, though the document states it: text without NUL
+ * or an unpaired surrogate (`^[^\u0000\ud800-\udfff]*$`, which its warnings say it dropped).
+ */
+
+/** Each "valid request refused" in the report: the answer's body, parsed. */
+function refusals(output: string): { status: number; body: any }[] {
+  return [...output.matchAll(/ST202 Schema-valid request rejected[\s\S]*?\n\[(\d{3})\][^\n]*\n\s*`(\{.*\})`/g)].map((m) => ({
+    status: Number(m[1]),
+    body: JSON.parse(m[2]),
+  }));
+}
+
 describe('schemathesis over the whole document', () => {
+  it("refuses no request the document allows, but for the store's state", async () => {
+    const config = join(ROOT, '.data', 'schemathesis', 'positive.toml');
+    mkdirSync(join(ROOT, '.data', 'schemathesis'), { recursive: true });
+    writeFileSync(config, `[checks.positive_data_acceptance]\nexpected-statuses = ${JSON.stringify(STATE_DEPENDENT_STATUSES)}\n`);
+    const { output } = await runOver(['positive_data_acceptance'], ['--config-file', config]);
+    writeFileSync(join(ROOT, '.data', 'schemathesis', 'positive-run.txt'), output);
+    const failures = Number(/ST202 Schema-valid request rejected: (\d+)/.exec(output)?.[1] ?? 0);
+    const found = refusals(output);
+    // Every failure the summary counts was read here (so none hides from the filter below).
+    expect(found.length, output.slice(-10_000)).toBe(failures);
+    const shapeRefusals = found.filter(
+      ({ body }) =>
+        !STATE_DEPENDENT_CODES.has(body.code) &&
+        !(body.code === 'VALIDATION_FAILED' && body.issues?.every((issue: any) => issue.message === UNSTORABLE_MESSAGE)),
+    );
+    expect(shapeRefusals, output.slice(-10_000)).toEqual([]);
+  });
+
   it('finds no 5xx and no response the document does not allow', async () => {
-    const { code, output } = await schemathesis([
-      'run',
-      `${origin}/pipeline/openapi.json`,
-      '--url',
-      origin,
-      '--header',
-      `Authorization: Bearer ${ADMIN_TOKEN}`,
-      '--checks',
-      CHECKS.join(','),
-      // The coverage phase is left out: schemathesis 4.32's crashes in it on this document (a SystemError in hypothesis' lambda description).
-      '--phases',
-      'examples,fuzzing',
-      // How fast hypothesis generates data depends on the machine's load (a fresh-clone pair at
-      // load 10 failed its "too slow" check on the codec routes); what this test asserts is the
-      // answers, never the generator's speed.
-      '--suppress-health-check',
-      'too_slow',
-      '--max-examples',
-      String(MAX_EXAMPLES),
-      '--seed',
-      '20261126',
-      '--generation-deterministic',
-      '--workers',
-      '2',
-      '--request-timeout',
-      '70',
-      '--no-color',
-    ]);
+    const { code, output } = await runOver(CHECKS);
     // The whole report stays for a reader: .data/schemathesis/last-run.txt.
     mkdirSync(join(ROOT, '.data', 'schemathesis'), { recursive: true });
     writeFileSync(join(ROOT, '.data', 'schemathesis', 'last-run.txt'), output);

@@ -21,6 +21,7 @@ import { startService, type Service } from '../../src/runtime';
 import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import type { ExecutionRecord, ExecutionStatus } from '../../src/store/execution-store';
+import { documentChecker, type DocumentChecker } from './document-conformance';
 import { createTestDatabase, type TestDatabase } from './postgres';
 import { scaled } from './time-scale';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -111,6 +112,17 @@ export async function startTestEngine(
   });
   const prefix = `/${config['pipeline.admin.prefix']}`;
 
+  // Every answer a test receives must be one the served document states (status and body), so a
+  // handler cannot drift from its declaration unseen. A test that means to receive an undocumented
+  // answer has none to receive: the check throws, naming the route, the status and the mismatch.
+  let checker: DocumentChecker | undefined;
+  const conformingAnswer = async (method: string, path: string, res: Response): Promise<Response> => {
+    checker ??= documentChecker(await (await service.app.request(`${prefix}/openapi.json`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json());
+    const mismatch = checker.mismatch(method, path, res.status, res.headers.get('content-type'), await res.clone().text());
+    if (mismatch) throw new Error(`an answer the OpenAPI document does not state: ${mismatch}`);
+    return res;
+  };
+
   const engine: TestEngine = {
     service,
     database,
@@ -118,7 +130,7 @@ export async function startTestEngine(
     dlq: new DlqStore(service.db),
     logs,
     taskQueue,
-    request(method, path, options = {}) {
+    async request(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
       if (options.token !== null) headers.authorization ??= `Bearer ${options.token ?? ADMIN_TOKEN}`;
       let body: string | undefined;
@@ -126,7 +138,7 @@ export async function startTestEngine(
         headers['content-type'] ??= 'application/json';
         body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
       }
-      return Promise.resolve(service.app.request(`${prefix}${path}`, { method, headers, body }));
+      return conformingAnswer(method, `${prefix}${path}`, await service.app.request(`${prefix}${path}`, { method, headers, body }));
     },
     async start(tenantId, body) {
       const res = await engine.request('POST', `/api/tenants/${tenantId}/executions`, { body });

@@ -58,12 +58,15 @@ const commands = {
   npm: ['npm', 'start', '--silent', '--ignore-scripts'],
   tsx: [join('node_modules', '.bin', 'tsx'), 'src/main.ts'],
 } as const;
-export type MainCommand = keyof typeof commands;
+/** One of `commands`, or a command line of its own run in `cwd` (the service from an installed package). */
+export type MainCommand = keyof typeof commands | { argv: readonly string[]; cwd: string };
+const argvOf = (command: MainCommand) => (typeof command === 'string' ? commands[command] : command.argv);
 
 /** Runs the service (see `commands`) with `env` over a clean one, in a process group of its own. */
 export function startMain(env: Record<string, string>, command: MainCommand = 'node') {
-  const [file, ...args] = commands[command];
-  const child = spawn(file, args, { env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const [file, ...args] = argvOf(command);
+  const cwd = typeof command === 'string' ? undefined : command.cwd;
+  const child = spawn(file, args, { cwd, env: { ...cleanEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(child);
   const output = { stdout: '', stderr: '' };
   child.stdout!.on('data', (chunk) => (output.stdout += chunk));
@@ -86,7 +89,11 @@ export async function startMainUp(extra: Record<string, string>, command: MainCo
     () => {
       // A child ended by a signal has a null exitCode and a signalCode: either way it will not start.
       if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`${commands[command].slice(command === 'node' ? 1 : 0).join(' ')} exited ${child.exitCode ?? child.signalCode}: ${output.stderr}`);
+        throw new Error(
+          `${argvOf(command)
+            .slice(command === 'node' ? 1 : 0)
+            .join(' ')} exited ${child.exitCode ?? child.signalCode}: ${output.stderr}`,
+        );
       return output.stdout.includes('"service_started"');
     },
     120_000,

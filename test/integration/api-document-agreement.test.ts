@@ -100,7 +100,7 @@ describe('the document says what the handlers enforce', () => {
     expect(problem.properties.jobStatus.enum).toContain('ABORTED');
   });
 
-  it('limit is 1–500 and window a duration, by pattern', () => {
+  it('limit is 1–500 and window a duration from 1m to 24h, by pattern', () => {
     const params = path('/admin/tenants/{tenantId}/executions').get.parameters;
     const limit = new RegExp(params.find((p: any) => p.name === 'limit').schema.pattern);
     expect(['1', '50', '500'].every((v) => limit.test(v))).toBe(true);
@@ -108,6 +108,9 @@ describe('the document says what the handlers enforce', () => {
     const window = new RegExp(path('/admin/triage').get.parameters.find((p: any) => p.name === 'window').schema.pattern);
     expect(['15m', '1h', '90s', 'PT15M', '60000'].every((v) => window.test(v))).toBe(true);
     expect(['15 minutes', 'PT', '', '1w'].some((v) => window.test(v))).toBe(false);
+    // The range is in the pattern, not only in the description.
+    expect(['0', '59s', '59999', '25h', '2d', 'PT59S', 'PT25H'].filter((v) => window.test(v))).toEqual([]);
+    expect(['1m', '24h', '1d', '1440m', '86400000', 'PT24H'].every((v) => window.test(v))).toBe(true);
   });
 
   it('bodies that routes cannot do without are required; the control body is not', () => {

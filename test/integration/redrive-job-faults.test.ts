@@ -187,7 +187,7 @@ describe('a bulk job item or tick that keeps failing', () => {
         body: { selection: { executionIds: ['f-1', 'f-3'] }, reason: 'all canary', allowFailed: true, canary: 2 },
       });
       const body = await res.json();
-      expect([res.status, body.code, body.issues?.[0]?.path], path).toEqual([400, 'VALIDATION_FAILED', ['canary']]);
+      expect([res.status, body.code, body.issues?.[0]?.path], path).toEqual([400, 'VALIDATION_FAILED', 'canary']);
       expect(body.detail).toBe('canary (2) must be smaller than the selection (2 executions): a canary is a first few items');
     }
     expect((await sql(`SELECT count(*)::int AS n FROM redrive_job`)).rows[0].n).toBe(before);

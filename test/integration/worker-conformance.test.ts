@@ -11,12 +11,17 @@ import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runChecks, CHECK_IDS, type CheckResult } from '../../src/worker-check/checks';
-import { withConformanceMode } from '../../src/worker-check/conformance-mode';
 import type { CheckReport } from '../../src/worker-check/report';
 import { grpcWorkerClient, restWorkerClient } from '../../src/worker-check/worker-client';
-import { createGrpcTransitionWorker, createRestTransitionWorker, ensureDedupeSchema, type GrpcTransitionWorker } from '@pipeline-orchestrator/worker-kit';
+import {
+  createGrpcTransitionWorker,
+  createRestTransitionWorker,
+  ensureDedupeSchema,
+  withConformanceMode,
+  type GrpcTransitionWorker,
+} from '@pipeline-orchestrator/worker-kit';
 import { startPythonWorker } from '../../examples/invoices/test/python-worker';
-import { FAULTS, startBrokenWorker, type Fault } from '../fixtures/broken-worker';
+import { FAULTS, startBrokenWorker, VARIANTS, type Fault, type Protocol, type Variant } from '../fixtures/broken-worker';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { scaled } from '../helpers/time-scale';
 import { retryUntilSuccess } from '../helpers/until';
@@ -35,6 +40,9 @@ let pythonUrl = '';
 const scratch = mkdtempSync(join(tmpdir(), 'python-worker-'));
 
 const statuses = (checks: CheckResult[]) => Object.fromEntries(checks.map((check) => [check.id, check.status]));
+/** The checker's client for a broken worker's target, as the CLI would build it (with the lookup). */
+const clientFor = (protocol: Protocol, target: string) =>
+  protocol === 'REST' ? restWorkerClient(target, `${target}/{idempotencyKey}`) : grpcWorkerClient(target, true);
 const failed = (checks: CheckResult[]) => checks.filter((check) => check.status === 'fail').map((check) => `${check.id}: ${check.detail}`);
 
 /** The Python reference worker in conformance mode on port 0; `extra` arguments after the defaults. */
@@ -126,6 +134,8 @@ describe('pipeline-worker-check', () => {
     const checks = await runChecks(restWorkerClient(kitUrl, `${kitUrl}/{idempotencyKey}`), { busyMs: scaled(2000) });
     expect(failed(checks)).toEqual([]);
     expect(checks.find((check) => check.id === 'busy-redelivery')?.detail).toMatch(/in progress/);
+    // The kit's TransitionRetryableError (withConformanceMode throws it) carries the failure's own code.
+    expect(checks.find((check) => check.id === 'problem-retryable')?.detail).toContain('CONFORMANCE_UNAVAILABLE (retryable)');
     const counts = Object.entries(kitRuns).filter(([key]) => key.includes('-busy:') || key.includes('-basic:') || key.includes('-deadline:'));
     expect(counts.length).toBeGreaterThanOrEqual(4);
     expect(counts.filter(([, runs]) => runs !== 1)).toEqual([]);
@@ -134,37 +144,97 @@ describe('pipeline-worker-check', () => {
   it('passes the TypeScript kit over gRPC', async () => {
     const checks = await runChecks(grpcWorkerClient(grpcAddress, true), { busyMs: scaled(2000) });
     expect(failed(checks)).toEqual([]);
+    expect(checks.find((check) => check.id === 'problem-retryable')?.detail).toContain('CONFORMANCE_UNAVAILABLE (retryable)');
     expect(checks.every((check) => check.status === 'pass')).toBe(true);
   });
 
-  it('passes the broken worker with no fault switched on (the faults below are the only difference)', async () => {
-    const worker = await startBrokenWorker(null);
-    try {
-      expect(failed(await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: scaled(800) }))).toEqual([]);
-    } finally {
-      await worker.close();
-    }
-  });
+  it.each(['REST', 'GRPC'] as const)(
+    'passes the broken worker over %s with no fault switched on (the faults below are the only difference)',
+    async (protocol) => {
+      const worker = await startBrokenWorker(null, protocol);
+      try {
+        const checks = await runChecks(clientFor(protocol, worker.target), { busyMs: scaled(800) });
+        expect(failed(checks)).toEqual([]);
+        expect(statuses(checks)).toEqual(Object.fromEntries(CHECK_IDS.map((id) => [id, 'pass'])));
+      } finally {
+        await worker.close();
+      }
+    },
+  );
 
-  it('fails a worker that breaks one contract point on exactly that point, for every point', async () => {
+  it.each(['REST', 'GRPC'] as const)(
+    'passes a worker over %s that answers unlike the kit but gives the service the same outcome (bare 503, platform on failures only)',
+    async (protocol) => {
+      const variants = Object.keys(VARIANTS) as Variant[];
+      const outcomes = await Promise.all(
+        variants.map(async (variant) => {
+          const worker = await startBrokenWorker(variant, protocol);
+          try {
+            return [variant, failed(await runChecks(clientFor(protocol, worker.target), { busyMs: scaled(800) }))] as const;
+          } finally {
+            await worker.close();
+          }
+        }),
+      );
+      expect(Object.fromEntries(outcomes)).toEqual(Object.fromEntries(variants.map((variant) => [variant, []])));
+      const plain = await startBrokenWorker('plain-retryable', protocol);
+      try {
+        const checks = await runChecks(clientFor(protocol, plain.target), { busyMs: scaled(800) });
+        expect(checks.find((check) => check.id === 'problem-retryable')?.detail).toMatch(/retried/);
+      } finally {
+        await plain.close();
+      }
+    },
+  );
+
+  it.each(['REST', 'GRPC'] as const)('fails a worker over %s that breaks one contract point on exactly that point, for every point', async (protocol) => {
     const faults = Object.keys(FAULTS) as Fault[];
-    expect(new Set(Object.values(FAULTS))).toEqual(new Set(CHECK_IDS.filter((id) => id !== 'platform')));
+    expect(new Set(Object.values(FAULTS))).toEqual(new Set(CHECK_IDS));
     const outcomes = await Promise.all(
       faults.map(async (fault) => {
-        const worker = await startBrokenWorker(fault);
+        const worker = await startBrokenWorker(fault, protocol);
         try {
-          const checks = await runChecks(restWorkerClient(worker.url, `${worker.url}/{idempotencyKey}`), { busyMs: scaled(800) });
+          const checks = await runChecks(clientFor(protocol, worker.target), { busyMs: scaled(800) });
           return [fault, statuses(checks)[FAULTS[fault]]] as const;
         } finally {
           await worker.close();
         }
       }),
     );
-    expect(Object.fromEntries(outcomes)).toEqual(Object.fromEntries(faults.map((fault) => [fault, 'fail'])));
+    expect(Object.fromEntries(outcomes)).toEqual(Object.fromEntries(faults.map((fault) => [fault, FAULTS[fault] === 'platform' ? 'warn' : 'fail'])));
+  });
+
+  it.each(['REST', 'GRPC'] as const)('a worker over %s without conformance mode gets one row saying so, the rest not checked', async (protocol) => {
+    const worker = await startBrokenWorker('no-conformance-mode', protocol);
+    try {
+      const checks = await runChecks(clientFor(protocol, worker.target), { busyMs: scaled(800) });
+      expect(checks.filter((check) => check.status === 'fail')).toEqual([
+        expect.objectContaining({ id: 'answers', detail: expect.stringContaining('the worker ignored the conformance input') }),
+      ]);
+      expect(checks.filter((check) => check.status === 'skip').map((check) => check.id)).toEqual(
+        CHECK_IDS.filter((id) => id !== 'answers' && id !== 'platform'),
+      );
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it.each(['REST', 'GRPC'] as const)('a worker over %s that ignores the conformance sleep fails lookup-while-busy: nothing was running', async (protocol) => {
+    const worker = await startBrokenWorker('ignores-sleep', protocol);
+    try {
+      const checks = await runChecks(clientFor(protocol, worker.target), { busyMs: scaled(800) });
+      expect(checks.find((check) => check.id === 'lookup-while-busy')).toMatchObject({
+        status: 'fail',
+        detail: expect.stringContaining('nothing was running'),
+      });
+    } finally {
+      await worker.close();
+    }
   });
 
   it('exits 1 with a FAIL row for a broken worker, and 2 on wrong usage', async () => {
     const worker = await startBrokenWorker('plain-rejection');
+    const url = worker.target;
     const run = async (args: string[]) => {
       const child = spawn(process.execPath, [join(root, 'bin', 'pipeline-worker-check.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
@@ -173,11 +243,11 @@ describe('pipeline-worker-check', () => {
       return { code: await new Promise<number | null>((resolve) => child.once('exit', resolve)), out };
     };
     try {
-      const broken = await run([worker.url, '--busy-ms', String(scaled(500))]);
+      const broken = await run([url, '--busy-ms', String(scaled(500))]);
       expect(broken.code).toBe(1);
       expect(broken.out).toMatch(/problem-rejection\s+FAIL/);
       expect(broken.out).toContain('DOES NOT CONFORM');
-      const usage = await run(['--busy-ms', '0', worker.url]);
+      const usage = await run(['--busy-ms', '0', url]);
       expect(usage.code).toBe(2);
       expect(usage.out).toContain('--busy-ms 0');
     } finally {

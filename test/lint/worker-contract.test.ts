@@ -1,20 +1,28 @@
 /**
- * The worker wire contract has three written forms besides the code: docs/transition-workers.md,
- * docs/worker-api.openapi.json and proto/transition_worker.proto. They must name every header the
- * transports send, every code the service assigns a remote step, and every conformance check.
+ * The worker wire protocol has one home, the kit's protocol module and proto
+ * (packages/worker-kit/src/protocol.ts, packages/worker-kit/proto/transition_worker.proto), and
+ * two written forms: docs/transition-workers.md and docs/worker-api.openapi.json. They must name
+ * every header the module says a call carries, every code the service assigns a remote step, and
+ * every conformance check; the service keeps no copy of its own.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { transitionHeaders } from '../../src/transports/remote';
-import { SERVICE_REMOTE_CODES } from '../../src/transports/worker-problem';
+import {
+  IN_PROGRESS_HEADER,
+  PLATFORM_HEADER,
+  REQUEST_HEADERS,
+  SERVICE_REMOTE_CODES,
+  TRACE_HEADERS,
+  transitionHeaders,
+} from '@pipeline-orchestrator/worker-kit/protocol';
 import { CHECK_IDS } from '../../src/worker-check/checks';
 
 const root = join(import.meta.dirname, '..', '..');
 const doc = readFileSync(join(root, 'docs', 'transition-workers.md'), 'utf8');
-const proto = readFileSync(join(root, 'proto', 'transition_worker.proto'), 'utf8');
+const proto = readFileSync(join(root, 'packages', 'worker-kit', 'proto', 'transition_worker.proto'), 'utf8');
 const openapi = JSON.parse(readFileSync(join(root, 'docs', 'worker-api.openapi.json'), 'utf8')) as {
-  paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>>;
+  paths: Record<string, Record<string, { parameters?: { name: string; in: string }[]; responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
 };
 const sent = [
   ...Object.keys(
@@ -23,14 +31,41 @@ const sent = [
       1000,
     ),
   ),
-  'traceparent',
-  'tracestate',
+  ...TRACE_HEADERS,
 ];
 
 describe('the worker contract in writing', () => {
   it('the OpenAPI document declares exactly the headers a REST call carries', () => {
     const declared = openapi.paths['/transition'].post.parameters!.filter((p) => p.in === 'header').map((p) => p.name.toLowerCase());
     expect(declared.sort()).toEqual([...sent].sort());
+  });
+
+  it('a call carries every request header the protocol module names', () => {
+    expect(Object.values(REQUEST_HEADERS).filter((name) => !sent.includes(name))).toEqual([]);
+  });
+
+  it('the OpenAPI document declares the answer headers the protocol module names', () => {
+    const answered = Object.values(openapi.paths['/transition'].post.responses ?? {}).flatMap((response) =>
+      Object.keys(response.headers ?? {}).map((name) => name.toLowerCase()),
+    );
+    expect([PLATFORM_HEADER, IN_PROGRESS_HEADER].filter((name) => !answered.includes(name))).toEqual([]);
+  });
+
+  it('the service keeps no proto and no wire header literal of its own (the kit owns them)', () => {
+    expect(existsSync(join(root, 'proto'))).toBe(false);
+    const files = [
+      'src/transports/remote.ts',
+      'src/transports/rest.ts',
+      'src/transports/grpc.ts',
+      'src/transports/worker-problem.ts',
+      'src/worker-check/worker-client.ts',
+    ];
+    const names = [...Object.values(REQUEST_HEADERS), PLATFORM_HEADER, IN_PROGRESS_HEADER, 'x-transition-problem', 'application/problem+json'];
+    const literals = files.flatMap((file) => {
+      const text = readFileSync(join(root, file), 'utf8');
+      return names.filter((name) => text.includes(`'${name}'`)).map((name) => `${file}: '${name}'`);
+    });
+    expect(literals).toEqual([]);
   });
 
   it('docs/transition-workers.md and the .proto name every header / metadata entry', () => {

@@ -46,6 +46,24 @@ export class TransitionRejectedError extends Error {
   }
 }
 
+/**
+ * Thrown by a handler for a failure a retry may fix, with its own error code: nothing is
+ * stored (the next delivery runs the handler again), answered as a retryable problem
+ * (REST 503, gRPC UNAVAILABLE) whose `code` becomes the step's errorCode and whose `detail`
+ * is the message. The message must not carry payload data. Any other throw is answered the
+ * same way without a code or the message ("transition failed; retry").
+ */
+export class TransitionRetryableError extends Error {
+  constructor(
+    message: string,
+    /** UPPER_SNAKE, becomes the step's errorCode */
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'TransitionRetryableError';
+  }
+}
+
 /** The reason a handler's `signal` is aborted with when its claim's lease is lost. */
 export class LeaseLostError extends Error {
   constructor(
@@ -70,8 +88,8 @@ export type DeliveryOutcome =
    * identity again after `retryAfterMs`.
    */
   | { kind: 'in-progress'; retryAfterMs: number }
-  /** the handler failed retryably; nothing was stored, the claim is released */
-  | { kind: 'retry' };
+  /** the handler failed retryably; nothing was stored, the claim is released. `problem` when it threw TransitionRetryableError */
+  | { kind: 'retry'; problem?: { code?: string; detail: string } };
 
 export interface DeliveryLimits {
   /** how long a claim holds without renewal before another delivery may take it over (this process died) */
@@ -234,7 +252,7 @@ export class Deliveries {
         lease.stop();
         // The handler says a retry is safe: forget the claim, if still ours (if that fails too, the lease runs out).
         await this.store.release(key, fence).catch(() => undefined);
-        return { kind: 'retry' };
+        return err instanceof TransitionRetryableError ? { kind: 'retry', problem: { code: err.code, detail: err.message } } : { kind: 'retry' };
       }
     }
     // The handler has run: from here on the claim is never released.

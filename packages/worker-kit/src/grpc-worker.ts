@@ -77,7 +77,8 @@ export function createGrpcTransitionWorker(options: GrpcTransitionWorkerOptions)
           const md = platformMetadata();
           md.set(PROBLEM_METADATA, 'true');
           md.set(PROBLEM_RETRYABLE_METADATA, 'true');
-          return callback({ code: grpc.status.UNAVAILABLE, details: 'transition failed; retry', metadata: md });
+          if (outcome.problem?.code) md.set(PROBLEM_CODE_METADATA, outcome.problem.code);
+          return callback({ code: grpc.status.UNAVAILABLE, details: outcome.problem?.detail ?? 'transition failed; retry', metadata: md });
         }
         if (outcome.stored.status >= 400) {
           // A stored rejection, answered as the contract's problem: its message is the detail, never retryable.

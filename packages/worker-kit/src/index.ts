@@ -12,7 +12,7 @@ export {
   type TransitionCall,
 } from './rest-worker.js';
 export { createGrpcTransitionWorker, type GrpcTransitionWorker, type GrpcTransitionWorkerOptions } from './grpc-worker.js';
-export { LeaseLostError, TransitionRejectedError, Deliveries, type DeliveryLimits, type DeliveryOutcome } from './delivery.js';
+export { LeaseLostError, TransitionRejectedError, TransitionRetryableError, Deliveries, type DeliveryLimits, type DeliveryOutcome } from './delivery.js';
 export {
   DedupeStore,
   purgeDedupe,
@@ -26,3 +26,4 @@ export {
 export { DEDUPE_MIGRATION, dedupeMigrationSql, ensureDedupeSchema } from './migration.js';
 export type { KitLog, Queryable } from './ports.js';
 export * from './protocol.js';
+export { withConformanceMode, isConformanceInput, type ConformanceInput, type ConformanceOutput } from './conformance-mode.js';

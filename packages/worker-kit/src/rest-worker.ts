@@ -17,7 +17,7 @@ import type { KitLog as Log, Queryable } from './ports.js';
 import { IN_PROGRESS_HEADER, parseIdempotencyKey, PLATFORM_HEADER, PROBLEM_MEDIA_TYPE } from './protocol.js';
 import { withRemoteParent } from './trace-context.js';
 
-export { LeaseLostError, TransitionRejectedError } from './delivery.js';
+export { LeaseLostError, TransitionRejectedError, TransitionRetryableError } from './delivery.js';
 
 export interface TransitionCall {
   /** the key the kit dedupes on: `{tenantId}/{executionId}:{stepIndex}:{attempt}`; send it to anything the handler calls */
@@ -173,7 +173,7 @@ export function createRestTransitionWorker(options: RestTransitionWorkerOptions)
         'retry-after': String(Math.ceil(outcome.retryAfterMs / 1000)),
       });
     }
-    return problem(503, 'transition failed; retry', true);
+    return problem(503, outcome.problem?.detail ?? 'transition failed; retry', true, outcome.problem?.code);
   });
 
   app.get('/transition/:key', async (c) => {
