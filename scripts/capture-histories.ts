@@ -10,6 +10,7 @@
  *   npm run capture:histories -- redrive-job-continue-as-new   # a job's run that continued as new, and the run after
  *   npm run capture:histories -- pipeline-foreign-run-fails redrive-job-cancel-aborts   # the Temporal UI's Reset and Request Cancellation
  *   npm run capture:histories -- redrive-job-yield      # a job yielding to live traffic (steering its own rate)
+ *   npm run capture:histories -- redrive-job-status-shown   # PipelineJobStatus kept current; an abort through the API ends Canceled
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -302,6 +303,37 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     const view = await c.request('GET', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}`);
     if (view.status !== 'ABORTED') throw new Error(`the job is ${view.status} in the store, not ABORTED`);
     await c.saveWorkflow('redrive-job-cancel-aborts', job.workflowId, closed.runId);
+  },
+  // A job paused, resumed and aborted through the API (the redrive-job-status-shown patch): its
+  // PipelineJobStatus follows RUNNING, PAUSED, RUNNING, ABORTED, and its workflow ends Canceled.
+  async 'redrive-job-status-shown'(c) {
+    const ids = ['job-shown-1', 'job-shown-2', 'job-shown-3'];
+    await failAll(c, 'replay-validate', ids);
+    const job = await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
+      selection: { executionIds: ids },
+      reason: 'capture',
+      allowFailed: true,
+      ratePerSecond: 0.2,
+    });
+    await jobUntil(c, job.jobId, (view) => view.counts.admitted >= 1, 'its first admission');
+    const handle = c.service.client.workflow.getHandle(job.workflowId);
+    const shown = async (wanted: string) => {
+      for (;;) {
+        const { searchAttributes } = await handle.describe();
+        if (searchAttributes.PipelineJobStatus?.[0] === wanted) return;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}/pause`, { reason: 'capture' });
+    await shown('PAUSED');
+    await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}/resume`, { reason: 'capture' });
+    await shown('RUNNING');
+    await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs/${job.jobId}/abort`, { reason: 'capture' });
+    await handle.result().catch(() => undefined);
+    const closed = await handle.describe();
+    if (closed.status.name !== 'CANCELLED') throw new Error(`the job workflow ended ${closed.status.name}, not CANCELLED`);
+    if (closed.searchAttributes.PipelineJobStatus?.[0] !== 'ABORTED') throw new Error('the job workflow does not show PipelineJobStatus ABORTED');
+    await c.saveWorkflow('redrive-job-status-shown', job.workflowId, closed.runId);
   },
   // A job that yields to live traffic (pipeline.redrive-job.yield-to-live, the redrive-job-yield
   // patch): it starts at a fifth of its rate, steers by its admissions' times, and finishes.

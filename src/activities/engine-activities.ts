@@ -137,12 +137,14 @@ function committedTerminal(record: ExecutionRecord, stepIndex: number): Terminal
 }
 
 /** What an operator who reset a run should know: the execution's real state, and the command that runs it again when one would. */
-export function foreignRunAdvice(req: { tenantId: string; executionId: string }, record: ExecutionRecord): string {
-  const redrive = `npx pipeline-admin redrive ${req.executionId} --tenant ${req.tenantId}`;
+export function foreignRunAdvice(req: { tenantId: string; executionId: string }, record: ExecutionRecord, failedCommand = false): string {
+  // The command as it works for this execution: a FAILED one needs --allow-failed, a retained Command effect the intent, every re-drive a reason.
+  const redrive = `npx pipeline-admin redrive ${req.executionId} --tenant ${req.tenantId} --reason "…" --allow-failed`;
   switch (record.status) {
     case 'FAILED':
+      return `Execution ${req.executionId} is FAILED in its record; to run it again, re-drive it: ${redrive}${failedCommand ? ' --intent RETRY_FAILED_COMMAND' : ''}`;
     case 'REMOTE_OUTCOME_UNKNOWN':
-      return `Execution ${req.executionId} is ${record.status} in its record; to run it again, re-drive it: ${redrive}`;
+      return `Execution ${req.executionId} is REMOTE_OUTCOME_UNKNOWN in its record; check whether its remote call took effect (docs/runbook.md), and if it did not, re-drive it: ${redrive} --confirmed-disposition NOT_APPLIED`;
     case 'SUCCEEDED':
       return `Execution ${req.executionId} is SUCCEEDED in its record; nothing to run again.`;
     default:
@@ -225,6 +227,12 @@ function createEngine(deps: EngineDeps) {
    * the orchestrator's (see `refuseForeignRun`). Neither commits. Refused before the operator, the
    * delivery ran no step; refused at the commit (`afterOperator`), its outcome was not kept.
    */
+  /** Whether a FAILED record's failed step is a Command whose effect is retained (its re-drive then needs the intent). */
+  async function failedCommandRetained(record: ExecutionRecord): Promise<boolean> {
+    if (record.status !== 'FAILED') return false;
+    return (await effects.get(record.tenantId, record.executionId, record.currentStepIndex)) !== null;
+  }
+
   async function refuseRun(req: StepRequest, record: ExecutionRecord, runId: string, afterOperator = false): Promise<ApplicationFailure> {
     const committed = await store.lastOutcomeOfRun({ tenantId: req.tenantId, executionId: req.executionId, runId });
     if (committed) return supersededRun(req, record, runId, committed, afterOperator);
@@ -295,7 +303,7 @@ function createEngine(deps: EngineDeps) {
     const ran = afterOperator ? "this run's step outcome was not committed" : 'this run ran no step';
     // A run from before run ids was the orchestrator's, once: it no longer owns the execution.
     const what = legacy ? 'a run that no longer owns this execution' : 'not started by the orchestrator';
-    const reason = `${what} (${how}): ${ran}. ${foreignRunAdvice(req, record)}`;
+    const reason = `${what} (${how}): ${ran}. ${foreignRunAdvice(req, record, await failedCommandRetained(record))}`;
     await store.noteForeignRun({ tenantId: req.tenantId, executionId: req.executionId, runId, ownerRunId: record.runId, recordStatus: record.status, reason });
     log.warn({
       event: 'execution_foreign_run_refused',

@@ -15,6 +15,14 @@ const HEARTBEAT_EVERY_MS = 2000;
 
 export type RedriveJobActivities = ReturnType<typeof createRedriveJobActivities>;
 
+/** Asks Temporal to cancel the run of the workflow that called this activity (its worker's client). */
+export async function requestOwnWorkflowCancel(_req: { tenantId: string; jobId: string }): Promise<void> {
+  const { info, client } = Context.current();
+  const run = info.workflowExecution;
+  if (!run) throw new Error('requestOwnWorkflowCancel runs only as a workflow activity');
+  await client.workflow.getHandle(run.workflowId, run.runId).cancel();
+}
+
 export function createRedriveJobActivities(ticks: RedriveJobTicks) {
   const heartbeat = () => {
     try {
@@ -49,6 +57,11 @@ export function createRedriveJobActivities(ticks: RedriveJobTicks) {
     async redriveJobCancelled(req: { tenantId: string; jobId: string }): Promise<JobTickState> {
       return ticks.cancelled(req.tenantId, req.jobId);
     },
+    /**
+     * An abort through the API: asks Temporal to cancel the calling job workflow's own run (a
+     * workflow cannot cancel itself), so it ends CANCELED. Already closing counts as done.
+     */
+    redriveJobRequestCancel: requestOwnWorkflowCancel,
     /** RUNNING or PAUSED → FAILED with the reason: the workflow could not go on. */
     async redriveJobFail(req: { tenantId: string; jobId: string; reason: string }): Promise<void> {
       return ticks.fail(req.tenantId, req.jobId, req.reason);

@@ -53,9 +53,15 @@ const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = {
   415: 'UNSUPPORTED_MEDIA_TYPE',
 };
 
+/** The refusals that may leave a request body unread. */
+const UNREAD_BODY = new Set<string>(['BODY_TOO_LARGE', 'REQUEST_TIMEOUT', 'UNSUPPORTED_MEDIA_TYPE']);
+
 export function problemHandler(log?: Log): ErrorHandler {
   return (err, c) => {
-    if (err instanceof PipelineError) return problem(c, err.code, err.message, err.extra);
+    // A body refused before it was read to its end: the server closes the connection after the
+    // answer (what is left is not drained for ever), so it says so (RFC 9112 §9.6) and a pooled
+    // client sends its next request on a new connection instead of losing it on this one.
+    if (err instanceof PipelineError) return problem(c, err.code, err.message, err.extra, UNREAD_BODY.has(err.code) ? { connection: 'close' } : {});
     if (err instanceof HTTPException) {
       // Hono's own answers (none of our routes throw these): keep the status where a code says it.
       const code = HTTP_EXCEPTION_CODES[err.status];

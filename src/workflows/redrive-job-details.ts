@@ -30,8 +30,12 @@ export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTic
     );
   else if (state.status === 'FAILED') lines.push(`**Status FAILED**${last?.action === 'fail' && last.reason ? `: ${last.reason}` : ''}`);
   else lines.push(`**Status ${state.status}**`);
+  // A finished job's workflow reads the job no more: its runs still running then end after it, so the counts say when they held.
+  const finished = state.status === 'COMPLETED' || state.status === 'ABORTED' || state.status === 'FAILED';
+  if (finished && state.running > 0)
+    lines.push(`**When it ended** ${state.running} re-driven run(s) were still running; their outcomes since: ${cli('show')}`);
   lines.push(
-    `**Progress** ${state.processed} of ${plural(total, 'item')} processed (${state.admitted} admitted, ${state.processed - state.admitted} skipped), ${state.remaining} remaining; ` +
+    `**Progress**${finished ? ' at its end' : ''} ${state.processed} of ${plural(total, 'item')} processed (${state.admitted} admitted, ${state.processed - state.admitted} skipped), ${state.remaining} remaining; ` +
       `re-driven runs: ${state.running} running, ${state.succeeded} succeeded, ${state.failedAgain} failed again, ${state.remoteOutcomeUnknown} outcome unknown`,
   );
   lines.push(
@@ -46,6 +50,16 @@ export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTic
       `**Control** ${cli('pause')} or ${cli('abort')} (Request Cancellation here aborts it too; Terminate leaves it for the service to mark FAILED: docs/runbook.md)`,
     );
   return lines.join('\n\n');
+}
+
+/**
+ * The job's `PipelineJobStatus` search attribute: its status, with a job its canary or haltOn
+ * paused told apart as HALTED (it waits for an operator's look); none for a row gone from the store.
+ */
+export function jobSearchStatus(state: Pick<JobTickState, 'status' | 'haltReason'>): string | undefined {
+  if (state.status === 'GONE') return undefined;
+  if (state.status === 'PAUSED' && state.haltReason) return 'HALTED';
+  return state.status;
 }
 
 /**

@@ -13,6 +13,12 @@
  * Its activities retry a bounded number of times (a bug in one must not retry silently for
  * ever): when they give up, the job is marked FAILED with the reason (redriveJobFail) and
  * the workflow fails with it, so the API, the CLI and Temporal all say why.
+ *
+ * What Temporal's list shows (the redrive-job-status-shown patch): the `PipelineJobStatus`
+ * search attribute follows the job (RUNNING, PAUSED, HALTED, COMPLETED, ABORTED, FAILED), and
+ * an aborted job's workflow ends CANCELED, never Completed: an abort through the API asks
+ * Temporal to cancel this run (redriveJobRequestCancel), which then ends as "Request
+ * Cancellation" does.
  */
 import {
   ActivityCancellationType,
@@ -27,11 +33,13 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RedriveJobActivities, JobTickState } from '../activities/redrive-job-activities';
 import { dueItems, haltVerdict, msUntilNextDue, startYield, steerYield, type OutcomeCounts, type Pace, type Yield } from './redrive-job-policy';
-import { jobCurrentDetails } from './redrive-job-details';
+import { jobCurrentDetails, jobSearchStatus } from './redrive-job-details';
+import { PipelineJobStatus } from './search-attributes';
 
 /** Sent by the API after it changed the job's status in the store: look again now. */
 export const redriveJobWake = defineSignal('redriveJobWake');
@@ -95,10 +103,17 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: attempts },
   });
   // Marking the job FAILED gets longer (about 25 minutes): the store may be what is down.
-  const { redriveJobFail, redriveJobCancelled } = proxyActivities<RedriveJobActivities>({
+  const { redriveJobFail, redriveJobCancelled, redriveJobRequestCancel } = proxyActivities<RedriveJobActivities>({
     startToCloseTimeout: '1 minute',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 30 },
   });
+  /** The job's state as a search attribute, upserted when it changes (one history event each). */
+  let shown: string | undefined;
+  const showStatus = (status: string | undefined) => {
+    if (status === undefined || status === shown || !patched('redrive-job-status-shown')) return;
+    shown = status;
+    upsertSearchAttributes([{ key: PipelineJobStatus, value: status }]);
+  };
   /** Runs an activity; when it gave up, marks the job FAILED with why and fails the workflow with the same reason. */
   const guarded = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
     try {
@@ -112,6 +127,7 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
       } catch {
         // the store stayed down: Temporal still records the reason below
       }
+      showStatus('FAILED');
       throw ApplicationFailure.create({ type: REDRIVE_JOB_FAILED, message: reason, nonRetryable: true });
     }
   };
@@ -151,6 +167,14 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
       const rate = yields && carry.yield ? Math.min(asked, carry.yield.rate) : asked;
       // The Temporal UI's "current details": the job as just read (no history event, no command).
       setCurrentDetails(jobCurrentDetails(tenantId, jobId, state, yields ? carry.yield : null));
+      showStatus(jobSearchStatus(state));
+      if (state.status === 'ABORTED' && patched('redrive-job-status-shown')) {
+        // Aborted through the API: ask Temporal to cancel this run, then end as a cancellation
+        // does (below), so the list shows Canceled. The request's activity cannot itself be
+        // cancelled by it; the wait that follows is.
+        await CancellationScope.nonCancellable(() => redriveJobRequestCancel({ tenantId, jobId }));
+        await condition(() => false);
+      }
       if (state.status === 'ABORTED' || state.status === 'COMPLETED' || state.status === 'FAILED' || state.status === 'GONE')
         return { status: state.status, processed: state.processed };
       if (workflowInfo().historyLength > historyLimit || workflowInfo().continueAsNewSuggested) {
@@ -226,6 +250,7 @@ export async function redriveJobWorkflow(input: RedriveJobInput): Promise<{ stat
     if (!isCancellation(err) || !patched('redrive-job-cancel-aborts')) throw err;
     const state = await CancellationScope.nonCancellable(() => redriveJobCancelled({ tenantId, jobId }));
     setCurrentDetails(jobCurrentDetails(tenantId, jobId, state));
+    showStatus(jobSearchStatus(state));
     throw err;
   }
 }

@@ -13,6 +13,12 @@ export const PipelineRedriveJob = defineSearchAttributeKey('PipelineRedriveJob',
 /** On a fork's runs: the executionId of the execution it was forked from. */
 export const PipelineForkedFrom = defineSearchAttributeKey('PipelineForkedFrom', SearchAttributeType.KEYWORD);
 
+/**
+ * On a bulk re-drive job's own workflow: where the job stands, kept current by the workflow
+ * (RUNNING, PAUSED, HALTED — paused by its canary or haltOn —, COMPLETED, ABORTED, FAILED).
+ */
+export const PipelineJobStatus = defineSearchAttributeKey('PipelineJobStatus', SearchAttributeType.KEYWORD);
+
 export const ALL_SEARCH_ATTRIBUTES = [
   PipelineTenant,
   PipelineExecutionId,
@@ -21,4 +27,5 @@ export const ALL_SEARCH_ATTRIBUTES = [
   PipelineRedriveOf,
   PipelineRedriveJob,
   PipelineForkedFrom,
+  PipelineJobStatus,
 ];

@@ -6,6 +6,12 @@
  * principal and reason and links to the run it re-drives. The same details are read through
  * the workflow's metadata query (what the UI asks), and a screenshot is written to
  * .data/screenshots/temporal-ui-halted-job.png.
+ *
+ * Each state of a job in the UI's workflow list: RUNNING, PAUSED, HALTED, COMPLETED and
+ * ABORTED, each found by the `PipelineJobStatus` search attribute through the visibility API
+ * the list reads, and shown in the list filtered by it (one screenshot per state, under
+ * .data/screenshots/temporal-ui-job-<state>.png); an aborted job's row says Canceled, never
+ * Completed, and the runbook's saved-view query lists the paused and the halted job.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +26,9 @@ import { until } from '../helpers/until';
 let dev: DevServer;
 let engine: TestEngine;
 const IDS = ['ui-1', 'ui-2', 'ui-3', 'ui-4', 'ui-5', 'ui-6'];
+/** Executions of `fixable`: they fail until `fixed`, then a re-drive succeeds. */
+const FIXABLE = Array.from({ length: 12 }, (_, i) => `fix-${i + 1}`);
+let fixed = false;
 
 const pipelines = [
   definePipeline({
@@ -29,6 +38,19 @@ const pipelines = [
         'book',
         () => {
           throw Object.assign(new Error('ledger down'), { code: 'LEDGER_DOWN' });
+        },
+        { retry: { limit: 0 } },
+      ),
+    ],
+  }),
+  definePipeline({
+    name: 'fixable',
+    steps: [
+      localStep(
+        'post',
+        (input: object) => {
+          if (!fixed) throw Object.assign(new Error('not yet'), { code: 'NOT_YET' });
+          return input;
         },
         { retry: { limit: 0 } },
       ),
@@ -82,7 +104,9 @@ describe.skipIf(chromiumMissing)(`a halted bulk job in the Temporal UI${chromium
     dev = await startDevServer({ uiPort: 0 });
     engine = await startTestEngine(pipelines, { 'pipeline.temporal.address': dev.address });
     for (const executionId of IDS) await engine.start('acme', { pipeline: 'ledger', executionId, input: {} });
-    for (const executionId of IDS) await engine.waitFor('acme', executionId, ['FAILED']);
+    for (const executionId of FIXABLE) await engine.start('acme', { pipeline: 'fixable', executionId, input: {} });
+    for (const executionId of [...IDS, ...FIXABLE]) await engine.waitFor('acme', executionId, ['FAILED']);
+    fixed = true;
   });
   afterAll(async () => {
     await engine?.stop();
@@ -152,6 +176,94 @@ describe.skipIf(chromiumMissing)(`a halted bulk job in the Temporal UI${chromium
       expect(runText).toContain('test-admin');
       expect(await linksTo(page, first.runId)).toBeGreaterThan(0);
       await page.screenshot({ path: screenshotPath('temporal-ui-redriven-run.png'), fullPage: true });
+    } finally {
+      await chromium.close();
+    }
+  });
+
+  it('lists each job state by PipelineJobStatus, and an aborted job as Canceled, never Completed', async () => {
+    const create = async (executionIds: string[], extra: object) =>
+      (
+        await json(
+          await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+            body: { selection: { executionIds }, reason: 'states', allowFailed: true, ...extra },
+          }),
+          202,
+        )
+      ).jobId as string;
+    const read = async (jobId: string) => json(await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`), 200);
+    const control = async (jobId: string, action: string) =>
+      json(await engine.request('POST', `/admin/tenants/acme/redrive-jobs/${jobId}/${action}`, { body: { reason: `test ${action}` } }), 200);
+    const status = async (jobId: string, wanted: string) => until(async () => (await read(jobId)).status === wanted, 120_000, `job ${jobId} to be ${wanted}`);
+
+    // HALTED: a canary whose items fail again. COMPLETED: items that succeed now.
+    const halted = await create(IDS, { canary: 2, ratePerSecond: 5 });
+    const completed = await create(FIXABLE.slice(0, 2), { ratePerSecond: 5 });
+    // RUNNING, then PAUSED, then ABORTED: slow jobs of five items each.
+    const running = await create(FIXABLE.slice(2, 7), { ratePerSecond: 0.1 });
+    const paused = await create(FIXABLE.slice(7, 12), { ratePerSecond: 0.1 });
+    await status(halted, 'PAUSED');
+    await status(completed, 'COMPLETED');
+    await until(async () => (await read(paused)).counts.admitted >= 1, 120_000, 'the job to pause to admit one');
+    await control(paused, 'pause');
+    const aborted = await create(IDS.slice(0, 1), { ratePerSecond: 0.1 });
+    await until(async () => (await read(aborted)).counts.admitted >= 1, 120_000, 'the job to abort to admit one');
+    await control(aborted, 'abort');
+
+    // What the UI's list reads: the visibility API with the query.
+    const client = engine.service.client;
+    const listed = async (query: string) => {
+      const ids: string[] = [];
+      for await (const run of client.workflow.list({ query })) ids.push(run.workflowId);
+      return ids.sort();
+    };
+    const expected: Record<string, string> = { RUNNING: running, PAUSED: paused, HALTED: halted, COMPLETED: completed, ABORTED: aborted };
+    for (const [state, jobId] of Object.entries(expected)) {
+      await until(
+        async () => (await listed(`PipelineJobStatus = "${state}"`)).includes(jobWorkflowId('acme', jobId)),
+        60_000,
+        `the visibility API to list job ${jobId} as ${state}`,
+      );
+    }
+    // The runbook's saved view: the jobs waiting for an operator.
+    const savedView = 'PipelineJobStatus IN ("PAUSED", "HALTED")';
+    const waiting = [paused, halted].map((jobId) => jobWorkflowId('acme', jobId));
+    let inView: string[] = [];
+    await until(
+      async () => {
+        inView = await listed(savedView);
+        return waiting.every((id) => inView.includes(id));
+      },
+      60_000,
+      'the saved view to list the paused and the halted job',
+    );
+    expect(inView).not.toContain(jobWorkflowId('acme', running));
+    expect(inView).not.toContain(jobWorkflowId('acme', completed));
+    expect(inView).not.toContain(jobWorkflowId('acme', aborted));
+    // Temporal's own status: an aborted job's workflow is Canceled; a completed one Completed.
+    const abortedRun = client.workflow.getHandle(jobWorkflowId('acme', aborted));
+    await abortedRun.result().catch(() => undefined);
+    expect((await abortedRun.describe()).status.name).toBe('CANCELLED');
+    expect((await client.workflow.getHandle(jobWorkflowId('acme', completed)).describe()).status.name).toBe('COMPLETED');
+    expect((await client.workflow.getHandle(jobWorkflowId('acme', halted)).describe()).status.name).toBe('RUNNING');
+
+    const chromium = await launchChromium();
+    try {
+      const page = await chromium.browser.newPage();
+      const badge: Record<string, string> = { RUNNING: 'RUNNING', PAUSED: 'RUNNING', HALTED: 'RUNNING', COMPLETED: 'COMPLETED', ABORTED: 'CANCELED' };
+      for (const [state, jobId] of Object.entries(expected)) {
+        const query = `PipelineJobStatus = "${state}"`;
+        await page.goto(`http://127.0.0.1:${dev.uiPort!}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
+        const text = await shownText(page, jobWorkflowId('acme', jobId));
+        // The list shows that job alone, with Temporal's status for it.
+        for (const other of Object.values(expected).filter((id) => id !== jobId)) expect(text).not.toContain(jobWorkflowId('acme', other));
+        // The row: its status badge, then the workflow id, run id, type and times.
+        const lines = text.split('\n').map((line) => line.trim());
+        const row = lines.findIndex((line) => line.startsWith(jobWorkflowId('acme', jobId)));
+        expect(row).toBeGreaterThan(0);
+        expect(lines.slice(0, row).filter(Boolean).at(-1)!.toUpperCase()).toBe(badge[state]);
+        await page.screenshot({ path: screenshotPath(`temporal-ui-job-${state.toLowerCase()}.png`), fullPage: true });
+      }
     } finally {
       await chromium.close();
     }

@@ -57,6 +57,8 @@ const pipelines = [
  * the build in dist/, which may be older; test/cli/build.test.ts builds it and runs the bin).
  */
 const CLI = [process.execPath, '--import', 'tsx', 'src/cli/main.ts'];
+/** How the CLI's hints name it when started as above (src/cli/invoked.ts): they run as printed. */
+const AS_STARTED = 'node --import tsx src/cli/main.ts';
 
 interface Run {
   code: number | null;
@@ -87,14 +89,19 @@ function cli(
 const record = (id: string) => engine.service.store.get('acme', id);
 
 const TTY_IDS = Array.from({ length: 6 }, (_, i) => `tty-${i}`);
+const NPX_IDS = Array.from({ length: 4 }, (_, i) => `npx-${i}`);
 
 /**
  * Runs the CLI in a pseudo-terminal (util-linux `script`): stdin and stderr are a TTY, so the
  * progress bar draws and Ctrl-C is the terminal's. `onOutput` sees the terminal's output as it
  * comes and may type into it.
  */
-function terminal(args: string[], onOutput: (text: string, type: (keys: string) => void) => void): Promise<{ code: number | null; out: string }> {
-  const quoted = [...CLI, ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
+function terminal(
+  args: string[],
+  onOutput: (text: string, type: (keys: string) => void) => void,
+  command: string[] = CLI,
+): Promise<{ code: number | null; out: string }> {
+  const quoted = [...command, ...args].map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
   const child = spawn('script', ['-qfec', `exec ${quoted}`, '/dev/null'], {
     env: { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '' },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -117,7 +124,7 @@ function terminal(args: string[], onOutput: (text: string, type: (keys: string) 
 beforeAll(async () => {
   engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0 }, { http: true });
   url = `http://127.0.0.1:${engine.service.ports.http}/pipeline`;
-  const ids = ['one', 'two', 'dry', ...Array.from({ length: 12 }, (_, i) => `fleet-${i}`), ...['halt-0', 'halt-1', 'halt-2'], ...TTY_IDS];
+  const ids = ['one', 'two', 'dry', ...Array.from({ length: 12 }, (_, i) => `fleet-${i}`), ...['halt-0', 'halt-1', 'halt-2'], ...TTY_IDS, ...NPX_IDS];
   for (const id of ids) await engine.start('acme', { pipeline: 'ledger', executionId: id, input: {} });
   for (const id of ids) await engine.waitFor('acme', id, ['FAILED']);
   for (const id of ['pay-0', 'pay-1']) await engine.start('acme', { pipeline: 'payments', executionId: id, input: {} });
@@ -181,14 +188,14 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
       accepted: { status: 'QUEUED', executionId: 'two' },
       final: { status: 'FAILED', version: expect.any(Number) },
     });
-    expect(run.stderr).toContain('pipeline-admin: the re-driven run did not succeed; see why: pipeline-admin executions show two');
+    expect(run.stderr).toContain(`pipeline-admin: the re-driven run did not succeed; see why: ${AS_STARTED} executions show two`);
     // Human output: how it ended is said once (stdout), the error line says only what to do next.
     const human = await cli(['redrive', 'two', '--reason', 'once more', '--allow-failed', '--yes']);
     expect(human.code).toBe(6);
     expect(human.stdout).toMatch(/^two: FAILED \(LEDGER_DOWN\) at version \d+ \(redriveId [0-9a-f-]{36}\)\n$/);
     expect(human.stderr).not.toContain('ended FAILED');
     expect(human.stderr.split('\n').filter((line) => line.startsWith('pipeline-admin:'))).toEqual([
-      'pipeline-admin: the re-driven run did not succeed; see why: pipeline-admin executions show two',
+      `pipeline-admin: the re-driven run did not succeed; see why: ${AS_STARTED} executions show two`,
     ]);
   });
 
@@ -206,10 +213,10 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     const human = await cli(['dlq', 'groups']);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain(
-      `  ${pay.groupId}  pipeline-admin redrive-batch --group ${pay.groupId} --reason "…" --allow-failed --intent RETRY_FAILED_COMMAND\n    pay is a Command step`,
+      `  ${pay.groupId}  ${AS_STARTED} redrive-batch --group ${pay.groupId} --reason "…" --allow-failed --intent RETRY_FAILED_COMMAND\n    pay is a Command step`,
     );
     expect(human.stdout).toContain(
-      `  ${ledger.groupId}  pipeline-admin redrive-batch --group ${ledger.groupId} --reason "…" --allow-failed\n    book is not a Command step`,
+      `  ${ledger.groupId}  ${AS_STARTED} redrive-batch --group ${ledger.groupId} --reason "…" --allow-failed\n    book is not a Command step`,
     );
     // The command it suggests for the Command group would re-drive every item; without the intent, none, and it says what to add.
     const fits = await cli([
@@ -399,7 +406,7 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
       counts: { selected: 3, admitted: 2, failedAgain: 2, running: 0 },
     });
     expect(run.stderr).toContain(`is PAUSED: halted, ${job.haltReason} at 2/3 processed`);
-    expect(run.stderr).toContain(`either resume with pipeline-admin jobs resume ${job.jobId} or abort with pipeline-admin jobs abort ${job.jobId}`);
+    expect(run.stderr).toContain(`either resume with ${AS_STARTED} jobs resume ${job.jobId} or abort with ${AS_STARTED} jobs abort ${job.jobId}`);
     expect(calls.get('halt-2')).toBe(1);
 
     const resumed = await cli(['jobs', 'resume', job.jobId, '--json']);
@@ -446,6 +453,37 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     expect(shown.controlLog.map((e: any) => e.action)).toEqual(['pause', 'resume']);
   });
 
+  it('through npx in a terminal: the Ctrl-C the whole process group gets is handled, "r" resumes, and the shell sees the CLI\'s own 0', async () => {
+    // `npx pipeline-admin` runs the bin (dist/, built by `npm run build`: pretest) under npm exec,
+    // which runs it through its script shell: the terminal's Ctrl-C reaches npm, that shell and
+    // the CLI at once. Debian's sh (dash) died of it while the CLI went on, so npm re-raised
+    // SIGINT on itself and the shell saw 130 whatever the CLI did (.npmrc: script-shell=bash).
+    for (const id of NPX_IDS) healthy.add(id);
+    let stage: 'bar' | 'asked' | 'done' = 'bar';
+    const run = await terminal(
+      ['redrive-batch', '--ids', NPX_IDS.join(','), '--reason', 'through npx', '--allow-failed', '--rate', '0.5', '--yes'],
+      (out, type) => {
+        if (stage === 'bar' && /\d\/4 \| admitted \d/.test(out)) {
+          stage = 'asked';
+          type('\x03');
+        }
+        if (stage === 'asked' && out.includes('Resume, stay paused, or abort? [r/P/a]')) {
+          stage = 'done';
+          type('r\r');
+        }
+      },
+      ['npx', '--no-install', 'pipeline-admin'],
+    );
+    expect(stage, run.out).toBe('done');
+    expect(run.out).toMatch(/job [0-9a-f-]{36} RUNNING again/);
+    expect(run.out).toMatch(/processed [\u2588]{40} 4\/4/);
+    expect(run.code, run.out).toBe(0);
+    const jobId = /job ([0-9a-f-]{36}) started/.exec(run.out)![1];
+    const shown = JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout);
+    expect(shown).toMatchObject({ status: 'COMPLETED', counts: { selected: 4, succeeded: 4, failedAgain: 0, running: 0 } });
+    expect(shown.controlLog.map((e: any) => e.action)).toEqual(['pause', 'resume']);
+  });
+
   it('in a terminal: a second Ctrl-C at the question leaves the job paused, and says how to resume it', async () => {
     const ids = ['tty-pause-0', 'tty-pause-1', 'tty-pause-2'];
     for (const id of ids) {
@@ -466,7 +504,7 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     });
     expect(run.code, run.out).toBe(130);
     const jobId = /job ([0-9a-f-]{36}) started/.exec(run.out)![1];
-    expect(run.out).toContain(`job ${jobId} stays PAUSED; resume with: pipeline-admin jobs resume ${jobId}`);
+    expect(run.out).toContain(`job ${jobId} stays PAUSED; resume with: ${AS_STARTED} jobs resume ${jobId}`);
     expect(JSON.parse((await cli(['jobs', 'show', jobId, '--json'])).stdout)).toMatchObject({ status: 'PAUSED' });
     expect((await cli(['jobs', 'resume', jobId])).code).toBe(0);
     const followed = await cli(['jobs', 'show', jobId, '--follow', '--json']);
@@ -485,7 +523,7 @@ describe('pipeline-admin', { timeout: scaled(300_000) }, () => {
     const human = await cli(['triage', '--window', '1h']);
     expect(human.stdout).toMatch(/^acme: systemic_execution_failure \(DLQ growth: executions are failing\), last 60 min against the 60 before\n/);
     expect(human.stdout.match(/stabilise the dependency\/path/g)).toHaveLength(1);
-    expect(human.stdout).toMatch(/\n {2}next: pipeline-admin dlq groups --error-code LEDGER_DOWN --terminal-reason retry_exhausted /);
+    expect(human.stdout).toMatch(/\n {2}next: node --import tsx src\/cli\/main\.ts dlq groups --error-code LEDGER_DOWN --terminal-reason retry_exhausted /);
     expect(human.stdout).not.toContain('{');
     const none = await cli(['dlq', 'groups'], { env: { PIPELINE_TENANT: '' } });
     expect([none.code, none.stderr]).toEqual([2, expect.stringContaining('no tenant: give --tenant or PIPELINE_TENANT')]);

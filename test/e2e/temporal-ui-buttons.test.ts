@@ -11,7 +11,7 @@
  * there (each step's invocations counted by transition identity); a run that ended before its
  * first step ends its QUEUED record too, and a record re-driven since is never touched.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { workflowIdFor } from '../../src/ids';
@@ -21,7 +21,7 @@ import { resolveTemporalCli } from '../../src/temporal/cli';
 import { createRunEnder } from '../../src/activities/engine-activities';
 import { RunEndWatch } from '../../src/service/run-end-watch';
 import { createLog } from '../../src/log';
-import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
 import { scaled } from '../helpers/time-scale';
 
@@ -75,7 +75,42 @@ const pipelines = [
       ),
     ],
   }),
+  // A Command step that fails: its re-drive needs the intent.
+  definePipeline({
+    name: 'paying',
+    steps: [
+      localStep(
+        'charge',
+        (_input: unknown, ctx) => {
+          count(`${ctx.executionId}:charge`);
+          throw Object.assign(new Error('card network down'), { code: 'PAY_DOWN' });
+        },
+        { command: true, retry: { limit: 0 } },
+      ),
+    ],
+  }),
 ];
+
+/**
+ * Runs a command an answer printed, as printed (bash, from the repository root: `npx
+ * pipeline-admin` runs the build), against this engine's API; answers yes at its prompt.
+ */
+function runPrinted(command: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('bash', ['-c', command], {
+      env: { ...process.env, PIPELINE_URL: `http://127.0.0.1:${engine.service.ports.http}/pipeline`, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_ADMIN_CONFIG: '' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.stderr.on('data', (chunk) => (out += chunk));
+    child.stdin.end('y\n');
+    child.on('close', (code) => resolve({ code, out }));
+  });
+}
+
+/** The re-drive command a failure message gives, exactly as written there. */
+const printedRedrive = (failure: string) => /re-drive it: (npx pipeline-admin redrive .*)$/.exec(failure)![1];
 
 async function temporal(...args: string[]) {
   const cli = resolveTemporalCli();
@@ -103,9 +138,12 @@ async function resetAndWait(executionId: string, how: string[]) {
 }
 
 beforeAll(async () => {
-  engine = await startTestEngine(pipelines);
+  engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0 }, { http: true });
   for (const executionId of ['bad-1', 'good-1', 'bad-2', 'bad-3', 'bad-4', 'bad-5', 'bad-6', 'bad-7', 'bad-8'])
     await engine.start('acme', { pipeline: 'two', executionId, input: {} });
+  await engine.start('acme', { pipeline: 'two', executionId: 'bad-hinted', input: {} });
+  await engine.start('acme', { pipeline: 'paying', executionId: 'charge-1', input: {} });
+  for (const id of ['bad-hinted', 'charge-1']) await engine.waitFor('acme', id, ['FAILED']);
   await engine.waitFor('acme', 'good-1', ['SUCCEEDED']);
   for (const id of ['bad-1', 'bad-2', 'bad-3', 'bad-4', 'bad-5', 'bad-6', 'bad-7', 'bad-8']) await engine.waitFor('acme', id, ['FAILED']);
 });
@@ -125,7 +163,9 @@ describe('Reset in the Temporal UI', () => {
       (err: any) => String(err.cause?.message ?? err.message),
     );
     expect(failure).toContain('not started by the orchestrator');
-    expect(failure).toContain('Execution bad-1 is FAILED in its record; to run it again, re-drive it: npx pipeline-admin redrive bad-1 --tenant acme');
+    expect(failure).toContain(
+      'Execution bad-1 is FAILED in its record; to run it again, re-drive it: npx pipeline-admin redrive bad-1 --tenant acme --reason "…" --allow-failed',
+    );
     expect([calls.get('bad-1:first'), calls.get('bad-1:second')]).toEqual(callsBefore);
     const recordAfter = await record('bad-1');
     expect([recordAfter.status, recordAfter.version, recordAfter.runId]).toEqual([recordBefore.status, recordBefore.version, recordBefore.runId]);
@@ -138,6 +178,28 @@ describe('Reset in the Temporal UI', () => {
         note: expect.stringContaining('not started by the orchestrator'),
       }),
     ]);
+  });
+
+  it("the Reset run's failure message gives the re-drive that works for that execution, and it does, as printed (a Command step's with the intent)", async () => {
+    for (const [executionId, step] of [
+      ['bad-hinted', 'second'],
+      ['charge-1', 'charge'],
+    ] as const) {
+      const { handle } = await resetAndWait(executionId, ['--type', 'FirstWorkflowTask']);
+      const failure = await handle.result().then(
+        () => '',
+        (err: any) => String(err.cause?.message ?? err.message),
+      );
+      const command = printedRedrive(failure);
+      expect(command.endsWith('--intent RETRY_FAILED_COMMAND')).toBe(executionId === 'charge-1');
+      const before = calls.get(`${executionId}:${step}`);
+      const run = await runPrinted(command);
+      // Admitted and followed to its end: the step ran again and failed again (exit 6), never a usage error or a refusal.
+      expect(run.out).toContain('admitted: redriveId');
+      expect(run.code, run.out).toBe(6);
+      expect(calls.get(`${executionId}:${step}`)).toBe(before! + 1);
+      expect((await history(executionId)).redrives).toHaveLength(1);
+    }
   });
 
   it('a SUCCEEDED run reset past its first step runs no step again (counted) and ends FAILED', async () => {

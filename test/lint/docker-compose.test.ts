@@ -29,10 +29,9 @@ describe('docker-compose.yml', () => {
     expect(all.postgres).toContain('healthcheck:');
     expect(all.temporal).toContain('healthcheck:');
     expect(all.temporal).toMatch(/postgres:\s+condition: service_healthy/);
-    for (const name of ['temporal-ui', 'pipeline-api', 'pipeline-worker']) {
-      expect(all[name], name).toMatch(/temporal:\s+condition: service_healthy/);
-      expect(all[name], name).toContain('restart: unless-stopped');
-    }
+    for (const name of ['temporal-ui', 'pipeline-api', 'pipeline-worker']) expect(all[name], name).toMatch(/temporal:\s+condition: service_healthy/);
+    // The README's promise: `restart: unless-stopped` brings back anything that exits, Postgres too.
+    for (const [name, block] of Object.entries(all)) expect(block, name).toContain('restart: unless-stopped');
     expect(text).not.toContain('service_started');
     expect(all['pipeline-api']).toContain('PIPELINE_TEMPORAL_CONNECT_WAIT');
   });
@@ -52,6 +51,11 @@ describe('docker-compose.yml', () => {
       delete env.PIPELINE_AUTH_TOKENS;
       const valid = spawnSync('docker-compose', ['-f', file, 'config', '-q'], { encoding: 'utf8', env: { ...env, PIPELINE_AUTH_TOKENS: '[]' } });
       expect(valid.status, valid.stderr).toBe(0);
+      // As docker-compose reads it: every service it renders restarts unless stopped.
+      const rendered = spawnSync('docker-compose', ['-f', file, 'config'], { encoding: 'utf8', env: { ...env, PIPELINE_AUTH_TOKENS: '[]' } }).stdout;
+      const renderedServices = rendered.slice(rendered.indexOf('services:'), rendered.search(/^volumes:/m)).split(/^ {2}(?=[a-z][\w-]*:\s*$)/m).slice(1);
+      expect(renderedServices).toHaveLength(5);
+      for (const block of renderedServices) expect(block, block.slice(0, 40)).toContain('restart: unless-stopped');
       const missing = spawnSync('docker-compose', ['-f', file, 'config', '-q'], { encoding: 'utf8', env });
       expect(missing.status).not.toBe(0);
       expect(missing.stderr).toContain('set PIPELINE_AUTH_TOKENS');

@@ -46,6 +46,8 @@ const REQUIRED = [
   'redrive-job-cancel-aborts',
   // a bulk job yielding to live traffic: it steers its own rate by its admissions' times
   'redrive-job-yield',
+  // PipelineJobStatus kept current, and an abort through the API ending the job's workflow Canceled
+  'redrive-job-status-shown',
 ];
 
 /** Every patch id the workflow code asks for (`patched('…')`, `deprecatePatch('…')`). */
@@ -86,7 +88,7 @@ describe('recorded histories replay on the current workflow', () => {
 
   it('covers every patched path: each patch the workflow code asks for is recorded by a history that took it', () => {
     const ids = patchIds();
-    expect(ids).toEqual(expect.arrayContaining(['pipeline-foreign-run-fails', 'redrive-job-cancel-aborts', 'redrive-job-yield']));
+    expect(ids).toEqual(expect.arrayContaining(['pipeline-foreign-run-fails', 'redrive-job-cancel-aborts', 'redrive-job-yield', 'redrive-job-status-shown']));
     const recorded = new Set(histories.flatMap(recordedPatches));
     expect(ids.filter((id) => !recorded.has(id))).toEqual([]);
     expect(recordedPatches(histories.find((h) => h.workflowId === 'pipeline-foreign-run-fails')!)).toEqual(['pipeline-foreign-run-fails']);

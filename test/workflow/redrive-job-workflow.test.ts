@@ -7,12 +7,12 @@
  * a lower history limit in the workflow's input, with the canary and counts carried over.
  */
 import { randomBytes } from 'node:crypto';
-import { ApplicationFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { JobTickState, RedriveJobActivities } from '../../src/activities/redrive-job-activities';
+import { requestOwnWorkflowCancel, type JobTickState, type RedriveJobActivities } from '../../src/activities/redrive-job-activities';
 import { WORKFLOWS_PATH } from '../../src/temporal/worker';
 import { DEFAULT_HALT_ON } from '../../src/contract/requests';
 import type { HaltOn } from '../../src/workflows/redrive-job-policy';
@@ -122,6 +122,11 @@ class FakeJob {
         if (this.status === 'RUNNING' || this.status === 'PAUSED') this.status = 'ABORTED';
         return this.state();
       },
+      // The real one: Temporal is asked to cancel the calling run.
+      redriveJobRequestCancel: async (req) => {
+        this.record('request-cancel');
+        await requestOwnWorkflowCancel(req);
+      },
       redriveJobFail: async (req) => {
         this.record('fail');
         if (this.status === 'RUNNING' || this.status === 'PAUSED') [this.status, this.failureReason] = ['FAILED', req.reason];
@@ -181,6 +186,19 @@ async function withDevServer<T>(body: (server: Server) => Promise<T>): Promise<T
   }
 }
 
+/** An aborted job's workflow ends cancelled (the list shows Canceled, not Completed), after asking Temporal once. */
+async function endsCancelled(handle: WorkflowHandle<typeof redriveJobWorkflow>, job: FakeJob) {
+  const error = await handle.result().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(WorkflowFailedError);
+  expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+  expect((await handle.describe()).status.name).toBe('CANCELLED');
+  expect(job.calls.filter((c) => c.activity === 'request-cancel')).toHaveLength(1);
+  expect(job.status).toBe('ABORTED');
+}
+
 const outcomeOf = (promise: Promise<unknown>) =>
   promise.then(
     (value) => ({ value, error: undefined }),
@@ -205,8 +223,7 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
     job.onCall = (j, activity) => {
       if (activity === 'tick' && j.status === 'PAUSED' && j.calls.filter((c) => c.status === 'PAUSED').length >= 2) j.status = 'ABORTED';
     };
-    const { value } = await withJob({}, job.activities(), (handle) => outcomeOf(handle.result()));
-    expect(value).toEqual({ status: 'ABORTED', processed: 2 });
+    await withJob({}, job.activities(), (handle) => endsCancelled(handle, job));
     expect(job.haltReason).toMatch(/^canary of 2: 2 of 2 re-driven items failed again \(100%/);
     expect(job.admitted).toHaveLength(2);
     expect(job.calls.filter((c) => c.activity === 'halt')).toHaveLength(1);
@@ -223,8 +240,7 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
     share.onCall = (j) => {
       if (j.status === 'PAUSED') j.status = 'ABORTED';
     };
-    const halted = await withJob({}, share.activities(), (handle) => outcomeOf(handle.result()));
-    expect(halted.value).toMatchObject({ status: 'ABORTED' });
+    await withJob({}, share.activities(), (handle) => endsCancelled(handle, share));
     expect(share.haltReason).toMatch(/^\d+ of \d+ re-driven items failed again \(50%, haltOn.failedAgainShare 50%\)$/);
     expect(share.admitted.length).toBeLessThan(10);
 
@@ -232,7 +248,7 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
     parked.onCall = (j) => {
       if (j.status === 'PAUSED') j.status = 'ABORTED';
     };
-    await withJob({}, parked.activities(), (handle) => handle.result());
+    await withJob({}, parked.activities(), (handle) => endsCancelled(handle, parked));
     expect(parked.haltReason).toBe('1 re-driven item(s) parked as REMOTE_OUTCOME_UNKNOWN (haltOn.remoteOutcomeUnknown)');
     expect(parked.admitted.length).toBeLessThan(10);
   });
@@ -276,7 +292,7 @@ describe('redriveJobWorkflow (time-skipping, mocked activities)', () => {
         await waitFor(async () => (await pausedWaits()) >= 2, 'the workflow to wait paused again');
         const atAbort = job.admitted.length;
         await operator('ABORTED');
-        expect(await handle.result()).toEqual({ status: 'ABORTED', processed: atAbort });
+        await endsCancelled(handle, job);
         expect(job.admitted).toHaveLength(atAbort);
         return handle.fetchHistory();
       },

@@ -55,7 +55,7 @@ describe('CLI output helpers', () => {
 
   it('suggests the re-drive command that fits the group: the intent for a Command step, none otherwise', () => {
     const command = groupHint(group('retry_exhausted'), true);
-    expect(command).toContain('pipeline-admin redrive-batch --group cc87cc0fb204813d --reason "…" --allow-failed --intent RETRY_FAILED_COMMAND');
+    expect(command).toContain(' redrive-batch --group cc87cc0fb204813d --reason "…" --allow-failed --intent RETRY_FAILED_COMMAND');
     expect(command).toContain('charge is a Command step');
     const plain = groupHint(group('retry_exhausted'), false);
     expect(plain).not.toContain('--intent');
@@ -66,8 +66,8 @@ describe('CLI output helpers', () => {
 
   it("names triage's next command for each class", () => {
     const dlq = { classification: 'systemic_execution_failure', detail: { dominantErrorCode: 'CARD_NETWORK_DOWN', dominantTerminalReason: 'retry_exhausted' } };
-    expect(triageNext(dlq, 'acme')).toMatch(/^pipeline-admin dlq groups --error-code CARD_NETWORK_DOWN --terminal-reason retry_exhausted /);
-    expect(triageNext(dlq, undefined)).toMatch(/^pipeline-admin dlq groups --tenant <tenant> --error-code/);
+    expect(triageNext(dlq, 'acme')).toMatch(/ dlq groups --error-code CARD_NETWORK_DOWN --terminal-reason retry_exhausted /);
+    expect(triageNext(dlq, undefined)).toMatch(/ dlq groups --tenant TENANT --error-code/);
     expect(triageNext({ classification: 'data_quality_drift', detail: {} }, 'acme')).toContain('/admin/tenants/acme/rejects');
     expect(triageNext({ classification: 'admission_pressure', detail: {} }, 'acme')).toContain('/readyz');
     expect(triageNext({ classification: 'healthy', detail: {} }, 'acme')).toBeUndefined();
@@ -77,5 +77,13 @@ describe('CLI output helpers', () => {
     expect(skippedLine({})).toBe('none');
     expect(skippedLine(undefined)).toBe('none');
     expect(skippedLine({ EXECUTION_SUCCEEDED: 2, VERSION_MISMATCH: 1 })).toBe('2 EXECUTION_SUCCEEDED, 1 VERSION_MISMATCH');
+  });
+});
+
+describe('the dry run sample', () => {
+  it('says "20 of 35" when the sample is a part of what matched, nothing when it is all', async () => {
+    const { sampleHeading } = await import('./redrive');
+    expect(sampleHeading(20, 35)).toBe('sample: 20 of 35 matching executions\n');
+    expect(sampleHeading(6, 6)).toBe('');
   });
 });

@@ -2,6 +2,7 @@
  * The read commands: the DLQ and its failure groups, an execution (record, effects, story),
  * bulk re-drive jobs, triage. Each prints the API's JSON with --json.
  */
+import { cli } from '../invoked';
 import type { AdminClient, Answer } from '../client';
 import type {
   DlqList,
@@ -129,7 +130,7 @@ async function groupIsCommand(client: AdminClient, group: GroupSignature): Promi
 
 /** The re-drive command that fits a group: a Command step needs the intent, a data failure a fix first. */
 export function groupHint(group: GroupSignature, command: boolean | undefined): string {
-  const base = `pipeline-admin redrive-batch --group ${group.groupId} --reason "…" --allow-failed`;
+  const base = `${cli()} redrive-batch --group ${group.groupId} --reason "…" --allow-failed`;
   const step = group.signature.step;
   const lines: string[] = [];
   if (command === true) lines.push(`${base} --intent RETRY_FAILED_COMMAND`, `    ${step} is a Command step: its failed effect is retried on purpose`);
@@ -316,7 +317,8 @@ const CLASS_WORDS: Record<string, string> = {
 type Finding = { classification: string; detail?: Record<string, unknown> };
 
 export function triageNext(finding: Finding, tenant: string | undefined): string | undefined {
-  const t = tenant ? '' : ' --tenant <tenant>';
+  // A word, not `<tenant>` (bash reads that as a redirection): replace it with each tenant in turn.
+  const t = tenant ? '' : ' --tenant TENANT';
   const detail = finding.detail ?? {};
   switch (finding.classification) {
     case 'systemic_execution_failure': {
@@ -324,12 +326,12 @@ export function triageNext(finding: Finding, tenant: string | undefined): string
         detail.dominantErrorCode ? `--error-code ${detail.dominantErrorCode}` : '',
         detail.dominantTerminalReason ? `--terminal-reason ${detail.dominantTerminalReason}` : '',
       ].filter(Boolean);
-      return `pipeline-admin dlq groups${t}${filters.length ? ` ${filters.join(' ')}` : ''}   (the failure groups, each with the re-drive command that fits it)`;
+      return `${cli()} dlq groups${t}${filters.length ? ` ${filters.join(' ')}` : ''}   (the failure groups, each with the re-drive command that fits it)`;
     }
     case 'admission_pressure':
       return 'curl -s $API/readyz   (is Temporal reachable?), then docs/runbook.md, "Triage"';
     case 'data_quality_drift':
-      return `curl -s "$API/admin/tenants/${tenant ?? '<tenant>'}/rejects" -H "Authorization: Bearer $TOKEN"   (the rejected items and their fingerprints)`;
+      return `curl -s "$API/admin/tenants/${tenant ?? 'TENANT'}/rejects" -H "Authorization: Bearer $TOKEN"   (the rejected items and their fingerprints)`;
     default:
       return undefined;
   }

@@ -4,6 +4,7 @@
  * progress bar; Ctrl-C offers to pause it), and pause / resume / abort of a job.
  */
 import { readFileSync } from 'node:fs';
+import { cli } from '../invoked';
 import { SingleBar } from 'cli-progress';
 import type { AdminClient, Answer } from '../client';
 import type { ExecutionRecordDetail, RedriveAcceptedSchema, RedriveJobDryRunSchema, RedrivePreviewSchema } from '../../contract/responses';
@@ -82,7 +83,7 @@ export async function redriveOne(
       `${executionId}: ${final ? `${final.status}${final.lastErrorCode ? ` (${final.lastErrorCode})` : ''} at version ${final.version}` : 'QUEUED'} (redriveId ${accepted.redriveId})`,
   );
   if (final && final.status !== 'SUCCEEDED')
-    throw new CliError(`the re-driven run did not succeed; see why: pipeline-admin executions show ${executionId}`, 'NOT_SUCCEEDED');
+    throw new CliError(`the re-driven run did not succeed; see why: ${cli()} executions show ${executionId}`, 'NOT_SUCCEEDED');
 }
 
 /** `--patch file` / `--input file` as the body's inputPatch / input (USAGE when both, or a file that is not JSON). */
@@ -140,13 +141,13 @@ async function followRecord(client: AdminClient, io: Io, path: string, options: 
     for (;;) {
       const record = await client.request<RecordView>('GET', path);
       if (!isOneOf(ACTIVE_EXECUTION_STATUSES, record.status)) return record;
-      if (interrupted) throw new CliError(`stopped following; the re-driven run goes on (pipeline-admin executions show ${record.executionId})`, 'DECLINED');
+      if (interrupted) throw new CliError(`stopped following; the re-driven run goes on (${cli()} executions show ${record.executionId})`, 'DECLINED');
       const now = `${record.status} step ${record.currentStepIndex} attempt ${record.attempt}`;
       if (now !== last) note(io, `  ${now}`);
       last = now;
       if (Date.now() > deadline)
         throw new CliError(
-          `still ${record.status} after ${options.followTimeout} s; it goes on (pipeline-admin executions show ${record.executionId})`,
+          `still ${record.status} after ${options.followTimeout} s; it goes on (${cli()} executions show ${record.executionId})`,
           'UNAVAILABLE',
         );
       await sleep(options.pollMs);
@@ -242,7 +243,7 @@ export async function redriveBatch(client: AdminClient, io: Io, options: BatchOp
     io,
     `${plan.matched} executions match; ${plan.wouldAdmit} would be re-driven, refused: ${refused}${excluded ? `; left out: ${excluded}` : ''}. At ${plan.ratePerSecond}/s with at most ${plan.batchSize} in flight: about ${Math.ceil(plan.estimatedSeconds)} s.`,
   );
-  if (options.dryRun) emit(io, plan, () => sampleTable(plan.sample));
+  if (options.dryRun) emit(io, plan, () => sampleHeading(plan.sample.length, plan.matched) + sampleTable(plan.sample));
   const hint =
     Object.keys(plan.refused)
       .map((code) => refusalHint(code, options))
@@ -258,6 +259,11 @@ export async function redriveBatch(client: AdminClient, io: Io, options: BatchOp
   const final = options.follow ? await followJob(client, io, job.jobId, options) : job;
   emit(io, final, () => jobLine(final));
   judgeJob(final);
+}
+
+/** Says when the sample is a part of what matched ("20 of 35"), so the table is not read as the whole plan. */
+export function sampleHeading(shown: number, matched: number): string {
+  return shown < matched ? `sample: ${shown} of ${matched} matching executions\n` : '';
 }
 
 /** The dry run's sample plan, one row per execution. */
@@ -279,7 +285,7 @@ function sampleTable(sample: Answer<typeof RedriveJobDryRunSchema>['sample']): s
 function judgeJob(job: JobView): void {
   if (job.status === 'PAUSED')
     throw new CliError(
-      `job ${job.jobId} is PAUSED${job.haltReason ? `: halted, ${job.haltReason}` : ''} at ${countsLine(job)}; look at what failed (pipeline-admin dlq groups), then either resume with pipeline-admin jobs resume ${job.jobId} or abort with pipeline-admin jobs abort ${job.jobId} --reason …`,
+      `job ${job.jobId} is PAUSED${job.haltReason ? `: halted, ${job.haltReason}` : ''} at ${countsLine(job)}; look at what failed (${cli()} dlq groups), then either resume with ${cli()} jobs resume ${job.jobId} or abort with ${cli()} jobs abort ${job.jobId} --reason …`,
       'NOT_SUCCEEDED',
     );
   if (job.status === 'ABORTED') throw new CliError(`job ${job.jobId} was aborted`, 'NOT_SUCCEEDED');
@@ -336,7 +342,7 @@ async function holdAndAsk(
     note(io, `job ${jobId} ${aborted.status} at ${countsLine(aborted)}; runs already admitted finish on their own`);
     return 'aborted';
   }
-  note(io, `job ${jobId} stays PAUSED; resume with: pipeline-admin jobs resume ${jobId}   (or abort: pipeline-admin jobs abort ${jobId} --reason …)`);
+  note(io, `job ${jobId} stays PAUSED; resume with: ${cli()} jobs resume ${jobId}   (or abort: ${cli()} jobs abort ${jobId} --reason …)`);
   return 'left paused';
 }
 
@@ -405,7 +411,7 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
       }
       if (Date.now() > deadline) {
         bar?.stop();
-        throw new CliError(`job ${jobId} still ${job.status} after ${options.followTimeout} s; it goes on (pipeline-admin jobs show ${jobId})`, 'UNAVAILABLE');
+        throw new CliError(`job ${jobId} still ${job.status} after ${options.followTimeout} s; it goes on (${cli()} jobs show ${jobId})`, 'UNAVAILABLE');
       }
       await sleep(options.pollMs);
     }
