@@ -20,7 +20,7 @@ const USAGE = `Usage: pipeline-orchestrator [start | migrate | check-config | --
   check-config   read the configuration and the pipelines module (pipeline.pipelines-module),
                  say what is wrong, start nothing
 
-Configuration: the same keys as the service (the README's "Configuration"), from the environment.
+Configuration: the same keys as the service (docs/configuration.md), from the environment.
 `;
 
 function fail(message: string, code: number): never {

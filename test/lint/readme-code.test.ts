@@ -12,9 +12,12 @@ import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
+/** The rest of "Writing a pipeline", which the README's section points at. */
+const writing = readFileSync(join(root, 'docs', 'writing-pipelines.md'), 'utf8');
 
 function section(title: string): string {
-  return readme.split(/^## /m).find((part) => part.startsWith(`${title}\n`)) ?? '';
+  const own = readme.split(/^## /m).find((part) => part.startsWith(`${title}\n`)) ?? '';
+  return title === 'Writing a pipeline' ? `${own}\n${writing}` : own;
 }
 
 function tsBlocks(text: string): string[] {

@@ -1,14 +1,13 @@
-/** The README's "Layout" section names every folder and top-level file of src/, and nothing that is not there. */
+/** docs/layout.md (the README's map points at it) names every folder and top-level file of src/, and nothing that is not there. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const section = readme.split(/^## /m).find((part) => part.startsWith('Layout\n')) ?? '';
+const section = readFileSync(join(root, 'docs', 'layout.md'), 'utf8');
 const entries = readdirSync(join(root, 'src'), { withFileTypes: true });
 
-describe('README layout', () => {
+describe('docs/layout.md', () => {
   it('names every folder of src/, and no folder that does not exist', () => {
     const folders = entries.filter((e) => e.isDirectory()).map((e) => `src/${e.name}/`);
     const named = [...section.matchAll(/`(src\/[a-z-]+\/)`/g)].map((m) => m[1]);
