@@ -10,6 +10,13 @@ import addFormats from 'ajv-formats';
 export interface DocumentChecker {
   /** The document's operation path for `METHOD concretePath` (`/pipeline/admin/tenants/{tenantId}/…`), or undefined when it declares none. */
   operationOf(method: string, concretePath: string): string | undefined;
+  /**
+   * The validator of the document's schema for the operation `METHOD path` (a template) answering
+   * `status` as `mediaType`; throws naming what the document lacks.
+   */
+  validatorOf(method: string, path: string, status: number, mediaType: string): ValidateFunction;
+  /** The last validation's errors, as text. */
+  errorsText(validate: ValidateFunction): string;
   /** Why this answer does not conform, or undefined when it does (or the route is not declared). */
   mismatch(method: string, concretePath: string, status: number, contentType: string | null, text: string): string | undefined;
 }
@@ -43,27 +50,42 @@ export function documentChecker(document: any): DocumentChecker {
     return templates.find((t) => t.pattern.test(path) && document.paths[t.path][method.toLowerCase()])?.path;
   };
 
+  const validatorOf = (method: string, path: string, status: number, mediaType: string) => {
+    const operation = document.paths[path]?.[method.toLowerCase()];
+    if (!operation) throw new Error(`${method} ${path} is not in the document`);
+    const response = operation.responses[String(status)];
+    if (!response) throw new Error(`${method} ${path} answered ${status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`);
+    const schema = response.content?.[mediaType]?.schema;
+    if (!schema)
+      throw new Error(
+        `${method} ${path} ${status}: the document has no ${mediaType || '(no content type)'} schema (it has ${Object.keys(response.content ?? {}).join(', ')})`,
+      );
+    return validatorFor(schema);
+  };
+
   return {
     operationOf,
+    validatorOf,
+    errorsText: (validate) => ajv.errorsText(validate.errors),
     mismatch(method, concretePath, status, contentType, text) {
       const path = operationOf(method, concretePath);
       if (!path) return undefined;
-      const operation = document.paths[path][method.toLowerCase()];
-      const response = operation.responses[String(status)];
-      if (!response) return `${method} ${path} answered ${status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`;
+      const response = document.paths[path][method.toLowerCase()].responses[String(status)];
       const mediaType = (contentType ?? '').split(';')[0].trim();
-      if (!response.content) return text.length === 0 ? undefined : `${method} ${path} ${status}: the document gives no body, the answer has one`;
-      const schema = response.content[mediaType]?.schema;
-      if (!schema)
-        return `${method} ${path} ${status}: the document has no ${mediaType || '(no content type)'} schema (it has ${Object.keys(response.content).join(', ')})`;
-      if (!mediaType.endsWith('json')) return undefined;
+      if (response && !response.content) return text.length === 0 ? undefined : `${method} ${path} ${status}: the document gives no body, the answer has one`;
+      if (response && !mediaType.endsWith('json') && response.content[mediaType]) return undefined;
+      let validate: ValidateFunction;
+      try {
+        validate = validatorOf(method, path, status, mediaType);
+      } catch (err) {
+        return (err as Error).message;
+      }
       let body: unknown;
       try {
         body = JSON.parse(text);
       } catch {
         return `${method} ${path} ${status}: the body is not JSON`;
       }
-      const validate = validatorFor(schema);
       return validate(body)
         ? undefined
         : `${method} ${path} ${status}: the body does not match the document: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 1000)}`;

@@ -7,10 +7,9 @@
  * fails the test, and so does an operation of the document no request reached.
  */
 import { randomBytes } from 'node:crypto';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
+import { documentChecker, type DocumentChecker } from '../helpers/document-conformance';
 import { ADMIN_TOKEN, startTestEngine, TEST_TOKENS, type TestEngine } from '../helpers/engine';
 import { sha256Hex } from '../../src/api/middleware/bearer-auth';
 import { scaled } from '../helpers/time-scale';
@@ -35,34 +34,9 @@ const PAYLOAD_TOKEN = 'api-responses-payload-token';
 let engine: TestEngine;
 let base = '';
 let document: any;
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats.default(ajv);
 /** Each operation a request reached, as `METHOD /document/path`, with the statuses it answered. */
 const reached = new Map<string, number[]>();
-const validators = new Map<string, ValidateFunction>();
-
-function validatorFor(schema: object): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let validate = validators.get(key);
-  if (!validate) {
-    // The response schema with the document's components beside it, so its `#/components/…` references resolve.
-    validate = ajv.compile({ ...schema, components: document.components });
-    validators.set(key, validate);
-  }
-  return validate;
-}
-
-/** The document's schema for this operation's answer with `status`, or a failure saying it has none. */
-function documentedSchema(method: string, path: string, status: number, mediaType: string): object {
-  const operation = document.paths[path]?.[method.toLowerCase()];
-  if (!operation) throw new Error(`${method} ${path} is not in the document`);
-  const response = operation.responses[String(status)];
-  if (!response) throw new Error(`${method} ${path} answered ${status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`);
-  const schema = response.content?.[mediaType]?.schema;
-  if (!schema)
-    throw new Error(`${method} ${path} ${status}: the document has no ${mediaType} schema (it has ${Object.keys(response.content ?? {}).join(', ')})`);
-  return schema;
-}
+let checker: DocumentChecker;
 
 /**
  * Sends one request to the operation `METHOD path` (the document's path; `params` fill its
@@ -89,9 +63,9 @@ async function call(
   const body = text ? JSON.parse(text) : undefined;
   if (res.status !== expected) throw new Error(`${method} ${concrete}: expected ${expected}, got ${res.status}: ${text.slice(0, 500)}`);
   const mediaType = (res.headers.get('content-type') ?? '').split(';')[0].trim();
-  const validate = validatorFor(documentedSchema(method, path, res.status, mediaType));
+  const validate = checker.validatorOf(method, path, res.status, mediaType);
   if (!validate(body)) {
-    throw new Error(`${method} ${concrete} ${res.status}: the body does not match the document: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 1000)}`);
+    throw new Error(`${method} ${concrete} ${res.status}: the body does not match the document: ${checker.errorsText(validate)}\n${text.slice(0, 1000)}`);
   }
   const key = `${method} ${path}`;
   reached.set(key, [...(reached.get(key) ?? []), res.status]);
@@ -114,6 +88,7 @@ beforeAll(async () => {
   );
   base = `http://127.0.0.1:${engine.service.ports.http!}`;
   document = await (await fetch(`${base}${P}/openapi.json`)).json();
+  checker = documentChecker(document);
   await Promise.all(FAILED_IDS.map((executionId) => engine.start('apiresp', { pipeline: 'pay', executionId, input: { amount: 1 } })));
   await Promise.all(FAILED_IDS.map((executionId) => engine.waitFor('apiresp', executionId, ['FAILED'], scaled(120_000))));
 });
@@ -125,7 +100,7 @@ describe('the validator', () => {
   it('refuses a body that does not match the document (so a mismatch fails this file)', async () => {
     const path = `${P}/admin/tenants/{tenantId}/executions/{executionId}`;
     const record = await call('GET', path, 200, { params: { ...T, executionId: 'pay-1' } });
-    const validate = validatorFor(documentedSchema('GET', path, 200, 'application/json'));
+    const validate = checker.validatorOf('GET', path, 200, 'application/json');
     expect(validate(record)).toBe(true);
     const { version: _version, ...withoutVersion } = record;
     expect(validate(withoutVersion)).toBe(false);
