@@ -8,7 +8,9 @@ const cwd = '/work/checkout';
 
 describe('invokedAs: hints name the CLI the way it was started', () => {
   it('npx (npm exec running the bin): npx pipeline-admin', () => {
-    expect(invokedAs({ argv: ['node', `${cwd}/node_modules/.bin/pipeline-admin`], execArgv: [], env: { npm_command: 'exec' }, cwd })).toBe('npx pipeline-admin');
+    expect(invokedAs({ argv: ['node', `${cwd}/node_modules/.bin/pipeline-admin`], execArgv: [], env: { npm_command: 'exec' }, cwd })).toBe(
+      'npx pipeline-admin',
+    );
     expect(invokedAs({ argv: ['node', `${cwd}/bin/pipeline-admin.mjs`], execArgv: [], env: { npm_command: 'exec' }, cwd })).toBe('npx pipeline-admin');
   });
 
@@ -27,6 +29,8 @@ describe('invokedAs: hints name the CLI the way it was started', () => {
     symlinkSync(target, join(bin, 'pipeline-admin'));
     expect(invokedAs({ argv: ['node', join(bin, 'pipeline-admin')], execArgv: [], env: { PATH: bin }, cwd })).toBe('pipeline-admin');
     expect(invokedAs({ argv: ['node', join(bin, 'pipeline-admin')], execArgv: [], env: { PATH: '/usr/bin' }, cwd })).toBe(join(bin, 'pipeline-admin'));
-    expect(invokedAs({ argv: ['node', `${cwd}/node_modules/.bin/pipeline-admin`], execArgv: [], env: { PATH: '/usr/bin' }, cwd })).toBe('node_modules/.bin/pipeline-admin');
+    expect(invokedAs({ argv: ['node', `${cwd}/node_modules/.bin/pipeline-admin`], execArgv: [], env: { PATH: '/usr/bin' }, cwd })).toBe(
+      'node_modules/.bin/pipeline-admin',
+    );
   });
 });

@@ -123,7 +123,9 @@ program
 
 program
   .command('redrive-batch')
-  .description('re-drive a fleet as one bulk job: dry run, confirmation, then a live progress bar (Ctrl-C pauses the job at once, then asks whether to resume, stay paused or abort)')
+  .description(
+    're-drive a fleet as one bulk job: dry run, confirmation, then a live progress bar (Ctrl-C pauses the job at once, then asks whether to resume, stay paused or abort)',
+  )
   .option('--group <groupId>', 'a failure group from `dlq groups`')
   .option('--error-code <code>')
   .option('--terminal-reason <reason>')
@@ -158,7 +160,10 @@ const jobs = program
 jobs
   .command('show <jobId>')
   .description('a job: status, halt reason, counts, rate, ETA')
-  .option('--follow', "follow it with a progress bar until it finishes or pauses (redrive-batch's exit codes; Ctrl-C pauses it at once, then asks whether to resume, stay paused or abort)")
+  .option(
+    '--follow',
+    "follow it with a progress bar until it finishes or pauses (redrive-batch's exit codes; Ctrl-C pauses it at once, then asks whether to resume, stay paused or abort)",
+  )
   .option('--follow-timeout <seconds>', 'stop following after this long', '86400')
   .action(async (jobId, options, command) => {
     const { client, io } = context(command);

@@ -131,7 +131,9 @@ export class PipelineRegistry {
         retry: { ...defaults, ...pipeline.retry, ...step.retry },
         timeoutMs: step.timeoutMs ?? (fast ? this.config['pipeline.orchestrator.fast-path.max-step-timeout'] : this.defaultTimeout(step.transport)),
         heartbeatMs: this.config['pipeline.orchestrator.worker.heartbeat-timeout'],
-        ...(step.transport === 'REST' || step.transport === 'GRPC' ? { inProgressBudgetMs: this.config['pipeline.orchestrator.worker.in-progress-budget'] } : {}),
+        ...(step.transport === 'REST' || step.transport === 'GRPC'
+          ? { inProgressBudgetMs: this.config['pipeline.orchestrator.worker.in-progress-budget'] }
+          : {}),
         ...(fast ? { fastPath: true as const } : {}),
       };
     });

@@ -9,7 +9,15 @@
  * a successful run just completes (Temporal's ExecutionStatus says so, and an upsert
  * on every success would cost a history event and a visibility write per execution).
  */
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { EngineActivities } from '../activities/engine-activities';
 import { PipelineStatus } from './search-attributes';
 import { planStep } from './plan';
@@ -62,7 +70,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
   // died ran or retried (its workflow task lost), so it reads the record first; after one has, the
   // record's step and attempt are the ones this copy knows.
   let ranForReal = false;
-  for (let index = run.resumeStepIndex; index < run.steps.length; ) {
+  for (let index = run.resumeStepIndex; index < run.steps.length;) {
     const step = planStep(run, index);
     const firstOfRun = index === run.resumeStepIndex;
     const attempt = firstOfRun ? run.resumeAttempt : 1;

@@ -32,8 +32,7 @@ export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTic
   else lines.push(`**Status ${state.status}**`);
   // A finished job's workflow reads the job no more: its runs still running then end after it, so the counts say when they held.
   const finished = state.status === 'COMPLETED' || state.status === 'ABORTED' || state.status === 'FAILED';
-  if (finished && state.running > 0)
-    lines.push(`**When it ended** ${state.running} re-driven run(s) were still running; their outcomes since: ${cli('show')}`);
+  if (finished && state.running > 0) lines.push(`**When it ended** ${state.running} re-driven run(s) were still running; their outcomes since: ${cli('show')}`);
   lines.push(
     `**Progress**${finished ? ' at its end' : ''} ${state.processed} of ${plural(total, 'item')} processed (${state.admitted} admitted, ${state.processed - state.admitted} skipped), ${state.remaining} remaining; ` +
       `re-driven runs: ${state.running} running, ${state.succeeded} succeeded, ${state.failedAgain} failed again, ${state.remoteOutcomeUnknown} outcome unknown`,

@@ -50,9 +50,11 @@ describe('an early 413', () => {
     const failures: string[] = [];
     const answers: [number, string | null, string | null][] = [];
     for (const size of [3 * 1024 * 1024, 4 * 1024 * 1024, 8 * 1024 * 1024]) {
-      const refused = await fetch(url, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: Buffer.alloc(size, 0x20) }).catch(
-        (err: Error) => err,
-      );
+      const refused = await fetch(url, {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/json' },
+        body: Buffer.alloc(size, 0x20),
+      }).catch((err: Error) => err);
       // The client may see the close before the answer while it still sends; the next request must be answered either way.
       if (!(refused instanceof Error)) {
         answers.push([refused.status, refused.headers.get('connection'), refused.headers.get('keep-alive')]);
@@ -62,7 +64,8 @@ describe('an early 413', () => {
       for (const wait of [0, 700]) {
         await new Promise((resolve) => setTimeout(resolve, wait));
         const next = await fetch(url, { headers: { authorization } }).catch((err: Error) => err);
-        if (next instanceof Error) failures.push(`after a ${size}-byte body, wait ${wait} ms: ${String((next.cause as Error | undefined)?.message ?? next.message)}`);
+        if (next instanceof Error)
+          failures.push(`after a ${size}-byte body, wait ${wait} ms: ${String((next.cause as Error | undefined)?.message ?? next.message)}`);
         else {
           expect(next.status).toBe(200);
           await next.text();

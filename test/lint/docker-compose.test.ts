@@ -53,7 +53,10 @@ describe('docker-compose.yml', () => {
       expect(valid.status, valid.stderr).toBe(0);
       // As docker-compose reads it: every service it renders restarts unless stopped.
       const rendered = spawnSync('docker-compose', ['-f', file, 'config'], { encoding: 'utf8', env: { ...env, PIPELINE_AUTH_TOKENS: '[]' } }).stdout;
-      const renderedServices = rendered.slice(rendered.indexOf('services:'), rendered.search(/^volumes:/m)).split(/^ {2}(?=[a-z][\w-]*:\s*$)/m).slice(1);
+      const renderedServices = rendered
+        .slice(rendered.indexOf('services:'), rendered.search(/^volumes:/m))
+        .split(/^ {2}(?=[a-z][\w-]*:\s*$)/m)
+        .slice(1);
       expect(renderedServices).toHaveLength(5);
       for (const block of renderedServices) expect(block, block.slice(0, 40)).toContain('restart: unless-stopped');
       const missing = spawnSync('docker-compose', ['-f', file, 'config', '-q'], { encoding: 'utf8', env });
