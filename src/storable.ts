@@ -83,11 +83,16 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
 }
 
 /** Any JSON value that can be stored in a `jsonb` column; the issue's path gives the bad string's position. */
-export const StorableJson = z.unknown().superRefine((value, ctx) => {
-  if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
-    ctx.addIssue({ code: 'custom', message: `must not nest arrays or objects more than ${MAX_JSON_DEPTH} levels deep` });
-    return;
-  }
-  const path = findUnstorable(value);
-  if (path) ctx.addIssue({ code: 'custom', path, message: `${UNSTORABLE_MESSAGE} (path: positions of array items and object members)` });
-});
+export const StorableJson = z
+  .unknown()
+  .superRefine((value, ctx) => {
+    if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+      ctx.addIssue({ code: 'custom', message: `must not nest arrays or objects more than ${MAX_JSON_DEPTH} levels deep` });
+      return;
+    }
+    const path = findUnstorable(value);
+    if (path) ctx.addIssue({ code: 'custom', path, message: `${UNSTORABLE_MESSAGE} (path: positions of array items and object members)` });
+  })
+  .meta({
+    description: `any JSON value that Postgres can store: no text in it (member names included) with NUL or an unpaired UTF-16 surrogate, nested at most ${MAX_JSON_DEPTH} levels`,
+  });

@@ -9,7 +9,7 @@ import { CONFIRMED_DISPOSITIONS, REDRIVE_INTENTS } from '../spec-words';
 import type { HaltOn } from '../workflows/redrive-job-policy';
 import { ERROR_CODE_PATTERN, IsoTime, TerminalReasonSchema } from './fields';
 import { GROUP_ID_PATTERN } from './failure-group';
-import { INTENT_NEEDS_ALLOW_FAILED, withRules } from './rules';
+import { INTENT_NEEDS_ALLOW_FAILED, type MemberRule, withRules } from './rules';
 
 export const StartExecutionRequest = z
   .object({
@@ -35,8 +35,8 @@ export const PublishCheckpointRequest = z
   .strict();
 export type PublishCheckpointRequest = z.infer<typeof PublishCheckpointRequest>;
 
-/** The largest version the store can hold (a Postgres `integer`); stated in the document. */
-export const MAX_VERSION = 2_147_483_647;
+/** The largest version or step index the store can hold (a Postgres `integer`); stated in the document. */
+export const MAX_STORED_INTEGER = 2_147_483_647;
 
 /** A corrected input for the step a re-drive resumes or a fork starts at: a merge patch, or the whole input. Audited; values never logged. */
 const CorrectedInput = {
@@ -45,16 +45,14 @@ const CorrectedInput = {
   /** the step's whole input, replaced */
   input: StorableJson.optional().meta({ description: "the step's input, replaced whole; admin or repair tokens only" }),
 };
-function oneCorrection(body: { inputPatch?: unknown; input?: unknown }, ctx: z.RefinementCtx) {
-  if (body.inputPatch !== undefined && body.input !== undefined)
-    ctx.addIssue({ code: 'custom', path: ['input'], message: 'give inputPatch or input, not both' });
-}
+/** A patch or a replacement, never both: a rule the document states too. */
+const ONE_CORRECTION: MemberRule = { member: 'inputPatch', excludes: 'input', message: 'give inputPatch or input, not both' };
 
 export const RedriveRequest = withRules(
   z
     .object({
       /** the ExecutionRecord version the caller read (the store keeps it as a Postgres integer) */
-      expectedVersion: z.number().int().min(0).max(MAX_VERSION),
+      expectedVersion: z.number().int().min(0).max(MAX_STORED_INTEGER),
       /** why; kept in the audit row */
       reason: storableText(z.string().trim().min(1).max(1000), { notBlank: true }),
       /** false = ordinary replay; true permits re-drive of a FAILED (or REMOTE_OUTCOME_UNKNOWN) execution */
@@ -69,10 +67,10 @@ export const RedriveRequest = withRules(
       resumeUnderCurrentVersion: z.boolean().optional(),
       ...CorrectedInput,
     })
-    .strict()
-    .superRefine(oneCorrection),
+    .strict(),
   [
     INTENT_NEEDS_ALLOW_FAILED,
+    ONE_CORRECTION,
     {
       member: 'inputPatch',
       requires: 'allowFailed',
@@ -96,20 +94,22 @@ export const RedriveRequest = withRules(
 export type RedriveRequest = z.infer<typeof RedriveRequest>;
 
 /** `POST …/executions/{e}/fork`: a new execution of the same pinned pipeline version from a step whose input is known. */
-export const ForkRequest = z
-  .object({
-    /** the new execution's id (the tenant's own namespace: an id in use is a 409) */
-    newExecutionId: Id,
-    /** the step to start at; default the parent's resume step (its failed step, or where it stopped) */
-    fromStep: z.number().int().min(0).optional(),
-    /** why; kept in the audit row */
-    reason: storableText(z.string().trim().min(1).max(1000), { notBlank: true }),
-    /** the same as ?dryRun=true */
-    dryRun: z.boolean().optional(),
-    ...CorrectedInput,
-  })
-  .strict()
-  .superRefine(oneCorrection);
+export const ForkRequest = withRules(
+  z
+    .object({
+      /** the new execution's id (the tenant's own namespace: an id in use is a 409) */
+      newExecutionId: Id,
+      /** the step to start at; default the parent's resume step (its failed step, or where it stopped) */
+      fromStep: z.number().int().min(0).max(MAX_STORED_INTEGER).optional(),
+      /** why; kept in the audit row */
+      reason: storableText(z.string().trim().min(1).max(1000), { notBlank: true }),
+      /** the same as ?dryRun=true */
+      dryRun: z.boolean().optional(),
+      ...CorrectedInput,
+    })
+    .strict(),
+  [ONE_CORRECTION],
+);
 export type ForkRequest = z.infer<typeof ForkRequest>;
 
 export const MAX_JOB_ITEMS = 10_000;

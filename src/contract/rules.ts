@@ -7,16 +7,29 @@
 import type { z } from 'zod';
 
 /** When `member` is present, `requires` must be present and equal `value`. */
-export interface MemberRule {
+export interface RequiresRule {
   member: string;
   requires: string;
   value: unknown;
   message: string;
 }
+/** `member` and `excludes` are never both present (the issue is at `excludes`). */
+export interface ExcludesRule {
+  member: string;
+  excludes: string;
+  message: string;
+}
+export type MemberRule = RequiresRule | ExcludesRule;
 
-/** JSON Schema for one rule: either `member` is absent, or `requires` is there with its value. */
+/** JSON Schema for one rule: `member` is absent, or `requires` is there with its value; or the two are not both there. */
 function ruleSchema(rule: MemberRule) {
+  if ('excludes' in rule) return { not: { required: [rule.member, rule.excludes] } };
   return { anyOf: [{ not: { required: [rule.member] } }, { required: [rule.requires], properties: { [rule.requires]: { const: rule.value } } }] };
+}
+
+function broken(rule: MemberRule, body: Record<string, unknown>): boolean {
+  if ('excludes' in rule) return body[rule.member] !== undefined && body[rule.excludes] !== undefined;
+  return body[rule.member] !== undefined && body[rule.requires] !== rule.value;
 }
 
 /** `schema` checking every rule (an issue at the member's path), with the rules in its OpenAPI rendering. */
@@ -24,7 +37,7 @@ export function withRules<S extends z.ZodObject>(schema: S, rules: MemberRule[])
   return schema
     .superRefine((body: Record<string, unknown>, ctx) => {
       for (const rule of rules) {
-        if (body[rule.member] !== undefined && body[rule.requires] !== rule.value) ctx.addIssue({ code: 'custom', path: [rule.member], message: rule.message });
+        if (broken(rule, body)) ctx.addIssue({ code: 'custom', path: ['excludes' in rule ? rule.excludes : rule.member], message: rule.message });
       }
     })
     .meta({

@@ -12,8 +12,7 @@
  * effects and DLQ entries are only read.
  */
 import type { Client } from '@temporalio/client';
-import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
-import type { LoadedDataConverter } from '@temporalio/common';
+import { fromPayloadsAtIndex, type LoadedDataConverter, type Payload } from '@temporalio/common';
 import { ConflictError, ExecutionExistsError, ExecutionNotFoundError, ForbiddenError, PipelineError } from '../errors';
 import { transitionKey, workflowIdFor } from '../ids';
 import type { Log } from '../log';
@@ -101,7 +100,7 @@ export class ForkService {
       });
       const payloads = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
       const converter = (this.client.workflow.options as { loadedDataConverter: LoadedDataConverter }).loadedDataConverter;
-      const run = await decodeFromPayloadsAtIndex<PipelineRunInput>(converter, 0, payloads);
+      const run = fromPayloadsAtIndex<PipelineRunInput>(converter.payloadConverter, 0, await decoded(converter, payloads ?? []));
       if (!run || run.resumeStepIndex !== 0) throw new Error('the first run did not start at step 0');
       return { input: run.input, source: 'temporal-history' };
     } catch (err) {
@@ -207,4 +206,14 @@ export class ForkService {
       dispatch: outcome.dispatch,
     };
   }
+}
+
+/**
+ * Payloads as the client's codecs open them, the last codec first (as the SDK decodes): only
+ * `@temporalio/common`'s public API, so the compiled service loads under plain Node's ESM.
+ */
+async function decoded(converter: LoadedDataConverter, payloads: Payload[]): Promise<Payload[]> {
+  let opened = payloads;
+  for (const codec of [...converter.payloadCodecs].reverse()) opened = await codec.decode(opened);
+  return opened;
 }
