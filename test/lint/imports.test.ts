@@ -3,8 +3,9 @@
  * module, read with the TypeScript parser): no circle among the modules' run-time imports,
  * no module of src/service/ importing src/api/ (the composition root, src/runtime.ts, builds
  * the app from the API's entry points and the services it serves), nothing in src/store/
- * importing src/dlq/ logic, and src/contract/ pure
- * (it imports no I/O: no store, service, api, Temporal or Node I/O module).
+ * importing src/dlq/ logic, src/contract/ pure
+ * (it imports no I/O: no store, service, api, Temporal or Node I/O module), and the step
+ * attempt's rules (src/activities/step-rules.ts) importing only pure modules at run time.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -122,5 +123,10 @@ describe('the import graph of src/', () => {
     const io =
       /^(src\/(store|service|api|activities|workflows|temporal|dlq|transports)\/|pg$|@temporalio\/|hono|node:(fs|net|http|child_process)|amqplib|@aws-sdk\/)/;
     expect(edges.filter((e) => e.from.startsWith('src/contract/') && !e.typeOnly && io.test(e.to)).map((e) => `${e.from} -> ${e.to}`)).toEqual([]);
+  });
+
+  it("the step attempt's rules (activities/step-rules.ts) are pure: their run-time imports are pure modules only", () => {
+    const pure = ['src/ids.ts', 'src/activities/step-failure.ts'];
+    expect(edges.filter((e) => e.from === 'src/activities/step-rules.ts' && !e.typeOnly && !pure.includes(e.to)).map((e) => e.to)).toEqual([]);
   });
 });
