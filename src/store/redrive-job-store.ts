@@ -7,11 +7,10 @@
  * per job". Status changes are conditional on the status they leave.
  */
 import { z } from 'zod';
-import { HaltOnSchema, RedriveJobRequest } from '../contract/requests';
 import { JobControlEntrySchema } from '../contract/responses';
 import { EXECUTION_STATUSES, JOB_ITEM_STATES, REDRIVE_JOB_STATUSES, type JobControlAction, type RedriveJobStatus } from '../spec-words';
 import type { Db, Queryable } from './db';
-import { countsByCode, num, readRow, readRows, text, time } from './columns';
+import { anyJson, countsByCode, num, readRow, readRows, text, time } from './columns';
 import { UNREDRIVEN_FROM, unredrivenWhere, type EnvelopeFilter } from './failure-group-store';
 import { ExecutionRecordColumns, iso, isoOrNull } from './rows';
 
@@ -60,8 +59,10 @@ interface RedriveJobRow {
 }
 
 /**
- * redrive_job's columns; its JSON parsed with the contract's schemas (the request as accepted,
- * its halt rules, the control log) and the job's own (excluded counts, yielding).
+ * redrive_job's columns; its JSON parsed: the control log with the contract's schema, the
+ * excluded counts and yielding with the job's own. `request` and `halt_on` are whatever the
+ * job was created with (the store takes them as given): the service parses them with the
+ * request schemas on read (service/redrive-job-request.ts parseJob).
  */
 export const RedriveJobColumns = z.object({
   tenant_id: text,
@@ -69,7 +70,7 @@ export const RedriveJobColumns = z.object({
   status: z.enum(REDRIVE_JOB_STATUSES),
   principal: text,
   reason: text,
-  request: RedriveJobRequest,
+  request: anyJson,
   batch_size: num,
   rate_per_second: num,
   canary: num.nullable(),
@@ -81,7 +82,7 @@ export const RedriveJobColumns = z.object({
   updated_at: time,
   finished_at: time.nullable(),
   excluded: countsByCode,
-  halt_on: HaltOnSchema.required(),
+  halt_on: anyJson,
   selected: num,
   yielding: z.object({ rate: num, quietestMs: num.nullable(), latestMs: num.nullable(), at: text }).nullable(),
 }) satisfies z.ZodType<RedriveJobRow>;
