@@ -7,6 +7,25 @@ import tseslint from 'typescript-eslint';
 /** Every Node built-in, bare and `node:`-prefixed (os, util, events, timers, stream, … included). */
 const NODE_BUILTINS = [...new Set(builtinModules.flatMap((name) => [name, `${name}/*`, `node:${name}`, `node:${name}/*`]))];
 
+/**
+ * No `as` in the store and the dispatcher (but `as const`, and an `err` looked into): a row is
+ * checked by its table's columns, so a cast could only hide a column that does not match.
+ */
+export const NO_ROW_CASTS = [
+  {
+    selector: "TSAsExpression:not([typeAnnotation.typeName.name='const']):not([expression.name='err'])",
+    message: "No `as` here: a query row is read by its table's mapper (src/store/columns.ts readRow), never cast.",
+  },
+  { selector: 'TSTypeAssertion', message: "No type assertion here: a query row is read by its table's mapper (src/store/columns.ts readRow)." },
+];
+/** No type argument on a query: it would declare, unchecked, what the rows hold. */
+export const NO_ROW_TYPE_ARGUMENTS = [
+  {
+    selector: 'CallExpression[callee.property.name=/^(query|prepared)$/][typeArguments]',
+    message: "A query takes no type argument here: its rows are unknown until their table's mapper (src/store/columns.ts readRow) reads them.",
+  },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', '.tools/**', 'bench/results/**', 'dist/**', 'packages/*/dist/**'] },
   ...tseslint.configs.recommended,
@@ -50,6 +69,18 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // The store boundary: a query's rows are read by their table's mapper (src/store/columns.ts
+    // readRow), never cast or typed by a type argument (test/lint/store-rows.test.ts proves it bites).
+    files: ['src/store/**/*.ts', 'src/temporal/dispatcher.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...NO_ROW_CASTS, ...NO_ROW_TYPE_ARGUMENTS] },
+  },
+  {
+    // The driver seam itself hands rows on untyped; it still casts nothing but errors.
+    files: ['src/store/db.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...NO_ROW_CASTS] },
   },
   {
     // The worker kit is a package of its own (test/lint/worker-kit-package.test.ts holds it to this too).

@@ -6,8 +6,9 @@
  * back with the next attempt's due time.
  */
 import type { Db } from './db';
+import { readRow, readRows } from './columns';
 import { json } from './execution-store';
-import type { CheckpointOutboxRow } from './rows';
+import { CheckpointOutboxColumns, type CheckpointOutboxRow } from './rows';
 import type { CheckpointStatus } from '../spec-words';
 
 export type { CheckpointStatus };
@@ -22,6 +23,16 @@ export interface NewCheckpoint {
 
 /** A checkpoint leased for admission. */
 export type DueCheckpoint = Pick<CheckpointOutboxRow, 'tenant_id' | 'handoff_key' | 'pipeline' | 'records' | 'execution_id' | 'attempts' | 'created_at'>;
+
+const DueColumns = CheckpointOutboxColumns.pick({
+  tenant_id: true,
+  handoff_key: true,
+  pipeline: true,
+  records: true,
+  execution_id: true,
+  attempts: true,
+  created_at: true,
+});
 
 export interface CheckpointKey {
   tenantId: string;
@@ -42,16 +53,13 @@ export class CheckpointStore {
   }
 
   async status(key: CheckpointKey): Promise<CheckpointStatus | null> {
-    const result = await this.db.query<Pick<CheckpointOutboxRow, 'status'>>('SELECT status FROM checkpoint_outbox WHERE tenant_id = $1 AND handoff_key = $2', [
-      key.tenantId,
-      key.handoffKey,
-    ]);
-    return result.rows[0]?.status ?? null;
+    const result = await this.db.query('SELECT status FROM checkpoint_outbox WHERE tenant_id = $1 AND handoff_key = $2', [key.tenantId, key.handoffKey]);
+    return result.rows[0] === undefined ? null : readRow('checkpoint_outbox', CheckpointOutboxColumns.pick({ status: true }), result.rows[0]).status;
   }
 
   /** Leases up to `batch` due PENDING checkpoints (oldest first) and counts the attempt. */
   async leaseDue(options: { owner: string; leaseMs: number; batch: number }): Promise<DueCheckpoint[]> {
-    const due = await this.db.query<DueCheckpoint>(
+    const due = await this.db.query(
       `UPDATE checkpoint_outbox SET lease_owner = $1, lease_until = now() + ($2::integer * interval '1 millisecond'), attempts = attempts + 1
        WHERE (tenant_id, handoff_key) IN (
          SELECT tenant_id, handoff_key FROM checkpoint_outbox
@@ -60,7 +68,7 @@ export class CheckpointStore {
        RETURNING tenant_id, handoff_key, pipeline, records, execution_id, attempts, created_at`,
       [options.owner, options.leaseMs, options.batch],
     );
-    return due.rows;
+    return readRows('checkpoint_outbox', DueColumns, due.rows);
   }
 
   /** The checkpoint's run has started: ADMITTED, lease and last error cleared. */

@@ -11,7 +11,13 @@ import { causeChain, ConfigError, StoreUnavailableError } from '../errors';
 import type { Log } from '../log';
 import { retryDelayMs, type Backoff } from '../retry';
 
-export interface QueryResult<T> {
+/**
+ * A statement's answer. The store's code never names `T` (a lint holds it to that, with no `as`
+ * on a row: test/lint/store-rows.test.ts): its rows are records of unknown values until their
+ * table's mapper reads them (columns.ts `readRow`). Tests and benchmarks that peek at a table
+ * may name the row they expect.
+ */
+export interface QueryResult<T = Record<string, unknown>> {
   rows: T[];
   rowCount: number;
 }
@@ -230,12 +236,13 @@ export function createPgDb(
     }
     return name;
   };
+  // pg's rows are untyped (`any`): what they hold is for the caller's mapper to check.
   const send = async <T>(query: string | pg.QueryConfig, params?: unknown[]): Promise<QueryResult<T>> => {
     stats.queries++;
     const result = await withRetry(() =>
       (typeof query === 'string' ? pool.query(query, params) : pool.query(query)).catch((err: unknown) => Promise.reject(exhausted(err))),
     );
-    return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
+    return { rows: result.rows, rowCount: result.rowCount ?? 0 };
   };
   return {
     kind: 'postgres',
@@ -249,10 +256,10 @@ export function createPgDb(
       return withRetry(async () => {
         const client = await pool.connect().catch((err: unknown) => Promise.reject(exhausted(err)));
         const tx: Transaction = {
-          async query<R>(sql: string, params?: unknown[]) {
+          async query<R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> {
             stats.queries++;
             const result = await client.query(sql, params);
-            return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+            return { rows: result.rows, rowCount: result.rowCount ?? 0 };
           },
           // No parameters: pg sends the simple-query protocol, which runs every statement of the text.
           async exec(sql: string) {
@@ -286,14 +293,14 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
   const lite = await PGlite.create(dataDir);
   const stats = { queries: 0 };
   const wrap = (target: {
-    query: (sql: string, params?: unknown[]) => Promise<{ rows: unknown[]; affectedRows?: number }>;
+    query: <T>(sql: string, params?: unknown[]) => Promise<{ rows: T[]; affectedRows?: number }>;
     exec: (sql: string) => Promise<unknown>;
   }): Transaction => ({
     async query<T>(sql: string, params?: unknown[]) {
       stats.queries++;
-      const result = await target.query(sql, params);
+      const result = await target.query<T>(sql, params);
       // PGlite counts only DML in affectedRows (0 for a SELECT); returned rows are what callers count.
-      return { rows: result.rows as T[], rowCount: result.rows.length > 0 ? result.rows.length : (result.affectedRows ?? 0) };
+      return { rows: result.rows, rowCount: result.rows.length > 0 ? result.rows.length : (result.affectedRows ?? 0) };
     },
     async exec(sql: string) {
       stats.queries++;

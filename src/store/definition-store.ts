@@ -3,9 +3,11 @@
  * order), kept after a version is unregistered so a re-drive can say what changed.
  * Written once per shape per process, at the first admission under it.
  */
+import { z } from 'zod';
 import type { Db } from './db';
-import type { ExecutionStatus } from '../spec-words';
-import type { PipelineDefinitionRow } from './rows';
+import { EXECUTION_STATUSES, type ExecutionStatus } from '../spec-words';
+import { num, readRow, readRows, text } from './columns';
+import { PipelineDefinitionColumns } from './rows';
 
 export interface DefinitionShape {
   pipeline: string;
@@ -30,6 +32,16 @@ export interface PinnedCount {
   count: number;
 }
 
+/** pinned_count (and execution_record counted live): unfinished executions by pipeline, pinned version and status. */
+const PinnedCountColumns = z.object({
+  pipeline: text,
+  pipeline_version: num,
+  status: z.enum(EXECUTION_STATUSES).exclude(['SUCCEEDED']),
+  count: num,
+});
+const FingerprintCount = z.object({ fingerprint: text, count: num });
+const FoundColumns = PipelineDefinitionColumns.pick({ pipeline: true, version: true, fingerprint: true, steps: true, shape: true });
+
 const shapeKey = (pipeline: string, version: number, fingerprint: string) => `${pipeline}\u0000${version}\u0000${fingerprint}`;
 
 export class DefinitionStore {
@@ -50,22 +62,22 @@ export class DefinitionStore {
 
   /** The shape an execution was pinned to; with no fingerprint (a record from before versions), the newest of that version. */
   async find(pipeline: string, version: number, fingerprint: string | null): Promise<DefinitionShape | null> {
-    const result = await this.db.query<PipelineDefinitionRow>(
+    const result = await this.db.query(
       `SELECT pipeline, version, fingerprint, steps, shape FROM pipeline_definition
        WHERE pipeline = $1 AND version = $2 AND ($3::text IS NULL OR fingerprint = $3) ORDER BY created_at DESC LIMIT 1`,
       [pipeline, version, fingerprint],
     );
-    const row = result.rows[0];
+    const row = result.rows[0] === undefined ? undefined : readRow('pipeline_definition', FoundColumns, result.rows[0]);
     return row ? { pipeline: row.pipeline, version: row.version, fingerprint: row.fingerprint, steps: row.steps, shape: row.shape } : null;
   }
 
   /** Every shape stored for (pipeline, version), oldest first: more than one means it changed without a new version. */
   async fingerprints(pipeline: string, version: number): Promise<string[]> {
-    const result = await this.db.query<Pick<PipelineDefinitionRow, 'fingerprint'>>(
-      `SELECT fingerprint FROM pipeline_definition WHERE pipeline = $1 AND version = $2 ORDER BY created_at, fingerprint`,
-      [pipeline, version],
-    );
-    return result.rows.map((row) => row.fingerprint);
+    const result = await this.db.query(`SELECT fingerprint FROM pipeline_definition WHERE pipeline = $1 AND version = $2 ORDER BY created_at, fingerprint`, [
+      pipeline,
+      version,
+    ]);
+    return readRows('pipeline_definition', PipelineDefinitionColumns.pick({ fingerprint: true }), result.rows).map((row) => row.fingerprint);
   }
 
   /**
@@ -75,7 +87,7 @@ export class DefinitionStore {
    */
   async pinnedToOtherShape(pipeline: string, version: number, fingerprint: string, tenantId?: string): Promise<number> {
     // FAILED and REMOTE_OUTCOME_UNKNOWN from their counters (they grow with history), QUEUED and RUNNING live (in flight).
-    const result = await this.db.query<{ count: number }>(
+    const result = await this.db.query(
       `SELECT ((SELECT coalesce(sum(n), 0) FROM pinned_count
                 WHERE pipeline = $1 AND pipeline_version = $2 AND fingerprint <> '' AND fingerprint <> $3 AND ($4::text IS NULL OR tenant_id = $4))
              + (SELECT count(*) FROM execution_record
@@ -83,7 +95,7 @@ export class DefinitionStore {
                   AND definition_fingerprint IS NOT NULL AND definition_fingerprint <> $3 AND ($4::text IS NULL OR tenant_id = $4)))::integer AS count`,
       [pipeline, version, fingerprint, tenantId ?? null],
     );
-    return result.rows[0]?.count ?? 0;
+    return result.rows[0] === undefined ? 0 : readRow('pinned_count', z.object({ count: num }), result.rows[0]).count;
   }
 
   /**
@@ -91,7 +103,7 @@ export class DefinitionStore {
    * their counts, most executions first: what a start-up refusal names.
    */
   async pinnedShapes(pipeline: string, version: number, fingerprint: string): Promise<{ fingerprint: string; count: number }[]> {
-    const result = await this.db.query<{ fingerprint: string; count: number }>(
+    const result = await this.db.query(
       `SELECT fingerprint, sum(n)::integer AS count FROM (
          SELECT fingerprint, n FROM pinned_count WHERE pipeline = $1 AND pipeline_version = $2 AND fingerprint <> '' AND fingerprint <> $3
          UNION ALL
@@ -100,7 +112,7 @@ export class DefinitionStore {
        ) pinned GROUP BY fingerprint HAVING sum(n) > 0 ORDER BY count DESC, fingerprint`,
       [pipeline, version, fingerprint],
     );
-    return result.rows;
+    return readRows('pinned_count', FingerprintCount, result.rows);
   }
 
   /**
@@ -109,14 +121,15 @@ export class DefinitionStore {
    * execution, and kept they would make every later start look changed. Returns them.
    */
   async forgetUnused(pipeline: string, version: number, keep: string): Promise<string[]> {
-    const result = await this.db.query<{ fingerprint: string }>(
+    const deleted = await this.db.query(
       `DELETE FROM pipeline_definition d WHERE d.pipeline = $1 AND d.version = $2 AND d.fingerprint <> $3
          AND NOT EXISTS (SELECT 1 FROM execution_record e WHERE e.pipeline = $1 AND e.pipeline_version = $2 AND e.definition_fingerprint = d.fingerprint)
        RETURNING d.fingerprint`,
       [pipeline, version, keep],
     );
-    for (const row of result.rows) this.remembered.delete(shapeKey(pipeline, version, row.fingerprint));
-    return result.rows.map((row) => row.fingerprint).sort();
+    const rows = readRows('pipeline_definition', PipelineDefinitionColumns.pick({ fingerprint: true }), deleted.rows);
+    for (const row of rows) this.remembered.delete(shapeKey(pipeline, version, row.fingerprint));
+    return rows.map((row) => row.fingerprint).sort();
   }
 
   /**
@@ -125,7 +138,7 @@ export class DefinitionStore {
    * from the counters their status trigger keeps, so the read does not grow with history).
    */
   async pinnedCounts(tenantId: string): Promise<PinnedCount[]> {
-    const result = await this.db.query<{ pipeline: string; pipeline_version: number; status: PinnedCount['status']; count: number }>(
+    const result = await this.db.query(
       `SELECT pipeline, pipeline_version, status, sum(n)::integer AS count FROM pinned_count
        WHERE tenant_id = $1 GROUP BY pipeline, pipeline_version, status HAVING sum(n) <> 0
        UNION ALL
@@ -133,16 +146,26 @@ export class DefinitionStore {
        WHERE tenant_id = $1 AND status IN ('QUEUED', 'RUNNING') GROUP BY pipeline, pipeline_version, status`,
       [tenantId],
     );
-    return result.rows.map((row) => ({ pipeline: row.pipeline, version: row.pipeline_version, status: row.status, count: row.count }));
+    return readRows('pinned_count', PinnedCountColumns, result.rows).map((row) => ({
+      pipeline: row.pipeline,
+      version: row.pipeline_version,
+      status: row.status,
+      count: row.count,
+    }));
   }
 
   /** The same counts read from the records themselves (a recount: what the counters must equal). Scans every unfinished record: not for a request path. */
   async recountPinned(tenantId: string): Promise<PinnedCount[]> {
-    const result = await this.db.query<{ pipeline: string; pipeline_version: number; status: PinnedCount['status']; count: number }>(
+    const result = await this.db.query(
       `SELECT pipeline, pipeline_version, status, count(*)::integer AS count FROM execution_record
        WHERE tenant_id = $1 AND status <> 'SUCCEEDED' GROUP BY pipeline, pipeline_version, status`,
       [tenantId],
     );
-    return result.rows.map((row) => ({ pipeline: row.pipeline, version: row.pipeline_version, status: row.status, count: row.count }));
+    return readRows('pinned_count', PinnedCountColumns, result.rows).map((row) => ({
+      pipeline: row.pipeline,
+      version: row.pipeline_version,
+      status: row.status,
+      count: row.count,
+    }));
   }
 }

@@ -5,25 +5,17 @@
  * Temporal, so two sweepers never start the same dispatch at once; the row turns
  * STARTED when a start is acknowledged (or when the run's first step says so).
  */
+import { z } from 'zod';
 import type { Db } from './db';
+import { readRow, readRows } from './columns';
 import { toRecord, type DispatchLease, type ExecutionRecord } from './execution-store';
-import type { ExecutionRecordRow } from './rows';
+import { ExecutionDispatchColumns, type DispatchSpec } from './rows';
 
-/** A row of `execution_dispatch`. */
-export interface DispatchRow {
-  tenant_id: string;
-  execution_id: string;
-  dispatch_id: string;
-  status: 'PENDING' | 'STARTED';
-  workflow_args: unknown;
-  attempts: number;
-  lease_owner: string | null;
-  lease_until: Date | null;
-  run_id: string | null;
-  last_error: string | null;
-  created_at: Date;
-  started_at: Date | null;
-}
+export type { DispatchRow, DispatchSpec } from './rows';
+
+/** A claim's row: the dispatch row's workflow_args beside the record's columns. */
+const ClaimedSpec = z.object({ dispatch_spec: ExecutionDispatchColumns.shape.workflow_args });
+const DueColumns = ExecutionDispatchColumns.pick({ tenant_id: true, execution_id: true, dispatch_id: true });
 
 /** Names one dispatch row. */
 export interface DispatchKey {
@@ -35,7 +27,7 @@ export interface DispatchKey {
 export interface ClaimedDispatch {
   record: ExecutionRecord;
   /** the row's `workflow_args`: what the admission asked the run to do */
-  spec: unknown;
+  spec: DispatchSpec;
 }
 
 export class DispatchStore {
@@ -47,7 +39,7 @@ export class DispatchStore {
    * elsewhere or absent.
    */
   async claim(key: DispatchKey & { lease: DispatchLease }): Promise<ClaimedDispatch | null> {
-    const claimed = await this.db.query<ExecutionRecordRow & { dispatch_spec: unknown }>(
+    const claimed = await this.db.query(
       `WITH lease AS (
          UPDATE execution_dispatch SET lease_owner = $4, lease_until = now() + ($5::integer * interval '1 millisecond'), attempts = attempts + 1
          WHERE tenant_id = $1 AND execution_id = $2 AND dispatch_id = $3 AND status = 'PENDING'
@@ -57,7 +49,9 @@ export class DispatchStore {
       [key.tenantId, key.executionId, key.dispatchId, key.lease.owner, key.lease.ms],
     );
     if (claimed.rowCount === 0) return null;
-    return { record: toRecord(claimed.rows[0]), spec: claimed.rows[0].dispatch_spec ?? {} };
+    const row = claimed.rows[0];
+    const spec = readRow('execution_dispatch', ClaimedSpec, row).dispatch_spec;
+    return { record: toRecord(row), spec: spec ?? {} };
   }
 
   /** A start was acknowledged: the row is STARTED with its runId (a no-op once the run's first step marked it). */
@@ -80,11 +74,15 @@ export class DispatchStore {
 
   /** PENDING rows whose lease is free, oldest first. */
   async due(options: { limit: number }): Promise<DispatchKey[]> {
-    const due = await this.db.query<Pick<DispatchRow, 'tenant_id' | 'execution_id' | 'dispatch_id'>>(
+    const due = await this.db.query(
       `SELECT tenant_id, execution_id, dispatch_id FROM execution_dispatch
        WHERE status = 'PENDING' AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT $1`,
       [options.limit],
     );
-    return due.rows.map((row) => ({ tenantId: row.tenant_id, executionId: row.execution_id, dispatchId: row.dispatch_id }));
+    return readRows('execution_dispatch', DueColumns, due.rows).map((row) => ({
+      tenantId: row.tenant_id,
+      executionId: row.execution_id,
+      dispatchId: row.dispatch_id,
+    }));
   }
 }

@@ -4,10 +4,11 @@
  * the terminal-failure commit in ExecutionStore.
  */
 import type { TerminalReason } from '../spec-words';
-import { DlqEnvelope } from '../contract/dlq-envelope';
-import { parseStored } from './stored-json';
+import { z } from 'zod';
+import type { DlqEnvelope } from '../contract/dlq-envelope';
 import type { Db } from './db';
-import type { ExecutionDlqRow } from './rows';
+import { num, readRow, readRows } from './columns';
+import { DLQ_KEY, ExecutionDlqColumns } from './rows';
 
 export type { DlqEnvelope };
 
@@ -26,6 +27,10 @@ export interface DlqEntry {
   redriven: boolean;
   envelope: DlqEnvelope;
 }
+
+/** A listed envelope, with the version its execution stands at now (null when retention deleted the record). */
+const ListedColumns = ExecutionDlqColumns.pick({ id: true, record_version: true, envelope: true }).extend({ current_version: num.nullable() });
+const LeasedColumns = ExecutionDlqColumns.pick({ id: true, tenant_id: true, transition_key: true, envelope: true });
 
 export class DlqStore {
   constructor(readonly db: Db) {}
@@ -47,17 +52,17 @@ export class DlqStore {
       params.push(options.before);
       where += ` AND d.id < $${params.length}`;
     }
-    const result = await this.db.query<Pick<ExecutionDlqRow, 'id' | 'record_version' | 'envelope'> & { current_version: number | null }>(
+    const result = await this.db.query(
       `SELECT d.id, d.record_version, d.envelope, r.version AS current_version
        FROM execution_dlq d LEFT JOIN execution_record r ON r.tenant_id = d.tenant_id AND r.execution_id = d.execution_id
        WHERE ${where} ORDER BY d.id DESC LIMIT $2`,
       params,
     );
-    const entries: DlqEntry[] = result.rows.map((row) => ({
-      id: Number(row.id),
+    const entries: DlqEntry[] = readRows('execution_dlq', ListedColumns, result.rows, DLQ_KEY).map((row) => ({
+      id: row.id,
       recordVersion: row.record_version,
       redriven: row.current_version != null && row.current_version > row.record_version,
-      envelope: parseStored(DlqEnvelope, row.envelope, { table: 'execution_dlq', row: String(row.id), field: 'envelope' }),
+      envelope: row.envelope,
     }));
     return { entries: entries.slice(0, options.limit), more: entries.length > options.limit };
   }
@@ -68,20 +73,15 @@ export class DlqStore {
    * envelope for the next pass (or another relay).
    */
   async leaseUnpublished(options: { batch: number; leaseMs: number }): Promise<UnpublishedEnvelope[]> {
-    const due = await this.db.query<Pick<ExecutionDlqRow, 'id' | 'tenant_id' | 'transition_key' | 'envelope'>>(
+    const due = await this.db.query(
       `UPDATE execution_dlq SET publish_lease_until = now() + ($2::integer * interval '1 millisecond'), publish_attempts = publish_attempts + 1
        WHERE id IN (SELECT id FROM execution_dlq WHERE published_at IS NULL AND (publish_lease_until IS NULL OR publish_lease_until < now())
                     ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
        RETURNING id, tenant_id, transition_key, envelope`,
       [options.batch, options.leaseMs],
     );
-    return due.rows
-      .map((row) => ({
-        id: Number(row.id),
-        tenantId: row.tenant_id,
-        transitionKey: row.transition_key,
-        envelope: parseStored(DlqEnvelope, row.envelope, { table: 'execution_dlq', row: String(row.id), field: 'envelope' }),
-      }))
+    return readRows('execution_dlq', LeasedColumns, due.rows, DLQ_KEY)
+      .map((row) => ({ id: row.id, tenantId: row.tenant_id, transitionKey: row.transition_key, envelope: row.envelope }))
       .sort((a, b) => a.id - b.id);
   }
 
@@ -104,6 +104,7 @@ export class DlqStore {
 
   /** Envelopes the broker has not confirmed yet. */
   async countUnpublished(): Promise<number> {
-    return (await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM execution_dlq WHERE published_at IS NULL')).rows[0].n;
+    const result = await this.db.query('SELECT count(*)::int AS n FROM execution_dlq WHERE published_at IS NULL');
+    return readRow('execution_dlq', z.object({ n: num }), result.rows[0]).n;
   }
 }

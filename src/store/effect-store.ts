@@ -13,8 +13,10 @@
  * now (`step_index` is where it sat at its last claim).
  */
 import type { EffectStatus } from '../spec-words';
+import { z } from 'zod';
 import type { Db } from './db';
-import { iso, type CommandEffectRow } from './rows';
+import { bool, readRow } from './columns';
+import { CommandEffectColumns, iso } from './rows';
 
 export interface CommandEffect {
   tenantId: string;
@@ -44,19 +46,26 @@ export interface EffectClaim {
   onlyNew?: boolean;
 }
 
-const toEffect = (row: CommandEffectRow): CommandEffect => ({
-  tenantId: row.tenant_id,
-  executionId: row.execution_id,
-  stepIndex: row.step_index,
-  stepName: row.step_name,
-  status: row.status,
-  attempt: row.attempt,
-  transitionKey: row.transition_key,
-  result: row.result,
-  errorCode: row.error_code,
-  createdAt: iso(row.created_at),
-  updatedAt: iso(row.updated_at),
-});
+/** A claim's answer: whether it claimed, and (when not) the effect that blocks it. */
+const ClaimAnswer = z.object({ claimed: bool });
+
+/** command_effect's mapper: a row (every column checked) as the effect. */
+export function toEffect(value: unknown): CommandEffect {
+  const row = readRow('command_effect', CommandEffectColumns, value);
+  return {
+    tenantId: row.tenant_id,
+    executionId: row.execution_id,
+    stepIndex: row.step_index,
+    stepName: row.step_name,
+    status: row.status,
+    attempt: row.attempt,
+    transitionKey: row.transition_key,
+    result: row.result,
+    errorCode: row.error_code,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  };
+}
 
 export class EffectStore {
   constructor(readonly db: Db) {}
@@ -68,7 +77,7 @@ export class EffectStore {
    * effect, FAILED_RETRYABLE included.
    */
   async claim({ tenantId, executionId, stepIndex, stepName, attempt, transitionKey, onlyNew = false }: EffectClaim): Promise<ClaimOutcome> {
-    const result = await this.db.query<{ claimed: boolean } & CommandEffectRow>(
+    const result = await this.db.query(
       `WITH claimed AS (
          INSERT INTO command_effect (tenant_id, execution_id, step_index, step_name, status, attempt, transition_key)
          VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, $6)
@@ -85,15 +94,12 @@ export class EffectStore {
       [tenantId, executionId, stepIndex, stepName, attempt, transitionKey, onlyNew],
     );
     const row = result.rows[0];
-    if (!row || row.claimed) return { claimed: true };
+    if (!row || readRow('command_effect', ClaimAnswer, row).claimed) return { claimed: true };
     return { claimed: false, effect: toEffect(row) };
   }
 
   async list(tenantId: string, executionId: string): Promise<CommandEffect[]> {
-    const result = await this.db.query<CommandEffectRow>('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index', [
-      tenantId,
-      executionId,
-    ]);
+    const result = await this.db.query('SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 ORDER BY step_index', [tenantId, executionId]);
     return result.rows.map(toEffect);
   }
 
@@ -103,16 +109,16 @@ export class EffectStore {
    */
   /** The latest effect of every Command step of the listed executions, in one statement: (executionId, step name) → effect. */
   async getMany(tenantId: string, executionIds: string[]): Promise<Map<string, CommandEffect>> {
-    const result = await this.db.query<CommandEffectRow>(
+    const result = await this.db.query(
       `SELECT DISTINCT ON (execution_id, step_name) * FROM command_effect WHERE tenant_id = $1 AND execution_id = ANY($2::text[])
        ORDER BY execution_id, step_name, updated_at DESC`,
       [tenantId, executionIds],
     );
-    return new Map(result.rows.map((row) => [effectKey(row.execution_id, row.step_name), toEffect(row)]));
+    return new Map(result.rows.map(toEffect).map((effect) => [effectKey(effect.executionId, effect.stepName), effect]));
   }
 
   async get(tenantId: string, executionId: string, step: string | number): Promise<CommandEffect | null> {
-    const result = await this.db.query<CommandEffectRow>(
+    const result = await this.db.query(
       `SELECT * FROM command_effect WHERE tenant_id = $1 AND execution_id = $2 AND ${typeof step === 'string' ? 'step_name' : 'step_index'} = $3
        ORDER BY updated_at DESC LIMIT 1`,
       [tenantId, executionId, step],

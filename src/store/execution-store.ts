@@ -9,12 +9,23 @@ import type { EffectStatus, ExecutionStatus, RedriveMode, TerminalReason } from 
 import { failureGroup } from '../contract/failure-group';
 import { randomUUID } from 'node:crypto';
 import type { DlqEnvelope } from '../contract/dlq-envelope';
-import type { z } from 'zod';
-import { RemoteCallSchema } from '../contract/responses';
-import { parseStored } from './stored-json';
+import { z } from 'zod';
+import type { RemoteCallSchema } from '../contract/responses';
 import type { Db, Queryable } from './db';
+import { bool, num, readRow, readRows, text, time } from './columns';
 import { countItems, ITEM_COUNTED } from './redrive-job-store';
-import { iso, isoOrNull, RECORD_SELECT, startView, type DispatchStartColumns, type ExecutionRecordRow, type ForkedFromColumn, type StartView } from './rows';
+import {
+  ExecutionAttemptColumns,
+  ExecutionDlqColumns,
+  ExecutionRecordColumns,
+  iso,
+  isoOrNull,
+  RECORD_KEY,
+  RECORD_SELECT,
+  startView,
+  type ForkedFromColumn,
+  type StartView,
+} from './rows';
 
 export type { EffectStatus, ExecutionStatus } from '../spec-words';
 
@@ -81,14 +92,16 @@ export interface NewExecution {
   fork?: { stepIndex: number; from: ForkedFromColumn };
 }
 
-export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
+/** execution_record's mapper: a row (every column checked, remote_call and forked_from parsed) as the record. */
+export function toRecord(value: unknown): ExecutionRecord {
+  const row = readRow('execution_record', ExecutionRecordColumns, value, RECORD_KEY);
   return {
     tenantId: row.tenant_id,
     executionId: row.execution_id,
     executionKey: row.execution_key,
     pipeline: row.pipeline,
     pipelineVersion: row.pipeline_version,
-    definitionFingerprint: row.definition_fingerprint ?? null,
+    definitionFingerprint: row.definition_fingerprint,
     workflowId: row.workflow_id,
     status: row.status,
     version: row.version,
@@ -106,10 +119,7 @@ export function toRecord(row: ExecutionRecordRow): ExecutionRecord {
     terminalReason: row.terminal_reason,
     lastErrorCode: row.last_error_code,
     lastErrorMessage: row.last_error_message,
-    remoteCall:
-      row.remote_call == null
-        ? null
-        : parseStored(RemoteCallSchema, row.remote_call, { table: 'execution_record', row: `${row.tenant_id}/${row.execution_id}`, field: 'remote_call' }),
+    remoteCall: row.remote_call,
     forkedFrom: row.forked_from ? { executionId: row.forked_from.executionId, stepIndex: row.forked_from.stepIndex, version: row.forked_from.version } : null,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
@@ -245,7 +255,7 @@ export class ExecutionStore {
   async create(execution: NewExecution, dispatchSpec: unknown, lease: DispatchLease): Promise<ExecutionRecord | null> {
     // Replay-safe: a statement retried after its answer was lost finds its own row by this id.
     const admissionId = randomUUID();
-    const inserted = await this.db.prepared<ExecutionRecordRow>(
+    const inserted = await this.db.prepared(
       `WITH record AS (
          INSERT INTO execution_record (tenant_id, execution_id, execution_key, pipeline, workflow_id, status, version,
            step_count, current_step_index, attempt, segment_input, correlation_id, resource_type, resource_name, admission_id,
@@ -279,7 +289,7 @@ export class ExecutionStore {
     );
     if (inserted.rowCount) return toRecord(inserted.rows[0]);
     // Taken: by someone else (null), or by this very admission whose first answer was lost.
-    const own = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND admission_id = $3', [
+    const own = await this.db.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = $2 AND admission_id = $3', [
       execution.tenantId,
       execution.executionId,
       admissionId,
@@ -294,10 +304,9 @@ export class ExecutionStore {
   async supportsDurableRetryIntent(): Promise<boolean> {
     this.durability ??= (async () => {
       if (this.db.kind === 'pglite') return !this.db.dataDir?.startsWith('memory://');
-      const result = await this.db.query<{ fsync: string; sync: string }>(
-        `SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sync`,
-      );
-      return result.rows[0].fsync === 'on' && result.rows[0].sync !== 'off';
+      const result = await this.db.query(`SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS sync`);
+      const settings = readRow('current_setting', z.object({ fsync: text, sync: text }), result.rows[0]);
+      return settings.fsync === 'on' && settings.sync !== 'off';
     })();
     return this.durability;
   }
@@ -348,7 +357,7 @@ export class ExecutionStore {
     // Rounded up: a shorter spacing would let a second hold more than the rate.
     const spacing = a.jobId && a.jobSpacingMs ? Math.max(1, Math.ceil(a.jobSpacingMs)) : null;
     // Prepared: the longest statement the store sends often (each re-drive), so the one whose parsing and planning cost most.
-    const result = await this.db.prepared<Partial<ExecutionRecordRow> & { job_status: string | null; gate_open: boolean | null; wait_ms: number | null }>(
+    const result = await this.db.prepared(
       // A bulk job's admissions ($22 = its spacing in ms, 1/rate): one at a time under the job
       // row's lock (gate, read after the lock is had, so it sees the previous admission's
       // stamp), only while the job is RUNNING, and paced by a generic cell rate algorithm on
@@ -427,22 +436,22 @@ export class ExecutionStore {
         a.correction ? json(a.correction.input ?? null) : null,
       ],
     );
-    const answer = result.rows[0];
+    const answer = readRow('execution_record', AdmissionAnswer, result.rows[0]);
     if (spacing !== null && !answer.gate_open) {
       if (answer.job_status !== 'RUNNING') throw new JobNotAdmittingError(a.jobId!, answer.job_status);
       throw new AdmissionTooSoonError(a.jobId!, spacing, Math.max(1, Math.min(spacing, answer.wait_ms ?? spacing)));
     }
-    if (answer.execution_id) return toRecord(answer as ExecutionRecordRow);
+    if (answer.execution_id) return toRecord(result.rows[0]);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
-    const own = await this.db.query<ExecutionRecordRow & { admitted_version: number; admitted_attempt: number }>(
+    const own = await this.db.query(
       `SELECT r.*, a.to_version AS admitted_version, a.attempt AS admitted_attempt FROM redrive_audit a
        JOIN execution_record r ON r.tenant_id = a.tenant_id AND r.execution_id = a.execution_id
        WHERE a.tenant_id = $1 AND a.execution_id = $2 AND a.redrive_id = $3`,
       [a.tenantId, a.executionId, a.redriveId],
     );
     if (!own.rowCount) return null;
-    const row = own.rows[0];
-    return { ...toRecord(row), version: row.admitted_version, attempt: row.admitted_attempt, currentStepIndex: a.resumeStepIndex };
+    const admitted = readRow('redrive_audit', AdmittedColumns, own.rows[0]);
+    return { ...toRecord(own.rows[0]), version: admitted.admitted_version, attempt: admitted.admitted_attempt, currentStepIndex: a.resumeStepIndex };
   }
 
   /**
@@ -454,7 +463,7 @@ export class ExecutionStore {
    * up to the dispatch lease (30 s) and a sweep under a backlog; one that stays names why in `lastError`.
    */
   async pendingStart(tenantId: string, executionId: string, scope: 'any' | 'queued-for' = 'any'): Promise<PendingStart | null> {
-    const result = await this.db.query<DispatchStartColumns>(
+    const result = await this.db.query(
       `SELECT dispatch_id, created_at, attempts, last_error FROM execution_dispatch
        WHERE tenant_id = $1 AND execution_id = $2 AND status = 'PENDING'
          AND (NOT $3::boolean OR dispatch_id = coalesce((SELECT r.dispatch_id FROM execution_record r WHERE r.tenant_id = $1 AND r.execution_id = $2), dispatch_id))
@@ -467,9 +476,7 @@ export class ExecutionStore {
   async get(tenantId: string, executionId: string, q: Queryable = this.db): Promise<ExecutionRecord | null> {
     // Prepared on the store's own pool (a step's retry and every re-drive read it); as is inside a transaction.
     const sql = `SELECT ${RECORD_SELECT} FROM execution_record WHERE tenant_id = $1 AND execution_id = $2`;
-    const result = await (q === this.db
-      ? this.db.prepared<ExecutionRecordRow>(sql, [tenantId, executionId])
-      : q.query<ExecutionRecordRow>(sql, [tenantId, executionId]));
+    const result = await (q === this.db ? this.db.prepared(sql, [tenantId, executionId]) : q.query(sql, [tenantId, executionId]));
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
@@ -484,7 +491,7 @@ export class ExecutionStore {
     runs: R[],
   ): Promise<(R & { stepIndex: number; dispatchId?: string })[]> {
     if (runs.length === 0) return [];
-    const result = await this.db.query<{ i: number; current_step_index: number; status: ExecutionStatus; dispatch_id: string | null }>(
+    const result = await this.db.query(
       `SELECT c.i, r.current_step_index, r.status, r.dispatch_id
        FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS c(tenant_id, execution_id, run_id, i)
        JOIN execution_record r ON r.tenant_id = c.tenant_id AND r.execution_id = c.execution_id
@@ -493,8 +500,8 @@ export class ExecutionStore {
                                                 AND d.dispatch_id = r.dispatch_id AND d.status = 'STARTED' AND d.run_id = c.run_id))`,
       [runs.map((r) => r.tenantId), runs.map((r) => r.executionId), runs.map((r) => r.runId)],
     );
-    return result.rows.map((row) => ({
-      ...runs[Number(row.i) - 1],
+    return readRows('execution_record', UnfinishedColumns, result.rows).map((row) => ({
+      ...runs[row.i - 1],
       stepIndex: row.current_step_index,
       ...(row.status === 'QUEUED' && row.dispatch_id !== null ? { dispatchId: row.dispatch_id } : {}),
     }));
@@ -502,18 +509,12 @@ export class ExecutionStore {
 
   /** The listed executions' records, in one statement (missing ones are absent). */
   async getMany(tenantId: string, executionIds: string[]): Promise<Map<string, ExecutionRecord>> {
-    const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2::text[])', [
-      tenantId,
-      executionIds,
-    ]);
-    return new Map(result.rows.map((row) => [row.execution_id, toRecord(row)]));
+    const result = await this.db.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2::text[])', [tenantId, executionIds]);
+    return new Map(result.rows.map(toRecord).map((record) => [record.executionId, record]));
   }
 
   async getByKey(tenantId: string, executionKey: string): Promise<ExecutionRecord | null> {
-    const result = await this.db.query<ExecutionRecordRow>('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [
-      tenantId,
-      executionKey,
-    ]);
+    const result = await this.db.query('SELECT * FROM execution_record WHERE tenant_id = $1 AND execution_key = $2', [tenantId, executionKey]);
     return result.rowCount ? toRecord(result.rows[0]) : null;
   }
 
@@ -529,10 +530,7 @@ export class ExecutionStore {
       params.push(options.after.createdAt, options.after.executionId);
       where += ` AND (created_at, execution_id) < ($${params.length - 1}::timestamptz, $${params.length})`;
     }
-    const result = await this.db.query<ExecutionRecordRow>(
-      `SELECT * FROM execution_record WHERE ${where} ORDER BY created_at DESC, execution_id DESC LIMIT $2`,
-      params,
-    );
+    const result = await this.db.query(`SELECT * FROM execution_record WHERE ${where} ORDER BY created_at DESC, execution_id DESC LIMIT $2`, params);
     const records = result.rows.map(toRecord);
     return { records: records.slice(0, options.limit), more: records.length > options.limit };
   }
@@ -550,7 +548,7 @@ export class ExecutionStore {
    * row is STARTED.
    */
   async begin({ tenantId, executionId, runId, dispatchId }: RunStart): Promise<ExecutionRecord | null> {
-    const result = await this.db.prepared<ExecutionRecordRow>(
+    const result = await this.db.prepared(
       `WITH moved AS (
          UPDATE execution_record SET status = 'RUNNING', version = version + 1, run_id = $3, updated_at = now()
          WHERE tenant_id = $1 AND execution_id = $2 AND status = 'QUEUED' AND dispatch_id = $4
@@ -574,13 +572,7 @@ export class ExecutionStore {
    * no longer owns its record reads this to end as it committed.
    */
   async lastOutcomeOfRun({ tenantId, executionId, runId }: { tenantId: string; executionId: string; runId: string | null }): Promise<RunOutcome | null> {
-    const result = await this.db.query<{
-      step_index: number;
-      attempt: number;
-      outcome: RunOutcome['outcome'];
-      error_code: string | null;
-      terminal_reason: TerminalReason | null;
-    }>(
+    const result = await this.db.query(
       `SELECT a.step_index, a.attempt, a.outcome, a.error_code, d.terminal_reason
        FROM execution_attempt a
        LEFT JOIN execution_dlq d ON d.tenant_id = a.tenant_id AND d.execution_id = a.execution_id AND d.record_version = a.version
@@ -588,7 +580,7 @@ export class ExecutionStore {
        ORDER BY a.version DESC LIMIT 1`,
       runId === null ? [tenantId, executionId] : [tenantId, executionId, runId],
     );
-    const row = result.rows[0];
+    const row = result.rows[0] && readRow('execution_attempt', LastOutcomeColumns, result.rows[0]);
     return row
       ? { stepIndex: row.step_index, attempt: row.attempt, outcome: row.outcome, errorCode: row.error_code, terminalReason: row.terminal_reason }
       : null;
@@ -601,7 +593,7 @@ export class ExecutionStore {
    * run that died, a replay): the worker may already have it, whatever this delivery meets.
    */
   async noteRemoteDelivery({ tenantId, executionId, stepIndex, attempt }: Omit<StepKey, 'runId'>): Promise<{ earlier: boolean; firstSentAt: string }> {
-    const result = await this.db.prepared<{ earlier: boolean; first_sent_at: Date }>(
+    const result = await this.db.prepared(
       `WITH noted AS (
          INSERT INTO remote_delivery (tenant_id, execution_id, step_index, attempt) VALUES ($1, $2, $3, $4)
          ON CONFLICT DO NOTHING RETURNING first_sent_at)
@@ -611,7 +603,7 @@ export class ExecutionStore {
        WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3 AND attempt = $4 AND NOT EXISTS (SELECT 1 FROM noted)`,
       [tenantId, executionId, stepIndex, attempt],
     );
-    const row = result.rows[0];
+    const row = readRow('remote_delivery', NotedColumns, result.rows[0]);
     return { earlier: row.earlier, firstSentAt: iso(row.first_sent_at) };
   }
 
@@ -620,11 +612,14 @@ export class ExecutionStore {
    * first, at most `limit`. Attempts from before deliveries were noted have no row.
    */
   async remoteDeliveries(tenantId: string, executionId: string, stepIndex: number, limit = 20): Promise<{ attempt: number; firstSentAt: string }[]> {
-    const result = await this.db.query<{ attempt: number; first_sent_at: Date }>(
+    const result = await this.db.query(
       `SELECT attempt, first_sent_at FROM remote_delivery WHERE tenant_id = $1 AND execution_id = $2 AND step_index = $3 ORDER BY attempt DESC LIMIT $4`,
       [tenantId, executionId, stepIndex, limit],
     );
-    return result.rows.map((row) => ({ attempt: row.attempt, firstSentAt: iso(row.first_sent_at) }));
+    return readRows('remote_delivery', RemoteDeliveryColumns, result.rows).map((row) => ({
+      attempt: row.attempt,
+      firstSentAt: iso(row.first_sent_at),
+    }));
   }
 
   async noteForeignRun(note: {
@@ -659,9 +654,8 @@ export class ExecutionStore {
     let plan: ExplainedPlan | undefined;
     await this.db
       .transaction(async (tx) => {
-        const result = await tx.query<{ 'QUERY PLAN': ExplainedPlan[] | string }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, values);
-        const explained = result.rows[0]['QUERY PLAN'];
-        plan = (typeof explained === 'string' ? (JSON.parse(explained) as ExplainedPlan[]) : explained)[0];
+        const result = await tx.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, values);
+        plan = readRow('EXPLAIN', ExplainColumns, result.rows[0])['QUERY PLAN'][0];
         throw ROLLBACK;
       })
       .catch((err) => {
@@ -798,8 +792,9 @@ export class ExecutionStore {
 
   private async run({ sql, values }: Statement): Promise<CommitResult> {
     // Prepared: a step's commit is the statement the store sends most (its result columns are named).
-    const result = await this.db.prepared<{ version: number; status: ExecutionStatus }>(sql, values);
-    return { committed: result.rowCount > 0, version: result.rows[0]?.version ?? null, status: result.rows[0]?.status ?? null };
+    const result = await this.db.prepared(sql, values);
+    const moved = result.rows[0] === undefined ? null : readRow('execution_record', CommittedColumns, result.rows[0]);
+    return { committed: result.rowCount > 0, version: moved?.version ?? null, status: moved?.status ?? null };
   }
 }
 
@@ -831,6 +826,44 @@ interface ExplainedPlan {
   Plan: ExplainedNode;
   Triggers?: { 'Trigger Name': string; Calls: number }[];
 }
+
+const ExplainedNodeJson: z.ZodType<ExplainedNode> = z.lazy(() =>
+  z.object({
+    'Node Type': text,
+    'Shared Hit Blocks': num.optional(),
+    'Shared Read Blocks': num.optional(),
+    Plans: z.array(ExplainedNodeJson).optional(),
+  }),
+);
+const ExplainedPlans = z.array(
+  z.object({ Plan: ExplainedNodeJson, Triggers: z.array(z.object({ 'Trigger Name': text, Calls: num })).optional() }),
+) satisfies z.ZodType<ExplainedPlan[]>;
+/** EXPLAIN (FORMAT JSON)'s one row: its plan as JSON (pg) or as JSON text (PGlite). */
+const ExplainColumns = z.object({
+  'QUERY PLAN': z.union([
+    ExplainedPlans,
+    z
+      .string()
+      .transform((plan) => JSON.parse(plan))
+      .pipe(ExplainedPlans),
+  ]),
+});
+
+/** remote_delivery's columns the store reads (its key's tenant, execution and step are the query's). */
+const RemoteDeliveryColumns = z.object({ attempt: num, first_sent_at: time });
+/** A delivery noted, and whether one of its transition identity was noted before. */
+const NotedColumns = RemoteDeliveryColumns.pick({ first_sent_at: true }).extend({ earlier: bool });
+/** What a step commit answers of the record it moved. */
+const CommittedColumns = ExecutionRecordColumns.pick({ version: true, status: true });
+
+/** What a re-drive's admission answers: the moved record's columns (null when nothing moved) and the job gate's view. */
+const AdmissionAnswer = z.object({ execution_id: text.nullable(), job_status: text.nullable(), gate_open: bool.nullable(), wait_ms: num.nullable() });
+/** A re-drive's own audit row, found again after its answer was lost. */
+const AdmittedColumns = z.object({ admitted_version: num, admitted_attempt: num });
+const UnfinishedColumns = ExecutionRecordColumns.pick({ current_step_index: true, status: true }).extend({ i: num, dispatch_id: text.nullable() });
+const LastOutcomeColumns = ExecutionAttemptColumns.pick({ step_index: true, attempt: true, outcome: true, error_code: true }).extend({
+  terminal_reason: ExecutionDlqColumns.shape.terminal_reason.nullable(),
+});
 
 const ROLLBACK = Symbol('rollback');
 

@@ -3,8 +3,11 @@
  * stands at the version the envelope was written at) grouped by the group id stored with
  * each envelope, and the same selection for a bulk re-drive. Read-only.
  */
+import { z } from 'zod';
 import type { FailureSignature } from '../contract/failure-group';
 import type { Db } from './db';
+import { num, readRows, text, time } from './columns';
+import { FailureSignatureJson } from './rows';
 
 /** Which unredriven envelopes: every given field must match. */
 export interface EnvelopeFilter {
@@ -26,6 +29,20 @@ export interface FailureGroupRow {
   /** envelopes per 10-minute bucket over the last hour, oldest first */
   buckets: number[];
 }
+
+/**
+ * A group as both reads answer it: from execution_dlq's envelopes, or from dlq_group_day's
+ * counters (whose signature is null on a day row written before the column: the group then
+ * has none to show, and the read fails naming it).
+ */
+export const FailureGroupColumns = z.object({
+  group_id: text,
+  signature: FailureSignatureJson,
+  count: num,
+  first_seen: time,
+  last_seen: time,
+  buckets: z.array(num),
+}) satisfies z.ZodType<FailureGroupRow>;
 
 const BUCKETS = 6;
 const BUCKET_MINUTES = 10;
@@ -70,14 +87,14 @@ export class FailureGroupStore {
       const newer = older - BUCKET_MINUTES;
       return `count(*) FILTER (WHERE d.created_at > now() - interval '${older} minutes' AND d.created_at <= now() - interval '${newer} minutes')::int`;
     });
-    const result = await this.db.query<FailureGroupRow>(
+    const result = await this.db.query(
       `SELECT d.group_id, (array_agg(d.signature ORDER BY d.id DESC))[1] AS signature, count(*)::int AS count,
          min(d.created_at) AS first_seen, max(d.created_at) AS last_seen, ARRAY[${buckets.join(', ')}] AS buckets
        FROM ${UNREDRIVEN_FROM} WHERE ${where}
        GROUP BY d.group_id ORDER BY count(*) DESC, d.group_id LIMIT $${params.push(limit)}`,
       params,
     );
-    return result.rows;
+    return readRows('execution_dlq', FailureGroupColumns, result.rows);
   }
 
   private async countedGroups(tenantId: string, filter: EnvelopeFilter, limit: number): Promise<FailureGroupRow[]> {
@@ -91,7 +108,7 @@ export class FailureGroupStore {
       const newer = older - BUCKET_MINUTES;
       return `count(*) FILTER (WHERE d.created_at > now() - interval '${older} minutes' AND d.created_at <= now() - interval '${newer} minutes')::int`;
     });
-    const result = await this.db.query<FailureGroupRow>(
+    const result = await this.db.query(
       `WITH g AS (
          SELECT group_id, sum(n)::int AS count, min(first_at) AS first_seen, max(last_at) AS last_seen,
            (array_agg(signature) FILTER (WHERE signature IS NOT NULL))[1] AS signature
@@ -102,6 +119,6 @@ export class FailureGroupStore {
        FROM g ORDER BY g.count DESC, g.group_id`,
       params,
     );
-    return result.rows;
+    return readRows('dlq_group_day', FailureGroupColumns, result.rows);
   }
 }

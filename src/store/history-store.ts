@@ -3,8 +3,12 @@
  * started (and the runs it did not start, which it refused), every committed step outcome from the attempt log, every re-drive from the
  * audit, and its DLQ envelopes. Read-only.
  */
-import type { AttemptOutcome } from '../spec-words';
+import { z } from 'zod';
 import type { Db } from './db';
+import { num, readRow, text, time } from './columns';
+import { ExecutionAttemptColumns, ExecutionDispatchColumns, ExecutionDlqColumns, type AttemptRow } from './rows';
+
+export type { AttemptRow } from './rows';
 
 export interface RunRow {
   dispatch_id: string;
@@ -12,21 +16,8 @@ export interface RunRow {
   run_id: string | null;
   attempts: number;
   last_error: string | null;
-  created_at: string;
-  started_at: string | null;
-}
-
-export interface AttemptRow {
-  step_index: number;
-  /** the definition version the step ran under (null before versions) */
-  pipeline_version: number | null;
-  attempt: number;
-  outcome: AttemptOutcome;
-  error_code: string | null;
-  run_id: string | null;
-  version: number;
-  evidence: Record<string, unknown> | null;
-  committed_at: string;
+  created_at: Date;
+  started_at: Date | null;
 }
 
 export interface RedriveRow {
@@ -44,7 +35,7 @@ export interface RedriveRow {
   attempt: number;
   confirmed_disposition: string | null;
   job_id: string | null;
-  created_at: string;
+  created_at: Date;
   /** a corrected input (the RepairAudit of src/repair/correct-input.ts), or null */
   repair: { kind: string; changedPaths: string[]; beforeFingerprint: string; afterFingerprint: string } | null;
 }
@@ -56,7 +47,7 @@ export interface EnvelopeRow {
   error_code: string;
   group_id: string | null;
   record_version: number;
-  created_at: string;
+  created_at: Date;
 }
 
 /** A run the orchestrator did not start, refused by its first step (execution_foreign_run). */
@@ -65,7 +56,7 @@ export interface ForeignRunRow {
   owner_run_id: string | null;
   record_status: string;
   reason: string;
-  noticed_at: string;
+  noticed_at: Date;
 }
 
 export interface HistoryRows {
@@ -76,6 +67,61 @@ export interface HistoryRows {
   envelopes: EnvelopeRow[];
 }
 
+const RunColumns = ExecutionDispatchColumns.pick({
+  dispatch_id: true,
+  status: true,
+  run_id: true,
+  attempts: true,
+  last_error: true,
+  created_at: true,
+  started_at: true,
+}) satisfies z.ZodType<RunRow>;
+
+const RedriveAuditColumns = z.object({
+  redrive_id: text,
+  principal: text,
+  reason: text,
+  mode: text,
+  from_status: text,
+  from_version: num,
+  from_pipeline_version: num.nullable(),
+  to_pipeline_version: num.nullable(),
+  to_version: num,
+  resume_step_index: num,
+  attempt: num,
+  confirmed_disposition: text.nullable(),
+  job_id: text.nullable(),
+  created_at: time,
+  repair: z.object({ kind: text, changedPaths: z.array(text), beforeFingerprint: text, afterFingerprint: text }).nullable(),
+}) satisfies z.ZodType<RedriveRow>;
+
+const EnvelopeColumns = ExecutionDlqColumns.pick({
+  id: true,
+  transition_key: true,
+  terminal_reason: true,
+  error_code: true,
+  group_id: true,
+  record_version: true,
+  created_at: true,
+}) satisfies z.ZodType<EnvelopeRow>;
+
+const ForeignRunColumns = z.object({
+  run_id: text,
+  owner_run_id: text.nullable(),
+  record_status: text,
+  reason: text,
+  noticed_at: time,
+}) satisfies z.ZodType<ForeignRunRow>;
+
+/** The one row `history` reads: each table's rows as a JSON array, each element checked against its table's columns. */
+export const HistoryColumns = z.object({
+  runs: z.array(RunColumns),
+  foreign_runs: z.array(ForeignRunColumns),
+  attempts: z.array(ExecutionAttemptColumns),
+  redrives: z.array(RedriveAuditColumns),
+  envelopes: z.array(EnvelopeColumns),
+}) satisfies z.ZodType<HistoryRows>;
+
 const list = (sql: string, order: string) => `(SELECT coalesce(json_agg(x ORDER BY ${order}), '[]'::json) FROM (${sql}) x)`;
 
 export class HistoryStore {
@@ -83,7 +129,7 @@ export class HistoryStore {
 
   async history(tenantId: string, executionId: string): Promise<HistoryRows> {
     const where = 'WHERE tenant_id = $1 AND execution_id = $2';
-    const result = await this.db.query<HistoryRows>(
+    const result = await this.db.query(
       `SELECT
          ${list(`SELECT dispatch_id, status, run_id, attempts, last_error, created_at, started_at FROM execution_dispatch ${where}`, 'x.created_at, x.dispatch_id')} AS runs,
          ${list(`SELECT run_id, owner_run_id, record_status, reason, noticed_at FROM execution_foreign_run ${where}`, 'x.noticed_at, x.run_id')} AS foreign_runs,
@@ -92,6 +138,7 @@ export class HistoryStore {
          ${list(`SELECT id, transition_key, terminal_reason, error_code, group_id, record_version, created_at FROM execution_dlq ${where}`, 'x.id')} AS envelopes`,
       [tenantId, executionId],
     );
-    return result.rows[0];
+    // The column names the table: `attempts` (execution_attempt), `redrives` (redrive_audit), …; the path names the element and its column.
+    return readRow('execution_history', HistoryColumns, result.rows[0], `${tenantId}/${executionId}`);
   }
 }

@@ -9,7 +9,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Log } from '../log';
 import { packagePath } from '../paths';
+import { z } from 'zod';
 import type { Db } from './db';
+import { readRows, text } from './columns';
 
 const MIGRATIONS_DIR = packagePath('src', 'store', 'migrations');
 const LOCK_ID = 727_274_001;
@@ -72,6 +74,8 @@ export async function migrate(db: Db, log?: Log, migrations: Migration[] = listM
 /** Versions recorded in the database that no migration file of this build has, oldest first. */
 export async function unknownMigrations(db: Db): Promise<string[]> {
   const known = new Set(listMigrations().map((migration) => migration.version));
-  const recorded = await db.query<{ version: string }>('SELECT version FROM schema_migration ORDER BY version');
-  return recorded.rows.map((row) => row.version).filter((version) => !known.has(version));
+  const recorded = await db.query('SELECT version FROM schema_migration ORDER BY version');
+  return readRows('schema_migration', z.object({ version: text }), recorded.rows)
+    .map((row) => row.version)
+    .filter((version) => !known.has(version));
 }

@@ -6,10 +6,13 @@
  * here, each only from SELECTED: the primary key and that condition make "at most once
  * per job". Status changes are conditional on the status they leave.
  */
-import type { JobControlAction, JobItemState, RedriveJobStatus } from '../spec-words';
+import { z } from 'zod';
+import { JobControlEntrySchema } from '../contract/responses';
+import { EXECUTION_STATUSES, JOB_ITEM_STATES, REDRIVE_JOB_STATUSES, type JobControlAction, type RedriveJobStatus } from '../spec-words';
 import type { Db, Queryable } from './db';
+import { anyJson, countsByCode, num, readRow, readRows, text, time } from './columns';
 import { UNREDRIVEN_FROM, unredrivenWhere, type EnvelopeFilter } from './failure-group-store';
-import { iso, isoOrNull } from './rows';
+import { ExecutionRecordColumns, iso, isoOrNull } from './rows';
 
 export type { RedriveJobStatus } from '../spec-words';
 /** `halt` and `fail` are the system's own (principal `system`). */
@@ -52,8 +55,77 @@ interface RedriveJobRow {
   excluded: Record<string, number>;
   halt_on: unknown;
   selected: number;
-  yielding: unknown;
+  yielding: JobYielding | null;
 }
+
+/**
+ * redrive_job's columns; its JSON parsed: the control log with the contract's schema, the
+ * excluded counts and yielding with the job's own. `request` and `halt_on` are whatever the
+ * job was created with (the store takes them as given): the service parses them with the
+ * request schemas on read (service/redrive-job-request.ts parseJob).
+ */
+export const RedriveJobColumns = z.object({
+  tenant_id: text,
+  job_id: text,
+  status: z.enum(REDRIVE_JOB_STATUSES),
+  principal: text,
+  reason: text,
+  request: anyJson,
+  batch_size: num,
+  rate_per_second: num,
+  canary: num.nullable(),
+  halt_reason: text.nullable(),
+  failure_reason: text.nullable(),
+  control_log: z.array(JobControlEntrySchema),
+  workflow_started_at: time.nullable(),
+  created_at: time,
+  updated_at: time,
+  finished_at: time.nullable(),
+  excluded: countsByCode,
+  halt_on: anyJson,
+  selected: num,
+  yielding: z.object({ rate: num, quietestMs: num.nullable(), latestMs: num.nullable(), at: text }).nullable(),
+}) satisfies z.ZodType<RedriveJobRow>;
+
+/** redrive_job_item's columns. */
+export const RedriveJobItemColumns = z.object({
+  tenant_id: text,
+  job_id: text,
+  execution_id: text,
+  ordinal: num,
+  expected_version: num,
+  state: z.enum(JOB_ITEM_STATES),
+  skip_code: text.nullable(),
+  redrive_id: text.nullable(),
+  admission_attempts: num,
+  processed_at: time.nullable(),
+});
+
+/** redrive_job_count's rows summed per job (with the job's `selected`), `skipped_by_code` of each shard aggregated. */
+export const JobCountColumns = z.object({
+  job_id: text,
+  selected: num,
+  admitted: num,
+  skipped: num,
+  codes: z.array(countsByCode.nullable()),
+  succeeded: num,
+  failed_again: num,
+  remote_outcome_unknown: num,
+  first_at: time.nullable(),
+  last_at: time.nullable(),
+  last_admitted_at: time.nullable(),
+});
+
+/** redrive_job_item grouped by state and skip code, with the admitted items' execution status now (null: not admitted). */
+const ItemRecountColumns = RedriveJobItemColumns.pick({ state: true, skip_code: true }).extend({
+  status: z.enum(EXECUTION_STATUSES).nullable(),
+  n: num,
+  first_at: time.nullable(),
+  last_at: time.nullable(),
+});
+
+/** What a selection reads of execution_record. */
+const SelectedColumns = ExecutionRecordColumns.pick({ execution_id: true, version: true, status: true });
 
 export interface RedriveJob {
   tenantId: string;
@@ -81,7 +153,9 @@ export interface RedriveJob {
   finishedAt: string | null;
 }
 
-function toJob(row: RedriveJobRow): RedriveJob {
+/** redrive_job's mapper: a row (every column checked, its JSON parsed) as the job. */
+export function toJob(value: unknown): RedriveJob {
+  const row = readRow('redrive_job', RedriveJobColumns, value);
   return {
     tenantId: row.tenant_id,
     jobId: row.job_id,
@@ -90,7 +164,7 @@ function toJob(row: RedriveJobRow): RedriveJob {
     reason: row.reason,
     request: row.request,
     batchSize: row.batch_size,
-    ratePerSecond: Number(row.rate_per_second),
+    ratePerSecond: row.rate_per_second,
     canary: row.canary,
     haltOn: row.halt_on,
     haltReason: row.halt_reason,
@@ -99,7 +173,7 @@ function toJob(row: RedriveJobRow): RedriveJob {
     started: row.workflow_started_at !== null,
     excluded: row.excluded,
     selected: row.selected,
-    yielding: row.yielding ?? null,
+    yielding: row.yielding,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
     finishedAt: isoOrNull(row.finished_at),
@@ -150,12 +224,16 @@ export class RedriveJobStore {
 
   /** Unfinished jobs whose workflow was started, oldest change first: what the job watch asks Temporal about. */
   async unfinishedStarted(limit: number): Promise<{ tenantId: string; jobId: string; status: string }[]> {
-    const { rows } = await this.db.query<{ tenant_id: string; job_id: string; status: string }>(
+    const { rows } = await this.db.query(
       `SELECT tenant_id, job_id, status FROM redrive_job WHERE status IN ('RUNNING', 'PAUSED') AND workflow_started_at IS NOT NULL
        ORDER BY updated_at LIMIT $1`,
       [limit],
     );
-    return rows.map((row) => ({ tenantId: row.tenant_id, jobId: row.job_id, status: row.status }));
+    return readRows('redrive_job', RedriveJobColumns.pick({ tenant_id: true, job_id: true, status: true }), rows).map((row) => ({
+      tenantId: row.tenant_id,
+      jobId: row.job_id,
+      status: row.status,
+    }));
   }
 
   /**
@@ -165,22 +243,22 @@ export class RedriveJobStore {
   async selectByFilter(tenantId: string, filter: EnvelopeFilter, limit: number): Promise<Selection> {
     const params: unknown[] = [tenantId];
     const where = unredrivenWhere(filter, params);
-    const result = await this.db.query<{ execution_id: string; version: number; status: string }>(
+    const result = await this.db.query(
       `SELECT r.execution_id, r.version, r.status FROM ${UNREDRIVEN_FROM} WHERE ${where}
        GROUP BY r.execution_id, r.version, r.status ORDER BY min(d.id) LIMIT $${params.push(limit)}`,
       params,
     );
-    return splitSelection(result.rows);
+    return splitSelection(readRows('execution_record', SelectedColumns, result.rows));
   }
 
   /** The listed executions at their versions now, in the order given (duplicates once); missing ones and REMOTE_OUTCOME_UNKNOWN ones are `excluded`. */
   async selectByIds(tenantId: string, executionIds: string[]): Promise<Selection> {
     const unique = [...new Set(executionIds)];
-    const result = await this.db.query<{ execution_id: string; version: number; status: string }>(
-      `SELECT execution_id, version, status FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2::text[])`,
-      [tenantId, unique],
-    );
-    const found = new Map(result.rows.map((row) => [row.execution_id, row]));
+    const result = await this.db.query(`SELECT execution_id, version, status FROM execution_record WHERE tenant_id = $1 AND execution_id = ANY($2::text[])`, [
+      tenantId,
+      unique,
+    ]);
+    const found = new Map(readRows('execution_record', SelectedColumns, result.rows).map((row) => [row.execution_id, row]));
     const selection = splitSelection(unique.flatMap((id) => (found.has(id) ? [found.get(id)!] : [])));
     const missing = unique.length - found.size;
     if (missing > 0) selection.excluded.EXECUTION_NOT_FOUND = missing;
@@ -190,7 +268,7 @@ export class RedriveJobStore {
   /** The job row and its items, in one transaction. */
   async create(job: NewRedriveJob): Promise<RedriveJob> {
     return this.db.transaction(async (tx) => {
-      const created = await tx.query<RedriveJobRow>(
+      const created = await tx.query(
         `INSERT INTO redrive_job (tenant_id, job_id, status, principal, reason, request, batch_size, rate_per_second, canary, halt_on, excluded, selected)
          VALUES ($1, $2, 'RUNNING', $3, $4, $5::jsonb, $6, $7, $8, $9::jsonb, $10::jsonb, $11) RETURNING *`,
         [
@@ -218,7 +296,7 @@ export class RedriveJobStore {
   }
 
   async get(tenantId: string, jobId: string): Promise<RedriveJob | null> {
-    const result = await this.db.query<RedriveJobRow>(`SELECT * FROM redrive_job WHERE tenant_id = $1 AND job_id = $2`, [tenantId, jobId]);
+    const result = await this.db.query(`SELECT * FROM redrive_job WHERE tenant_id = $1 AND job_id = $2`, [tenantId, jobId]);
     return result.rowCount ? toJob(result.rows[0]) : null;
   }
 
@@ -228,7 +306,7 @@ export class RedriveJobStore {
     const after = options.after
       ? `AND (created_at, job_id) < ($${params.push(options.after.createdAt)}::timestamptz, $${params.push(options.after.jobId)})`
       : '';
-    const result = await this.db.query<RedriveJobRow>(
+    const result = await this.db.query(
       `SELECT * FROM redrive_job WHERE tenant_id = $1 ${after} ORDER BY created_at DESC, job_id DESC LIMIT $${params.push(options.limit + 1)}`,
       params,
     );
@@ -242,19 +320,7 @@ export class RedriveJobStore {
 
   /** The counts of several jobs in one read (a page of the job list). */
   async countsOf(tenantId: string, jobIds: string[]): Promise<Map<string, JobCounts>> {
-    const result = await this.db.query<{
-      job_id: string;
-      selected: number;
-      admitted: number;
-      skipped: number;
-      codes: (Record<string, number> | null)[];
-      succeeded: number;
-      failed_again: number;
-      remote_outcome_unknown: number;
-      first_at: Date | null;
-      last_at: Date | null;
-      last_admitted_at: Date | null;
-    }>(
+    const result = await this.db.query(
       `SELECT j.job_id, j.selected, coalesce(sum(c.admitted), 0)::int AS admitted, coalesce(sum(c.skipped), 0)::int AS skipped,
          array_agg(c.skipped_by_code) AS codes, coalesce(sum(c.succeeded), 0)::int AS succeeded, coalesce(sum(c.failed_again), 0)::int AS failed_again,
          coalesce(sum(c.remote_outcome_unknown), 0)::int AS remote_outcome_unknown,
@@ -264,7 +330,7 @@ export class RedriveJobStore {
       [tenantId, jobIds],
     );
     const counts = new Map<string, JobCounts>();
-    for (const row of result.rows) {
+    for (const row of readRows('redrive_job_count', JobCountColumns, result.rows)) {
       const skippedByCode: Record<string, number> = {};
       for (const codes of row.codes) for (const [code, n] of Object.entries(codes ?? {})) skippedByCode[code] = (skippedByCode[code] ?? 0) + n;
       const ended = row.succeeded + row.failed_again + row.remote_outcome_unknown;
@@ -292,14 +358,7 @@ export class RedriveJobStore {
    * was SUCCEEDED). Reads every item of the job: for checks, never a request path.
    */
   async recount(tenantId: string, jobId: string): Promise<JobCounts> {
-    const result = await this.db.query<{
-      state: JobItemState;
-      skip_code: string | null;
-      status: string | null;
-      n: number;
-      first_at: Date | null;
-      last_at: Date | null;
-    }>(
+    const result = await this.db.query(
       `SELECT i.state, i.skip_code, CASE WHEN i.state = 'ADMITTED' THEN coalesce(r.status, 'SUCCEEDED') END AS status, count(*)::int AS n,
          min(i.processed_at) AS first_at, max(i.processed_at) AS last_at
        FROM redrive_job_item i LEFT JOIN execution_record r ON i.state = 'ADMITTED' AND r.tenant_id = i.tenant_id AND r.execution_id = i.execution_id
@@ -311,7 +370,7 @@ export class RedriveJobStore {
     let first: number | null = null;
     let last: number | null = null;
     let lastAdmitted: number | null = null;
-    for (const row of result.rows) {
+    for (const row of readRows('redrive_job_item', ItemRecountColumns, result.rows)) {
       counts.selected += row.n;
       if (row.first_at) first = Math.min(first ?? Infinity, new Date(row.first_at).getTime());
       if (row.last_at) last = Math.max(last ?? -Infinity, new Date(row.last_at).getTime());
@@ -337,11 +396,14 @@ export class RedriveJobStore {
 
   /** The next SELECTED items in selection order. */
   async nextItems(tenantId: string, jobId: string, limit: number): Promise<SelectedItem[]> {
-    const result = await this.db.query<{ execution_id: string; expected_version: number }>(
+    const result = await this.db.query(
       `SELECT execution_id, expected_version FROM redrive_job_item WHERE tenant_id = $1 AND job_id = $2 AND state = 'SELECTED' ORDER BY ordinal LIMIT $3`,
       [tenantId, jobId, limit],
     );
-    return result.rows.map((row) => ({ executionId: row.execution_id, expectedVersion: row.expected_version }));
+    return readRows('redrive_job_item', RedriveJobItemColumns.pick({ execution_id: true, expected_version: true }), result.rows).map((row) => ({
+      executionId: row.execution_id,
+      expectedVersion: row.expected_version,
+    }));
   }
 
   /** The item was refused at admission: SKIPPED with the refusal's code (only from SELECTED: an admitted item stays admitted). */
@@ -363,7 +425,7 @@ export class RedriveJobStore {
    * where the item stands now, or null when it was no longer SELECTED.
    */
   async recordAdmissionFailure(tenantId: string, jobId: string, executionId: string, limit: number): Promise<{ attempts: number; skipped: boolean } | null> {
-    const result = await this.db.query<{ admission_attempts: number; state: JobItemState }>(
+    const result = await this.db.query(
       `WITH item AS (
          UPDATE redrive_job_item SET admission_attempts = admission_attempts + 1,
            state = CASE WHEN admission_attempts + 1 >= $4 THEN 'SKIPPED' ELSE state END,
@@ -374,7 +436,9 @@ export class RedriveJobStore {
        SELECT admission_attempts, state FROM item`,
       [tenantId, jobId, executionId, limit],
     );
-    return result.rowCount ? { attempts: result.rows[0].admission_attempts, skipped: result.rows[0].state === 'SKIPPED' } : null;
+    if (!result.rowCount) return null;
+    const item = readRow('redrive_job_item', RedriveJobItemColumns.pick({ admission_attempts: true, state: true }), result.rows[0]);
+    return { attempts: item.admission_attempts, skipped: item.state === 'SKIPPED' };
   }
 
   /**
@@ -391,7 +455,7 @@ export class RedriveJobStore {
     /** with `to: 'FAILED'`: why */
     failureReason?: string;
   }): Promise<RedriveJob | null> {
-    const result = await this.db.query<RedriveJobRow>(
+    const result = await this.db.query(
       `UPDATE redrive_job SET status = $4, halt_reason = $5, updated_at = now(),
          control_log = CASE WHEN $6::jsonb IS NULL THEN control_log ELSE control_log || jsonb_build_array($6::jsonb) END,
          finished_at = CASE WHEN $4 IN ('ABORTED', 'COMPLETED', 'FAILED') THEN now() ELSE finished_at END,
@@ -411,12 +475,15 @@ export class RedriveJobStore {
 
   /** Jobs whose workflow start was never acknowledged, oldest first, created more than `olderThanMs` ago (the request's own start may still be on its way). */
   async unstarted(options: { limit: number; olderThanMs: number }): Promise<{ tenantId: string; jobId: string }[]> {
-    const result = await this.db.query<{ tenant_id: string; job_id: string }>(
+    const result = await this.db.query(
       `SELECT tenant_id, job_id FROM redrive_job WHERE workflow_started_at IS NULL AND created_at < now() - ($2::integer * interval '1 millisecond')
        ORDER BY created_at LIMIT $1`,
       [options.limit, options.olderThanMs],
     );
-    return result.rows.map((row) => ({ tenantId: row.tenant_id, jobId: row.job_id }));
+    return readRows('redrive_job', RedriveJobColumns.pick({ tenant_id: true, job_id: true }), result.rows).map((row) => ({
+      tenantId: row.tenant_id,
+      jobId: row.job_id,
+    }));
   }
 }
 
@@ -460,7 +527,7 @@ export function countItems(source: string): string {
       last_admitted_at = greatest(c.last_admitted_at, EXCLUDED.last_admitted_at)`;
 }
 
-function splitSelection(rows: { execution_id: string; version: number; status: string }[]): Selection {
+function splitSelection(rows: z.output<typeof SelectedColumns>[]): Selection {
   const items: SelectedItem[] = [];
   let unknown = 0;
   for (const row of rows) {

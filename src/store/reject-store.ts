@@ -3,7 +3,8 @@
  * Re-drive of items is application-owned: the runtime keeps no payload to replay.
  */
 import type { Db } from './db';
-import type { ItemRejectRow } from './rows';
+import { readRows } from './columns';
+import { ItemRejectColumns } from './rows';
 
 export interface RejectEnvelope {
   id: number;
@@ -28,9 +29,9 @@ export class RejectStore {
       params.push(options.before);
       where += ` AND id < $${params.length}`;
     }
-    const result = await this.db.query<ItemRejectRow>(`SELECT * FROM item_reject WHERE ${where} ORDER BY id DESC LIMIT $2`, params);
-    const items: RejectEnvelope[] = result.rows.map((row) => ({
-      id: Number(row.id),
+    const result = await this.db.query(`SELECT * FROM item_reject WHERE ${where} ORDER BY id DESC LIMIT $2`, params);
+    const items: RejectEnvelope[] = readRows('item_reject', ItemRejectColumns, result.rows).map((row) => ({
+      id: row.id,
       tenantId: row.tenant_id,
       executionId: row.execution_id,
       transitionKey: row.transition_key,
@@ -39,7 +40,7 @@ export class RejectStore {
       errorCode: row.error_code,
       reason: row.reason,
       fingerprint: row.fingerprint,
-      createdAtEpochMs: new Date(row.created_at).getTime(),
+      createdAtEpochMs: row.created_at.getTime(),
     }));
     return { items: items.slice(0, options.limit), more: items.length > options.limit };
   }

@@ -8,14 +8,15 @@
  * always be re-driven), an envelope of an execution still FAILED, an audit row while an
  * envelope it explains is kept, a dispatch row not started, a checkpoint not admitted.
  */
+import { z } from 'zod';
 import type { Db } from './db';
+import { num, readRow } from './columns';
 
 /** Row counts one batch deleted, by table. */
 export type Deleted = Record<string, number>;
 
-interface CountsRow {
-  [table: string]: number;
-}
+/** What a batch statement answers: the rows it deleted, by table (`count(*)`, a number or an int8 string). */
+const CountsColumns = z.record(z.string(), num);
 
 /** `now() - $1 ms`: the cutoff of a retention period given in milliseconds. */
 const CUTOFF = `now() - ($1::bigint * interval '1 millisecond')`;
@@ -144,8 +145,8 @@ export class RetentionStore {
    * stops at the cap costs at most `cap` index entries, whatever the backlog).
    */
   async pending(kind: RetentionKind, retentionMs: number, cap: number): Promise<number> {
-    const result = await this.db.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM (SELECT 1 FROM ${ELIGIBLE[kind]} LIMIT $2) s`, [retentionMs, cap]);
-    return Number(result.rows[0]?.n ?? 0);
+    const result = await this.db.query(`SELECT count(*)::bigint AS n FROM (SELECT 1 FROM ${ELIGIBLE[kind]} LIMIT $2) s`, [retentionMs, cap]);
+    return result.rows[0] === undefined ? 0 : readRow(kind, z.object({ n: num }), result.rows[0]).n;
   }
 
   /** One statement: lock a batch of candidates (oldest first by `order`, skipping rows another deleter holds), delete them by key. */
@@ -166,7 +167,7 @@ export class RetentionStore {
   }
 
   private async counts(sql: string, params: unknown[]): Promise<Deleted> {
-    const row = (await this.db.query<CountsRow>(sql, params)).rows[0] ?? {};
-    return Object.fromEntries(Object.entries(row).map(([table, n]) => [table, Number(n)]));
+    const row = (await this.db.query(sql, params)).rows[0];
+    return row === undefined ? {} : readRow('retention', CountsColumns, row);
   }
 }

@@ -11,8 +11,10 @@
  * Counts older than 3 hours are rolled into hours by retention (shard -1): a longer window
  * counts that part of itself by the hour an event fell in.
  */
-import type { TerminalFailureStatus, TerminalReason } from '../spec-words';
+import { z } from 'zod';
+import { TERMINAL_REASONS, type TerminalFailureStatus, type TerminalReason } from '../spec-words';
 import type { Db } from './db';
+import { num, readRow, readRows, text } from './columns';
 
 /** How long signal counts are kept: the longest triage window (24h) and the one before it, plus an hour. */
 export const SIGNAL_MINUTES_KEPT_MS = 49 * 3_600_000;
@@ -42,24 +44,15 @@ export interface TriageSignals {
   topFingerprint: { fingerprint: string; n: number; total: number } | null;
 }
 
-interface WindowRow {
-  signal: 'succeeded' | 'dlq' | 'reject';
-  cur: number;
-  prev: number;
-}
-interface TopRow {
-  key: string;
-  detail: string;
-  n: number;
-  total: number;
-}
-interface BacklogRow {
-  now: number;
-  start: number;
-}
-interface NumberRow {
-  n: number | null;
-}
+/** signal_minute summed over the two windows, by signal. */
+const WindowColumns = z.object({ signal: z.enum(['succeeded', 'dlq', 'reject']), cur: num, prev: num });
+/** signal_minute's most frequent (key, detail) of a signal in the window. */
+const TopColumns = z.object({ key: text, detail: text, n: num, total: num });
+/** The DLQ's top: its detail is the envelopes' terminal reason. */
+const TopDlqColumns = TopColumns.extend({ detail: z.enum(TERMINAL_REASONS) });
+const BacklogColumns = z.object({ now: num, start: num });
+const NumberColumns = z.object({ n: num.nullable() });
+const AttentionColumns = z.object({ halted: num, paused: num, stuck: num });
 
 export class SignalsStore {
   constructor(readonly db: Db) {}
@@ -71,14 +64,14 @@ export class SignalsStore {
     const params = tenantId === undefined ? [minutes] : [minutes, tenantId];
     const currentStart = `date_trunc('minute', now()) - make_interval(mins => $1 - 1)`;
     const top = (signal: 'dlq' | 'reject') =>
-      this.db.query<TopRow>(
+      this.db.query(
         `SELECT key, detail, sum(n)::bigint AS n, sum(sum(n)) OVER ()::bigint AS total FROM signal_minute
          WHERE signal = '${signal}' AND minute >= ${currentStart} ${tenant}
          GROUP BY key, detail ORDER BY n DESC, key, detail LIMIT 1`,
         params,
       );
     const [windows, dlq, reject, backlog] = await Promise.all([
-      this.db.query<WindowRow>(
+      this.db.query(
         `SELECT signal, coalesce(sum(n) FILTER (WHERE minute >= ${currentStart}), 0)::bigint AS cur,
                 coalesce(sum(n) FILTER (WHERE minute < ${currentStart}), 0)::bigint AS prev
          FROM signal_minute WHERE signal IN ('succeeded', 'dlq', 'reject') AND minute >= ${currentStart} - make_interval(mins => $1) ${tenant}
@@ -89,19 +82,20 @@ export class SignalsStore {
       top('reject'),
       this.checkpointBacklog(windowMs / 1000, tenantId),
     ]);
-    const counts = (signal: WindowRow['signal']): WindowCounts => {
-      const row = windows.rows.find((r) => r.signal === signal);
+    const windowRows = readRows('signal_minute', WindowColumns, windows.rows);
+    const counts = (signal: z.output<typeof WindowColumns>['signal']): WindowCounts => {
+      const row = windowRows.find((r) => r.signal === signal);
       return { current: Number(row?.cur ?? 0), previous: Number(row?.prev ?? 0) };
     };
-    const dominant = dlq.rows[0];
-    const fingerprint = reject.rows[0];
+    const dominant = dlq.rows[0] === undefined ? undefined : readRow('signal_minute', TopDlqColumns, dlq.rows[0]);
+    const fingerprint = reject.rows[0] === undefined ? undefined : readRow('signal_minute', TopColumns, reject.rows[0]);
     return {
       executionDlq: counts('dlq'),
       itemRejects: counts('reject'),
       executionsSucceeded: counts('succeeded'),
       checkpointBacklog: backlog,
-      dominantDlq: dominant ? { errorCode: dominant.key, terminalReason: dominant.detail as TerminalReason, envelopes: Number(dominant.n) } : null,
-      topFingerprint: fingerprint ? { fingerprint: fingerprint.key, n: Number(fingerprint.n), total: Number(fingerprint.total) } : null,
+      dominantDlq: dominant ? { errorCode: dominant.key, terminalReason: dominant.detail, envelopes: dominant.n } : null,
+      topFingerprint: fingerprint ? { fingerprint: fingerprint.key, n: fingerprint.n, total: fingerprint.total } : null,
     };
   }
 
@@ -112,14 +106,15 @@ export class SignalsStore {
   private async checkpointBacklog(seconds: number, tenantId?: string): Promise<WindowCounts> {
     const tenant = tenantId === undefined ? '' : 'AND tenant_id = $2';
     const params = tenantId === undefined ? [seconds] : [seconds, tenantId];
-    const result = await this.db.query<BacklogRow>(
+    const result = await this.db.query(
       `SELECT (SELECT count(*) FROM checkpoint_outbox WHERE status = 'PENDING' ${tenant})::int AS now,
               ((SELECT count(*) FROM checkpoint_outbox WHERE status = 'PENDING' AND created_at <= now() - make_interval(secs => $1) ${tenant})
              + (SELECT count(*) FROM checkpoint_outbox WHERE status = 'ADMITTED' AND admitted_at > now() - make_interval(secs => $1)
                   AND created_at <= now() - make_interval(secs => $1) ${tenant}))::int AS start`,
       params,
     );
-    return { current: result.rows[0].now, previous: result.rows[0].start };
+    const backlog = readRow('checkpoint_outbox', BacklogColumns, result.rows[0]);
+    return { current: backlog.now, previous: backlog.start };
   }
 
   /** What a table holds now (DLQ envelopes, item rejects) or how many records are in a status, over all tenants. */
@@ -173,7 +168,7 @@ export class SignalsStore {
    * changed, for `stuckAfterMs`). Reads only unfinished jobs and, for RUNNING ones, their items.
    */
   async redriveJobsNeedingAttention(stuckAfterMs: number): Promise<{ halted: number; paused: number; stuck: number }> {
-    const result = await this.db.query<{ halted: number; paused: number; stuck: number }>(
+    const result = await this.db.query(
       `SELECT count(*) FILTER (WHERE j.status = 'PAUSED' AND j.halt_reason IS NOT NULL)::int AS halted,
          count(*) FILTER (WHERE j.status = 'PAUSED' AND j.halt_reason IS NULL)::int AS paused,
          count(*) FILTER (WHERE j.status = 'RUNNING' AND j.updated_at < now() - $1::integer * interval '1 millisecond'
@@ -183,7 +178,7 @@ export class SignalsStore {
        FROM redrive_job j WHERE j.status IN ('RUNNING', 'PAUSED')`,
       [stuckAfterMs],
     );
-    return result.rows[0] ?? { halted: 0, paused: 0, stuck: 0 };
+    return result.rows[0] === undefined ? { halted: 0, paused: 0, stuck: 0 } : readRow('redrive_job', AttentionColumns, result.rows[0]);
   }
 
   /** Recounts both signal tables from the rows: after a bulk load with triggers off. Reads whole tables. */
@@ -192,6 +187,7 @@ export class SignalsStore {
   }
 
   private async number(sql: string, params?: unknown[]): Promise<number> {
-    return Number((await this.db.query<NumberRow>(sql, params)).rows[0]?.n ?? 0);
+    const row = (await this.db.query(sql, params)).rows[0];
+    return row === undefined ? 0 : (readRow('signals', NumberColumns, row).n ?? 0);
   }
 }

@@ -16,7 +16,7 @@ import { TemporalCallTimeoutError, withCallDeadline } from './call-deadline';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { VersionedPipeline } from '../pipeline/define';
 import type { Db } from '../store/db';
-import { DispatchStore } from '../store/dispatch-store';
+import { DispatchStore, type DispatchSpec } from '../store/dispatch-store';
 import type { DispatchLease, ExecutionRecord } from '../store/execution-store';
 import { PipelineExecutionId, PipelineForkedFrom, PipelineName, PipelineRedriveJob, PipelineRedriveOf, PipelineTenant } from '../workflows/search-attributes';
 // The workflow function itself (not its name): `args` is then type-checked against its parameter.
@@ -27,17 +27,8 @@ import { withTraceCarrier } from '../trace-context';
 import type { DispatchOutcome as DispatchOutcomeWord } from '../spec-words';
 import { errorLine } from '../errors';
 
-export interface DispatchSpec {
-  redrive?: PipelineRunInput['redrive'];
-  /** a re-drive's principal and reason, for the run's details in the Temporal UI (not in the workflow's input) */
-  by?: { principal: string; reason: string };
-  /** the admitting request's trace context (traceparent), so a run the sweeper starts joins its trace */
-  trace?: Record<string, string>;
-  /** a re-drive (or fork) with a corrected input: the paths it changed, for the run's summary and details (never a value) */
-  correctedInput?: { changedPaths: string[] };
-  /** a fork: the execution and step it came from (searchable as PipelineForkedFrom) */
-  forkedFrom?: { executionId: string; stepIndex: number; version: number };
-}
+/** What an admission asks the run to do: its dispatch row's `workflow_args`, parsed when the row is read (store/dispatch-store.ts). */
+export type { DispatchSpec };
 
 export interface DispatchOutcome {
   dispatch: DispatchOutcomeWord;
@@ -91,7 +82,7 @@ export class Dispatcher {
     const key = { tenantId, executionId, dispatchId };
     const claimed = await this.rows.claim({ ...key, lease: this.lease() });
     if (!claimed) return { dispatch: 'pending', runId: null };
-    const outcome = await this.launch(claimed.record, dispatchId, claimed.spec as DispatchSpec, { swept: true });
+    const outcome = await this.launch(claimed.record, dispatchId, claimed.spec, { swept: true });
     // The run's first step marks the row too; a swept start may find a run whose first step already passed.
     if (outcome.runId) await this.rows.markStarted({ ...key, runId: outcome.runId });
     return outcome;
