@@ -4,7 +4,7 @@
  * from the schemas in src/contract/. The OpenAPI document is generated from these declarations
  * (openapi.ts), the app mounts each handler by its key (mount.ts: inputs parsed with the declared
  * schemas, answers typed by the declared ones), and the CLI calls a route by its key (cli/client.ts,
- * types only: the CLI loads no zod). Why this and not @hono/zod-openapi: docs/decisions.md,
+ * types only: the CLI loads none of these declarations). Why this and not @hono/zod-openapi: docs/decisions.md,
  * "One declaration per route".
  */
 import type { z } from 'zod';

@@ -1,7 +1,7 @@
 /**
  * The admin API over HTTP for the CLI: `call(key, input)` of a route declared in
  * src/api/routes.ts (its key, parameters, query, body and answer type-checked against the
- * declaration; a type-only import, so the CLI loads no zod), with a deadline, turning every
+ * declaration; a type-only import, so no declaration or contract schema is in the CLI at run time), with a deadline, turning every
  * answer that is not 2xx into a CliError with the exit code a script can rely on.
  */
 import type { z } from 'zod';
@@ -13,7 +13,7 @@ import type { Settings } from './settings';
 /**
  * The body a route answers, typed from the contract's response schema (`Answer<typeof
  * RedriveJobViewSchema>`): the same zod schema the OpenAPI document is generated from.
- * Type-only, so the CLI loads no zod at run time.
+ * Type-only: no contract schema is loaded at run time.
  */
 export type Answer<S extends z.ZodType> = z.output<S>;
 
