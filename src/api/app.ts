@@ -14,7 +14,6 @@ import { dispositionEvidence } from '../service/disposition';
 import type { CheckpointPublisher } from '../service/checkpoints';
 import type { ExecutionService } from '../service/executions';
 import type { RedriveService } from '../service/redrive';
-import { ForkRequest, PublishCheckpointRequest, RedriveRequest, StartExecutionRequest } from '../contract/requests';
 import type { ForkService } from '../repair/fork';
 import { executionFixture } from '../repair/fixture';
 import type { HistoryStore } from '../store/history-store';
@@ -34,13 +33,13 @@ import { mountHealth } from './health';
 import type { AesGcmCodec } from '../temporal/codec';
 import { codecRoutes } from './codec-routes';
 import { httpTracing } from '../trace-context';
-import { createOpenApiDocument, declaredPath } from './openapi';
+import { createOpenApiDocument } from './openapi';
+import { mount } from './mount';
 import { problem, problemHandler } from './problem';
-import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES, pathId, readJson, readQuery } from './request';
+import { decodeCursor, encodeCursor, isIsoTimestamp, isRowId, MAX_BODY_BYTES } from './request';
 import { bodyLimits } from './middleware/body-limits';
 import { isValidId } from '../ids';
 import { allowedMethods } from './method-not-allowed';
-import { ListDlqQuery, ListExecutionsQuery, ListRejectsQuery, RedriveQuery, TriageQuery } from '../contract/parameters';
 import { effectView, existingExecutionView, recordView } from './views';
 
 export interface AppDeps {
@@ -92,24 +91,31 @@ export function createApp(deps: AppDeps) {
   // Auth first (401/403 before anything is read), then the body limits while it streams in.
   const limits = bodyLimits({ maxBytes: MAX_BODY_BYTES, readTimeoutMs: config['pipeline.server.body-read-timeout'] });
   api.use('/tenants/:tenantId/*', bearerAuth({ tokens, role: 'submit', log }), limits);
-  api.post(declaredPath('post', '/api/tenants/{tenantId}/executions', '/api'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const body = await readJson(c, StartExecutionRequest);
-    const outcome = await deps.executions.start(tenantId, body);
-    // A repeated executionKey: an admin token sees the record, a submit token only that it exists.
-    if (!outcome.created && c.get('principal').role !== 'admin') return c.json(existingExecutionView(outcome.record), 200);
-    return c.json({ ...recordView(outcome.record), dispatch: outcome.dispatch, runId: outcome.runId ?? outcome.record.runId }, outcome.created ? 202 : 200);
-  });
+  mount(
+    api,
+    'POST /api/tenants/{tenantId}/executions',
+    async (c, { params, body }, answer) => {
+      const outcome = await deps.executions.start(params.tenantId, body);
+      // A repeated executionKey: an admin token sees the record, a submit token only that it exists.
+      if (!outcome.created && c.get('principal').role !== 'admin') return answer(200, existingExecutionView(outcome.record));
+      const view = { ...recordView(outcome.record), dispatch: outcome.dispatch, runId: outcome.runId ?? outcome.record.runId };
+      return outcome.created ? answer(202, view) : answer(200, view);
+    },
+    { base: '/api' },
+  );
 
   // The one route that answers payload data (the final output): its own file, never logged.
   api.route('/', resultRoutes({ store: deps.store }));
 
-  api.post(declaredPath('post', '/api/tenants/{tenantId}/checkpoints', '/api'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const body = await readJson(c, PublishCheckpointRequest);
-    const outcome = await deps.checkpoints.publish(tenantId, body);
-    return c.json(outcome, outcome.duplicate ? 200 : 202);
-  });
+  mount(
+    api,
+    'POST /api/tenants/{tenantId}/checkpoints',
+    async (_c, { params, body }, answer) => {
+      const outcome = await deps.checkpoints.publish(params.tenantId, body);
+      return answer(outcome.duplicate ? 200 : 202, outcome);
+    },
+    { base: '/api' },
+  );
 
   const admin = new Hono<AuthEnv>();
   const jobLimits = bodyLimits({ maxBytes: MAX_JOB_BODY_BYTES, readTimeoutMs: config['pipeline.server.body-read-timeout'] });
@@ -117,102 +123,124 @@ export function createApp(deps: AppDeps) {
     (isJobCreate(c.req.method, c.req.path) ? jobLimits : limits)(c, next),
   );
 
-  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const query = readQuery(c, ListExecutionsQuery);
-    const after = decodeCursor(
-      query.cursor,
-      (v): v is { createdAt: string; executionId: string } => isIsoTimestamp(v?.createdAt) && typeof v?.executionId === 'string' && isValidId(v.executionId),
-    );
-    const page = await deps.store.list(tenantId, { status: query.status, limit: query.limit, after });
-    const last = page.records.at(-1);
-    return c.json({
-      items: page.records.map(recordView),
-      nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, executionId: last.executionId }) : null,
-    });
-  });
+  const onAdmin = { base: '/admin' };
+  mount(
+    admin,
+    'GET /admin/tenants/{tenantId}/executions',
+    async (_c, { params: { tenantId }, query }, answer) => {
+      const after = decodeCursor(
+        query.cursor,
+        (v): v is { createdAt: string; executionId: string } => isIsoTimestamp(v?.createdAt) && typeof v?.executionId === 'string' && isValidId(v.executionId),
+      );
+      const page = await deps.store.list(tenantId, { status: query.status, limit: query.limit, after });
+      const last = page.records.at(-1);
+      return answer(200, {
+        items: page.records.map(recordView),
+        nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, executionId: last.executionId }) : null,
+      });
+    },
+    onAdmin,
+  );
 
-  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const executionId = pathId(c, 'executionId');
-    const record = await deps.store.get(tenantId, executionId);
-    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
-    const [disposition, pendingStart] = await Promise.all([
-      dispositionEvidence(record, deps.registry),
-      record.status === 'QUEUED' ? deps.store.pendingStart(tenantId, executionId, 'queued-for') : null,
-    ]);
-    return c.json({ ...recordView(record), ...(disposition && { disposition }), ...(pendingStart && { pendingStart }) });
-  });
+  mount(
+    admin,
+    'GET /admin/tenants/{tenantId}/executions/{executionId}',
+    async (_c, { params: { tenantId, executionId } }, answer) => {
+      const record = await deps.store.get(tenantId, executionId);
+      if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
+      const [disposition, pendingStart] = await Promise.all([
+        dispositionEvidence(record, deps.registry),
+        record.status === 'QUEUED' ? deps.store.pendingStart(tenantId, executionId, 'queued-for') : null,
+      ]);
+      return answer(200, { ...recordView(record), ...(disposition && { disposition }), ...(pendingStart && { pendingStart }) });
+    },
+    onAdmin,
+  );
 
-  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}/effects', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const executionId = pathId(c, 'executionId');
-    const record = await deps.store.get(tenantId, executionId);
-    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
-    return c.json({ items: (await deps.effects.list(tenantId, executionId)).map(effectView) });
-  });
+  mount(
+    admin,
+    'GET /admin/tenants/{tenantId}/executions/{executionId}/effects',
+    async (_c, { params: { tenantId, executionId } }, answer) => {
+      const record = await deps.store.get(tenantId, executionId);
+      if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
+      return answer(200, { items: (await deps.effects.list(tenantId, executionId)).map(effectView) });
+    },
+    onAdmin,
+  );
 
-  admin.post(declaredPath('post', '/admin/tenants/{tenantId}/executions/{executionId}/redrive', '/admin'), async (c) => {
-    const query = readQuery(c, RedriveQuery);
-    const body = await readJson(c, RedriveRequest);
-    const tenantId = pathId(c, 'tenantId');
-    const executionId = pathId(c, 'executionId');
-    const caller = c.get('principal');
-    if (query.dryRun === 'true') return c.json(await deps.redrive.preview(tenantId, executionId, body, undefined, caller), 200);
-    return c.json(await deps.redrive.redrive(tenantId, executionId, body, caller.name, { caller }), 202);
-  });
+  mount(
+    admin,
+    'POST /admin/tenants/{tenantId}/executions/{executionId}/redrive',
+    async (c, { params: { tenantId, executionId }, query, body }, answer) => {
+      const caller = c.get('principal');
+      if (query.dryRun === 'true') return answer(200, await deps.redrive.preview(tenantId, executionId, body, undefined, caller));
+      return answer(202, await deps.redrive.redrive(tenantId, executionId, body, caller.name, { caller }));
+    },
+    onAdmin,
+  );
 
   const forks = deps.forks;
   if (forks)
-    admin.post(declaredPath('post', '/admin/tenants/{tenantId}/executions/{executionId}/fork', '/admin'), async (c) => {
-      const query = readQuery(c, RedriveQuery);
-      const body = await readJson(c, ForkRequest);
-      const tenantId = pathId(c, 'tenantId');
-      const executionId = pathId(c, 'executionId');
-      const caller = c.get('principal');
-      if (query.dryRun === 'true' || body.dryRun === true) return c.json(await forks.preview(tenantId, executionId, body, caller), 200);
-      return c.json(await forks.fork(tenantId, executionId, body, caller), 202);
-    });
+    mount(
+      admin,
+      'POST /admin/tenants/{tenantId}/executions/{executionId}/fork',
+      async (c, { params: { tenantId, executionId }, query, body }, answer) => {
+        const caller = c.get('principal');
+        if (query.dryRun === 'true' || body.dryRun === true) return answer(200, await forks.preview(tenantId, executionId, body, caller));
+        return answer(202, await forks.fork(tenantId, executionId, body, caller));
+      },
+      onAdmin,
+    );
 
   const history = deps.history;
   if (history)
-    admin.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}/fixture', '/admin'), async (c) => {
-      const tenantId = pathId(c, 'tenantId');
-      const executionId = pathId(c, 'executionId');
-      const record = await deps.store.get(tenantId, executionId);
-      if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
-      c.header('Cache-Control', 'no-store');
-      return c.json(await executionFixture(record, c.get('principal'), { history, registry: deps.registry, codec: deps.codec }));
-    });
+    mount(
+      admin,
+      'GET /admin/tenants/{tenantId}/executions/{executionId}/fixture',
+      async (c, { params: { tenantId, executionId } }, answer) => {
+        const record = await deps.store.get(tenantId, executionId);
+        if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
+        c.header('Cache-Control', 'no-store');
+        return answer(200, await executionFixture(record, c.get('principal'), { history, registry: deps.registry, codec: deps.codec }));
+      },
+      onAdmin,
+    );
 
-  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/rejects', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const query = readQuery(c, ListRejectsQuery);
-    const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
-    const page = await deps.rejects.list(tenantId, { limit: query.limit, before: before?.before });
-    const last = page.items.at(-1);
-    return c.json({ items: page.items, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
-  });
+  mount(
+    admin,
+    'GET /admin/tenants/{tenantId}/rejects',
+    async (_c, { params: { tenantId }, query }, answer) => {
+      const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
+      const page = await deps.rejects.list(tenantId, { limit: query.limit, before: before?.before });
+      const last = page.items.at(-1);
+      return answer(200, { items: page.items, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
+    },
+    onAdmin,
+  );
 
-  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/triage', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const query = readQuery(c, TriageQuery);
-    return c.json(await triage(deps.signals, query.window, tenantId));
-  });
+  mount(
+    admin,
+    'GET /admin/tenants/{tenantId}/triage',
+    async (_c, { params: { tenantId }, query }, answer) => answer(200, await triage(deps.signals, query.window, tenantId)),
+    onAdmin,
+  );
 
-  admin.get(declaredPath('get', '/admin/tenants/{tenantId}/dlq', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const query = readQuery(c, ListDlqQuery);
-    const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
-    const page = await deps.dlq.list(tenantId, {
-      terminalReason: query.terminalReason,
-      errorCode: query.errorCode,
-      limit: query.limit,
-      before: before?.before,
-    });
-    const last = page.entries.at(-1);
-    return c.json({ items: page.entries, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
-  });
+  mount(
+    admin,
+    'GET /admin/tenants/{tenantId}/dlq',
+    async (_c, { params: { tenantId }, query }, answer) => {
+      const before = decodeCursor(query.cursor, (v): v is { before: number } => isRowId(v?.before));
+      const page = await deps.dlq.list(tenantId, {
+        terminalReason: query.terminalReason,
+        errorCode: query.errorCode,
+        limit: query.limit,
+        before: before?.before,
+      });
+      const last = page.entries.at(-1);
+      return answer(200, { items: page.entries, nextCursor: page.more && last ? encodeCursor({ before: last.id }) : null });
+    },
+    onAdmin,
+  );
 
   if (deps.fleet) admin.route('/', fleetRoutes(deps.fleet));
   admin.route('/', pipelineRoutes({ registry: deps.registry, definitions: deps.definitions }));
@@ -221,11 +249,16 @@ export function createApp(deps: AppDeps) {
   mountDocs(app, prefix, document, config['pipeline.admin.docs-require-token'] ? bearerAuth({ tokens, role: 'submit', log }) : undefined);
 
   // Cross-tenant triage: admin tokens without a tenant allow-list only.
-  app.get(`${prefix}${declaredPath('get', '/admin/triage')}`, bearerAuth({ tokens, role: 'admin', log }), async (c) => {
-    if (c.get('principal').tenants)
-      throw new ForbiddenError('cross-tenant triage needs a token without a tenant allow-list; use /admin/tenants/{tenantId}/triage');
-    const query = readQuery(c, TriageQuery);
-    return c.json(await triage(deps.signals, query.window));
+  mount(app, 'GET /admin/triage', async (_c, { query }, answer) => answer(200, await triage(deps.signals, query.window)), {
+    prefix,
+    before: [
+      bearerAuth({ tokens, role: 'admin', log }),
+      async (c, next) => {
+        if (c.get('principal').tenants)
+          throw new ForbiddenError('cross-tenant triage needs a token without a tenant allow-list; use /admin/tenants/{tenantId}/triage');
+        await next();
+      },
+    ],
   });
 
   if (deps.codec) {

@@ -16,9 +16,8 @@ import type { Log } from '../log';
 import { CodecError, type AesGcmCodec } from '../temporal/codec';
 import { bearerAuth, type AuthEnv } from './middleware/bearer-auth';
 import { bodyLimits } from './middleware/body-limits';
-import { readJson } from './request';
 import { CodecRequest, MAX_CODEC_BODY_BYTES } from '../contract/requests';
-import { declaredPath } from './openapi';
+import { mount } from './mount';
 
 export { MAX_CODEC_BODY_BYTES };
 type JsonPayload = z.infer<typeof CodecRequest>['payloads'][number];
@@ -67,18 +66,22 @@ export function codecRoutes(deps: CodecRoutesDeps) {
   );
 
   for (const direction of ['encode', 'decode'] as const) {
-    routes.post(declaredPath('post', `/codec/${direction}`, '/codec'), async (c) => {
-      const body = await readJson(c, CodecRequest, { maxBytes: MAX_CODEC_BODY_BYTES });
-      let payloads: Payload[];
-      try {
-        payloads = await deps.codec[direction](body.payloads.map(fromJson));
-      } catch (err) {
-        if (err instanceof CodecError) throw new PipelineError(err.message, 'CODEC_PAYLOAD_UNREADABLE', err.keyId ? { keyId: err.keyId } : {});
-        throw err;
-      }
-      deps.log.info({ event: 'codec_request', direction, payloads: payloads.length, principal: c.get('principal').name });
-      return c.json({ payloads: payloads.map(toJson) });
-    });
+    mount(
+      routes,
+      `POST /codec/${direction}`,
+      async (c, { body }, answer) => {
+        let payloads: Payload[];
+        try {
+          payloads = await deps.codec[direction](body.payloads.map(fromJson));
+        } catch (err) {
+          if (err instanceof CodecError) throw new PipelineError(err.message, 'CODEC_PAYLOAD_UNREADABLE', err.keyId ? { keyId: err.keyId } : {});
+          throw err;
+        }
+        deps.log.info({ event: 'codec_request', direction, payloads: payloads.length, principal: c.get('principal').name });
+        return answer(200, { payloads: payloads.map(toJson) });
+      },
+      { base: '/codec', maxBytes: MAX_CODEC_BODY_BYTES },
+    );
   }
   return routes;
 }

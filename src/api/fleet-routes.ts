@@ -8,10 +8,8 @@ import type { HistoryService } from '../service/history';
 import type { RedriveJobs } from '../service/redrive-jobs';
 import { isValidId } from '../ids';
 import type { AuthEnv } from './middleware/bearer-auth';
-import { decodeCursor, encodeCursor, isIsoTimestamp, pathId, readJson, readQuery } from './request';
-import { GroupsQuery, ListRedriveJobsQuery, RedriveQuery } from '../contract/parameters';
-import { JobControlRequest, RedriveJobRequest } from '../contract/requests';
-import { declaredPath } from './openapi';
+import { decodeCursor, encodeCursor, isIsoTimestamp } from './request';
+import { mount } from './mount';
 
 export interface FleetDeps {
   groups: FailureGroupStore;
@@ -50,52 +48,70 @@ export function groupView(row: FailureGroupRow) {
 export function fleetRoutes(deps: FleetDeps) {
   const routes = new Hono<AuthEnv>();
 
-  routes.get(declaredPath('get', '/admin/tenants/{tenantId}/dlq/groups', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const query = readQuery(c, GroupsQuery);
-    const rows = await deps.groups.groups(tenantId, { terminalReason: query.terminalReason, errorCode: query.errorCode }, query.limit);
-    return c.json({ items: rows.map(groupView) });
-  });
+  const base = { base: '/admin' };
+  mount(
+    routes,
+    'GET /admin/tenants/{tenantId}/dlq/groups',
+    async (_c, { params: { tenantId }, query }, answer) => {
+      const rows = await deps.groups.groups(tenantId, { terminalReason: query.terminalReason, errorCode: query.errorCode }, query.limit);
+      return answer(200, { items: rows.map(groupView) });
+    },
+    base,
+  );
 
-  routes.get(declaredPath('get', '/admin/tenants/{tenantId}/executions/{executionId}/history', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const executionId = pathId(c, 'executionId');
-    return c.json(await deps.history.story(tenantId, executionId));
-  });
+  mount(
+    routes,
+    'GET /admin/tenants/{tenantId}/executions/{executionId}/history',
+    async (_c, { params: { tenantId, executionId } }, answer) => {
+      const story = await deps.history.story(tenantId, executionId);
+      // The schema states disposition evidence as an open object; a copy is one (an interface has no index signature).
+      return answer(200, { ...story, disposition: story.disposition && { ...story.disposition } });
+    },
+    base,
+  );
 
-  routes.post(declaredPath('post', '/admin/tenants/{tenantId}/redrive-jobs', '/admin'), async (c) => {
-    const query = readQuery(c, RedriveQuery);
-    const body = await readJson(c, RedriveJobRequest, { maxBytes: MAX_JOB_BODY_BYTES });
-    const tenantId = pathId(c, 'tenantId');
-    if (query.dryRun === 'true') return c.json(await deps.jobs.dryRun(tenantId, body), 200);
-    const job = await deps.jobs.create(tenantId, body, c.get('principal').name);
-    return c.json(await deps.jobs.get(tenantId, job.jobId).then((view) => ({ ...view, dispatch: job.dispatch })), 202);
-  });
+  mount(
+    routes,
+    'POST /admin/tenants/{tenantId}/redrive-jobs',
+    async (c, { params: { tenantId }, query, body }, answer) => {
+      if (query.dryRun === 'true') return answer(200, await deps.jobs.dryRun(tenantId, body));
+      const job = await deps.jobs.create(tenantId, body, c.get('principal').name);
+      return answer(202, await deps.jobs.get(tenantId, job.jobId).then((view) => ({ ...view, dispatch: job.dispatch })));
+    },
+    { ...base, maxBytes: MAX_JOB_BODY_BYTES },
+  );
 
-  routes.get(declaredPath('get', '/admin/tenants/{tenantId}/redrive-jobs', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const query = readQuery(c, ListRedriveJobsQuery);
-    const after = decodeCursor(
-      query.cursor,
-      (v): v is { createdAt: string; jobId: string } => isIsoTimestamp(v?.createdAt) && typeof v?.jobId === 'string' && isValidId(v.jobId),
-    );
-    const page = await deps.jobs.list(tenantId, { limit: query.limit, after });
-    const last = page.items.at(-1);
-    return c.json({ items: page.items, nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, jobId: last.jobId }) : null });
-  });
+  mount(
+    routes,
+    'GET /admin/tenants/{tenantId}/redrive-jobs',
+    async (_c, { params: { tenantId }, query }, answer) => {
+      const after = decodeCursor(
+        query.cursor,
+        (v): v is { createdAt: string; jobId: string } => isIsoTimestamp(v?.createdAt) && typeof v?.jobId === 'string' && isValidId(v.jobId),
+      );
+      const page = await deps.jobs.list(tenantId, { limit: query.limit, after });
+      const last = page.items.at(-1);
+      return answer(200, { items: page.items, nextCursor: page.more && last ? encodeCursor({ createdAt: last.createdAt, jobId: last.jobId }) : null });
+    },
+    base,
+  );
 
-  routes.get(declaredPath('get', '/admin/tenants/{tenantId}/redrive-jobs/{jobId}', '/admin'), async (c) => {
-    return c.json(await deps.jobs.get(pathId(c, 'tenantId'), pathId(c, 'jobId')));
-  });
+  mount(
+    routes,
+    'GET /admin/tenants/{tenantId}/redrive-jobs/{jobId}',
+    async (_c, { params: { tenantId, jobId } }, answer) => answer(200, await deps.jobs.get(tenantId, jobId)),
+    base,
+  );
 
+  // The body is optional (declared so): none, or an empty one whatever its Content-Type, carries no reason.
   for (const action of ['pause', 'resume', 'abort'] as const) {
-    routes.post(declaredPath('post', `/admin/tenants/{tenantId}/redrive-jobs/{jobId}/${action}`, '/admin'), async (c) => {
-      const tenantId = pathId(c, 'tenantId');
-      const jobId = pathId(c, 'jobId');
-      // The body is optional: none, or an empty one whatever its Content-Type, carries no reason.
-      const body = await readJson(c, JobControlRequest, { optional: true });
-      return c.json(await deps.jobs.control(tenantId, jobId, action, c.get('principal').name, body.reason));
-    });
+    mount(
+      routes,
+      `POST /admin/tenants/{tenantId}/redrive-jobs/{jobId}/${action}`,
+      async (c, { params: { tenantId, jobId }, body }, answer) =>
+        answer(200, await deps.jobs.control(tenantId, jobId, action, c.get('principal').name, body.reason)),
+      base,
+    );
   }
 
   return routes;

@@ -8,8 +8,9 @@ import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { Readiness } from '../service/readiness';
 import { bearerAuth } from './middleware/bearer-auth';
+import { PipelineError } from '../errors';
 import { problem, problemHandler } from './problem';
-import { declaredPath } from './openapi';
+import { mount } from './mount';
 
 export interface HealthDeps {
   readiness?: Readiness;
@@ -21,14 +22,14 @@ export interface HealthDeps {
 }
 
 export function mountHealth(app: Hono<any>, deps: HealthDeps): void {
-  app.get(declaredPath('get', '/healthz'), (c) => c.json({ status: 'ok' }));
+  mount(app, 'GET /healthz', (_c, _inputs, answer) => answer(200, { status: 'ok' }));
   const readiness = deps.readiness;
   if (readiness) {
-    app.get(declaredPath('get', '/readyz'), async (c) => {
+    mount(app, 'GET /readyz', async (_c, _inputs, answer) => {
       const report = await readiness.check();
-      if (report.ready) return c.json({ status: 'ready', checks: report.checks });
+      if (report.ready) return answer(200, { status: 'ready', checks: report.checks });
       const down = [...Object.keys(report.errors)].join(', ');
-      return problem(c, 'NOT_READY', `not ready: ${down}`, { checks: report.checks, errors: report.errors });
+      throw new PipelineError(`not ready: ${down}`, 'NOT_READY', { checks: report.checks, errors: report.errors });
     });
   }
   if (deps.metrics) {

@@ -11,8 +11,7 @@ import { Hono } from 'hono';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore, PinnedCount } from '../store/definition-store';
 import type { AuthEnv } from './middleware/bearer-auth';
-import { pathId } from './request';
-import { declaredPath } from './openapi';
+import { mount } from './mount';
 import type { ExecutionStatus } from '../spec-words';
 
 export interface PipelineRoutesDeps {
@@ -25,42 +24,49 @@ const UNFINISHED = ['QUEUED', 'RUNNING', 'FAILED', 'REMOTE_OUTCOME_UNKNOWN'] as 
 export function pipelineRoutes(deps: PipelineRoutesDeps) {
   const routes = new Hono<AuthEnv>();
 
-  routes.get(declaredPath('get', '/admin/tenants/{tenantId}/pipelines', '/admin'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const counts = await deps.definitions.pinnedCounts(tenantId);
-    const registered = deps.registry.list();
-    const names = [...new Set([...registered.map((pipeline) => pipeline.name), ...counts.map((count) => count.pipeline)])].sort();
-    const items = await Promise.all(
-      names.map(async (name) => {
-        const versions = [
-          ...new Set([...registered.filter((p) => p.name === name).map((p) => p.version), ...counts.filter((n) => n.pipeline === name).map((n) => n.version)]),
-        ].sort((a, b) => a - b);
-        return {
-          pipeline: name,
-          currentVersion: deps.registry.has(name) ? deps.registry.get(name).version : null,
-          versions: await Promise.all(
-            versions.map(async (version) => {
-              const definition = deps.registry.find(name, version);
-              const steps = definition ? definition.steps.map((step) => step.name) : ((await deps.definitions.find(name, version, null))?.steps ?? null);
-              const storedFingerprints = await deps.definitions.fingerprints(name, version);
-              return {
-                version,
-                registered: definition !== undefined,
-                newExecutions: definition ? definition.newExecutions !== false : false,
-                fingerprint: definition?.fingerprint ?? null,
-                storedFingerprints,
-                codeMatches: definition ? storedFingerprints.every((fingerprint) => fingerprint === definition.fingerprint) : null,
-                steps,
-                unfinished: unfinished(counts.filter((n) => n.pipeline === name && n.version === version)),
-                unfinishedOtherShape: definition ? await deps.definitions.pinnedToOtherShape(name, version, definition.fingerprint, tenantId) : 0,
-              };
-            }),
-          ),
-        };
-      }),
-    );
-    return c.json({ items });
-  });
+  mount(
+    routes,
+    'GET /admin/tenants/{tenantId}/pipelines',
+    async (_c, { params: { tenantId } }, answer) => {
+      const counts = await deps.definitions.pinnedCounts(tenantId);
+      const registered = deps.registry.list();
+      const names = [...new Set([...registered.map((pipeline) => pipeline.name), ...counts.map((count) => count.pipeline)])].sort();
+      const items = await Promise.all(
+        names.map(async (name) => {
+          const versions = [
+            ...new Set([
+              ...registered.filter((p) => p.name === name).map((p) => p.version),
+              ...counts.filter((n) => n.pipeline === name).map((n) => n.version),
+            ]),
+          ].sort((a, b) => a - b);
+          return {
+            pipeline: name,
+            currentVersion: deps.registry.has(name) ? deps.registry.get(name).version : null,
+            versions: await Promise.all(
+              versions.map(async (version) => {
+                const definition = deps.registry.find(name, version);
+                const steps = definition ? definition.steps.map((step) => step.name) : ((await deps.definitions.find(name, version, null))?.steps ?? null);
+                const storedFingerprints = await deps.definitions.fingerprints(name, version);
+                return {
+                  version,
+                  registered: definition !== undefined,
+                  newExecutions: definition ? definition.newExecutions !== false : false,
+                  fingerprint: definition?.fingerprint ?? null,
+                  storedFingerprints,
+                  codeMatches: definition ? storedFingerprints.every((fingerprint) => fingerprint === definition.fingerprint) : null,
+                  steps,
+                  unfinished: unfinished(counts.filter((n) => n.pipeline === name && n.version === version)),
+                  unfinishedOtherShape: definition ? await deps.definitions.pinnedToOtherShape(name, version, definition.fingerprint, tenantId) : 0,
+                };
+              }),
+            ),
+          };
+        }),
+      );
+      return answer(200, { items });
+    },
+    { base: '/admin' },
+  );
 
   return routes;
 }

@@ -14,10 +14,9 @@ import { Hono } from 'hono';
 import { ConflictError, ExecutionNotFoundError } from '../errors';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import type { AuthEnv } from './middleware/bearer-auth';
-import { pathId, readQuery } from './request';
-import { MAX_RESULT_WAIT_MS, ResultQuery } from '../contract/parameters';
+import { MAX_RESULT_WAIT_MS } from '../contract/parameters';
 import { ExecutionResultSchema } from '../contract/responses';
-import { declaredPath } from './openapi';
+import { mount } from './mount';
 import { ACTIVE_EXECUTION_STATUSES } from '../spec-words';
 
 export { MAX_RESULT_WAIT_MS };
@@ -31,35 +30,38 @@ const RUNNING = new Set<ExecutionRecord['status']>(ACTIVE_EXECUTION_STATUSES);
 
 export function resultRoutes(deps: { store: ExecutionStore }) {
   const routes = new Hono<AuthEnv>();
-  routes.get(declaredPath('get', '/api/tenants/{tenantId}/executions/{executionId}/result', '/api'), async (c) => {
-    const tenantId = pathId(c, 'tenantId');
-    const executionId = pathId(c, 'executionId');
-    const { wait } = readQuery(c, ResultQuery);
-    const deadline = Date.now() + wait;
-    const aborted = c.req.raw.signal;
-    let record = await deps.store.get(tenantId, executionId);
-    if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
-    for (let pause = POLL_START_MS; RUNNING.has(record.status) && Date.now() < deadline && !aborted.aborted; pause = Math.min(POLL_MAX_MS, pause * 2)) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))));
-      record = (await deps.store.get(tenantId, executionId)) ?? record;
-    }
-    if (record.status !== 'SUCCEEDED') {
-      throw new ConflictError(`execution ${executionId} is ${record.status}; it has a result only once SUCCEEDED`, 'EXECUTION_NOT_SUCCEEDED', {
-        executionStatus: record.status,
-      });
-    }
-    c.header('Cache-Control', 'no-store');
-    return c.json(
-      ExecutionResultSchema.parse({
-        tenantId,
-        executionId,
-        pipeline: record.pipeline,
-        pipelineVersion: record.pipelineVersion,
-        status: record.status,
-        updatedAt: record.updatedAt,
-        output: record.segmentInput,
-      }),
-    );
-  });
+  mount(
+    routes,
+    'GET /api/tenants/{tenantId}/executions/{executionId}/result',
+    async (c, { params: { tenantId, executionId }, query: { wait } }, answer) => {
+      const deadline = Date.now() + wait;
+      const aborted = c.req.raw.signal;
+      let record = await deps.store.get(tenantId, executionId);
+      if (!record) throw new ExecutionNotFoundError(tenantId, executionId);
+      for (let pause = POLL_START_MS; RUNNING.has(record.status) && Date.now() < deadline && !aborted.aborted; pause = Math.min(POLL_MAX_MS, pause * 2)) {
+        await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))));
+        record = (await deps.store.get(tenantId, executionId)) ?? record;
+      }
+      if (record.status !== 'SUCCEEDED') {
+        throw new ConflictError(`execution ${executionId} is ${record.status}; it has a result only once SUCCEEDED`, 'EXECUTION_NOT_SUCCEEDED', {
+          executionStatus: record.status,
+        });
+      }
+      c.header('Cache-Control', 'no-store');
+      return answer(
+        200,
+        ExecutionResultSchema.parse({
+          tenantId,
+          executionId,
+          pipeline: record.pipeline,
+          pipelineVersion: record.pipelineVersion,
+          status: record.status,
+          updatedAt: record.updatedAt,
+          output: record.segmentInput,
+        }),
+      );
+    },
+    { base: '/api' },
+  );
   return routes;
 }

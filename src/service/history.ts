@@ -5,7 +5,8 @@
  * and, while parked as REMOTE_OUTCOME_UNKNOWN, the disposition evidence. Read from the
  * store: no Temporal call, so it answers while Temporal is down.
  */
-import { ExecutionNotFoundError } from '../errors';
+import { ExecutionNotFoundError, StoredValueError } from '../errors';
+import { isOneOf, REDRIVE_MODES } from '../spec-words';
 import { transitionKey } from '../ids';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore } from '../store/definition-store';
@@ -79,7 +80,8 @@ export class HistoryService {
         redriveId: row.redrive_id,
         principal: row.principal,
         reason: row.reason,
-        mode: row.mode,
+        // The column's CHECK holds it to the modes; a row that says otherwise is a defect to name, not to pass on.
+        mode: isOneOf(REDRIVE_MODES, row.mode) ? row.mode : failStored('redrive_audit', row.redrive_id, 'mode', `not a re-drive mode: ${row.mode}`),
         jobId: row.job_id,
         fromStatus: row.from_status,
         fromVersion: row.from_version,
@@ -113,4 +115,8 @@ export class HistoryService {
       disposition: await dispositionEvidence(record, this.registry),
     };
   }
+}
+
+function failStored(table: string, row: string, field: string, why: string): never {
+  throw new StoredValueError(table, row, field, why);
 }

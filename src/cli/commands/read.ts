@@ -3,28 +3,12 @@
  * bulk re-drive jobs, triage. Each prints the API's JSON with --json.
  */
 import { cli } from '../invoked';
-import type { AdminClient, Answer } from '../client';
-import type {
-  DlqList,
-  EffectList,
-  ExecutionRecordDetail,
-  ExecutionRecordView,
-  ExecutionStory,
-  FailureGroupList,
-  RedriveJobList,
-  RedriveJobViewSchema,
-  TriageSchema,
-} from '../../contract/responses';
+import type { AdminClient, Answer, OkBody } from '../client';
+import type { ExecutionRecordView } from '../../contract/responses';
 
 /** A bulk re-drive job as the API answers it. */
-export type JobView = Answer<typeof RedriveJobViewSchema>;
+export type JobView = OkBody<'GET /admin/tenants/{tenantId}/redrive-jobs/{jobId}'>;
 import { emit, table, type Io } from '../io';
-
-/** The query string of the given options that are set (`?a=1&b=2`, or ''). */
-function queryOf(params: Record<string, string | undefined>): string {
-  const query = new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''));
-  return query.size ? `?${query}` : '';
-}
 
 /** Human output's last line for a page with more: the flag that reads the next one. */
 const more = (nextCursor: string | null) => (nextCursor ? `\n(more: add --cursor ${nextCursor})` : '');
@@ -34,8 +18,8 @@ export async function dlqList(
   io: Io,
   options: { terminalReason?: string; errorCode?: string; limit?: string; cursor?: string },
 ): Promise<void> {
-  const query = queryOf({ terminalReason: options.terminalReason, errorCode: options.errorCode, limit: options.limit, cursor: options.cursor });
-  const page = await client.request<Answer<typeof DlqList>>('GET', client.tenantPath(`/dlq${query}`));
+  const query = { terminalReason: options.terminalReason, errorCode: options.errorCode, limit: options.limit, cursor: options.cursor };
+  const page = await client.call('GET /admin/tenants/{tenantId}/dlq', { params: { tenantId: client.tenant }, query });
   emit(
     io,
     page,
@@ -64,8 +48,8 @@ export async function dlqList(
 }
 
 export async function dlqGroups(client: AdminClient, io: Io, options: { terminalReason?: string; errorCode?: string; limit?: string }): Promise<void> {
-  const query = queryOf({ terminalReason: options.terminalReason, errorCode: options.errorCode, limit: options.limit });
-  const groups = await client.request<Answer<typeof FailureGroupList>>('GET', client.tenantPath(`/dlq/groups${query}`));
+  const query = { terminalReason: options.terminalReason, errorCode: options.errorCode, limit: options.limit };
+  const groups = await client.call('GET /admin/tenants/{tenantId}/dlq/groups', { params: { tenantId: client.tenant }, query });
   const hinted = io.json ? [] : groups.items.slice(0, HINTED_GROUPS);
   const hints = await Promise.all(hinted.map(async (g) => groupHint(g, await groupIsCommand(client, g))));
   if (groups.items.length > hinted.length && hinted.length > 0) hints.push(`  (the other groups: the same, with their own --group)`);
@@ -107,22 +91,23 @@ export const HINTED_GROUPS = 5;
  * execution's Command effects). `undefined` when no execution of it is found.
  */
 /** A failure group as `dlq groups` answers it. */
-type Group = Answer<typeof FailureGroupList>['items'][number];
+type Group = OkBody<'GET /admin/tenants/{tenantId}/dlq/groups'>['items'][number];
 /** What a re-drive hint reads of a group. */
 type GroupSignature = Pick<Group, 'groupId'> & { signature: Pick<Group['signature'], 'step' | 'errorCode' | 'terminalReason'> };
 
 async function groupIsCommand(client: AdminClient, group: GroupSignature): Promise<boolean | undefined> {
-  const query = queryOf({ errorCode: group.signature.errorCode, terminalReason: group.signature.terminalReason, limit: '20' });
-  const page = await client.request<Answer<typeof DlqList>>('GET', client.tenantPath(`/dlq${query}`));
+  const tenantId = client.tenant;
+  const query = { errorCode: group.signature.errorCode, terminalReason: group.signature.terminalReason, limit: '20' };
+  const page = await client.call('GET /admin/tenants/{tenantId}/dlq', { params: { tenantId }, query });
   const tried = new Set<string>();
   for (const item of page.items) {
     const executionId: string = item.envelope.executionId;
     if (tried.has(executionId) || tried.size >= 3) continue;
     tried.add(executionId);
-    const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}`);
-    const story = await client.request<Answer<typeof ExecutionStory>>('GET', `${path}/history`);
+    const params = { tenantId, executionId };
+    const story = await client.call('GET /admin/tenants/{tenantId}/executions/{executionId}/history', { params });
     if (!story.dlq.some((d) => d.groupId === group.groupId)) continue;
-    const effects = await client.request<Answer<typeof EffectList>>('GET', `${path}/effects`);
+    const effects = await client.call('GET /admin/tenants/{tenantId}/executions/{executionId}/effects', { params });
     return effects.items.some((e) => e.stepName === group.signature.step);
   }
   return undefined;
@@ -142,11 +127,11 @@ export function groupHint(group: GroupSignature, command: boolean | undefined): 
 }
 
 export async function executionShow(client: AdminClient, io: Io, executionId: string): Promise<void> {
-  const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}`);
-  const record = await client.request<Answer<typeof ExecutionRecordDetail>>('GET', path);
+  const params = { tenantId: client.tenant, executionId };
+  const record = await client.call('GET /admin/tenants/{tenantId}/executions/{executionId}', { params });
   const [effects, story] = await Promise.all([
-    client.request<Answer<typeof EffectList>>('GET', `${path}/effects`),
-    client.request<Answer<typeof ExecutionStory>>('GET', `${path}/history`),
+    client.call('GET /admin/tenants/{tenantId}/executions/{executionId}/effects', { params }),
+    client.call('GET /admin/tenants/{tenantId}/executions/{executionId}/history', { params }),
   ]);
   emit(io, { record, effects: effects.items, history: story }, () => {
     const lines = [
@@ -269,10 +254,10 @@ export function jobLine(job: JobView): string {
 }
 
 export async function jobsList(client: AdminClient, io: Io, options: { limit?: string; cursor?: string }): Promise<void> {
-  const page = await client.request<Answer<typeof RedriveJobList>>(
-    'GET',
-    client.tenantPath(`/redrive-jobs${queryOf({ limit: options.limit, cursor: options.cursor })}`),
-  );
+  const page = await client.call('GET /admin/tenants/{tenantId}/redrive-jobs', {
+    params: { tenantId: client.tenant },
+    query: { limit: options.limit, cursor: options.cursor },
+  });
   emit(
     io,
     page,
@@ -293,7 +278,7 @@ export async function jobsList(client: AdminClient, io: Io, options: { limit?: s
 }
 
 export async function jobShow(client: AdminClient, io: Io, jobId: string): Promise<void> {
-  const job = await client.request<JobView>('GET', client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}`));
+  const job = await client.call('GET /admin/tenants/{tenantId}/redrive-jobs/{jobId}', { params: { tenantId: client.tenant, jobId } });
   emit(io, job, () =>
     [
       jobLine(job),
@@ -349,14 +334,16 @@ function detailWords(finding: Finding): string | undefined {
 }
 
 export async function triage(client: AdminClient, io: Io, options: { window?: string; allTenants?: boolean }): Promise<void> {
-  const query = queryOf({ window: options.window });
+  const query = { window: options.window };
   // Across tenants: an admin token without a tenant allow-list (403 otherwise).
-  const report = await client.request<Answer<typeof TriageSchema>>('GET', options.allTenants ? `/admin/triage${query}` : client.tenantPath(`/triage${query}`));
+  const report = options.allTenants
+    ? await client.call('GET /admin/triage', { query })
+    : await client.call('GET /admin/tenants/{tenantId}/triage', { params: { tenantId: client.tenant }, query });
   emit(io, report, () => {
     const minutes = Math.round((report.windowSeconds ?? 0) / 60);
     const tenant = options.allTenants ? undefined : client.settings.tenant;
     const classification = report.classification ?? 'healthy';
-    const signal = (name: string, s: Answer<typeof TriageSchema>['signals']['executionDlq'] | undefined) =>
+    const signal = (name: string, s: OkBody<'GET /admin/triage'>['signals']['executionDlq'] | undefined) =>
       s ? `${name} ${s.current} (${s.previous} before, ${s.trend})` : undefined;
     const signals = report.signals ?? {};
     const lines = [

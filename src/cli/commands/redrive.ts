@@ -6,14 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { cli } from '../invoked';
 import { SingleBar } from 'cli-progress';
-import type { AdminClient, Answer } from '../client';
-import type { ExecutionRecordDetail, RedriveAcceptedSchema, RedriveJobDryRunSchema, RedrivePreviewSchema } from '../../contract/responses';
-import { ACTIVE_EXECUTION_STATUSES, isOneOf } from '../../spec-words';
+import type { AdminClient, OkBody } from '../client';
+import { ACTIVE_EXECUTION_STATUSES, isOneOf, TERMINAL_REASONS, type ConfirmedDisposition, type RedriveIntent } from '../../spec-words';
 import { CliError } from '../exit-codes';
 import { choose, confirm, emit, note, sleep, table, type Io } from '../io';
 import { jobLine, type JobView } from './read';
 
-type RecordView = Answer<typeof ExecutionRecordDetail>;
+type RecordView = OkBody<'GET /admin/tenants/{tenantId}/executions/{executionId}'>;
+/** An execution's address in the API: its tenant and id. */
+type ExecutionParams = { tenantId: string; executionId: string };
 
 export interface FollowOptions {
   /** stop following after this many seconds (the job or run goes on) */
@@ -29,8 +30,9 @@ export async function redriveOne(
   options: {
     reason: string;
     allowFailed?: boolean;
-    intent?: string;
-    confirmedDisposition?: string;
+    /** commander holds these two to their choices (main.ts) */
+    intent?: RedriveIntent;
+    confirmedDisposition?: ConfirmedDisposition;
     overrideEvidence?: boolean;
     /** a JSON file holding an RFC 7396 merge patch for the resumed step's input */
     patch?: string;
@@ -41,9 +43,9 @@ export async function redriveOne(
     follow: boolean;
   } & FollowOptions,
 ): Promise<void> {
-  const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}`);
+  const params = { tenantId: client.tenant, executionId };
   const correction = correctionFlags(options);
-  const record = await client.request<RecordView>('GET', path);
+  const record = await client.call('GET /admin/tenants/{tenantId}/executions/{executionId}', { params });
   const body = {
     ...correction,
     expectedVersion: record.version,
@@ -51,9 +53,10 @@ export async function redriveOne(
     allowFailed: options.allowFailed === true,
     ...(options.intent ? { intent: options.intent } : {}),
     ...(options.confirmedDisposition ? { confirmedDisposition: options.confirmedDisposition } : {}),
-    ...(options.overrideEvidence ? { overrideEvidence: true } : {}),
+    ...(options.overrideEvidence ? { overrideEvidence: true as const } : {}),
   };
-  const plan = await client.request<Answer<typeof RedrivePreviewSchema>>('POST', `${path}/redrive?dryRun=true`, body);
+  const redrive = 'POST /admin/tenants/{tenantId}/executions/{executionId}/redrive';
+  const plan = await client.call(redrive, { params, query: { dryRun: 'true' }, body }, { expect: 200 });
   if (!plan.admitted) {
     if (io.json) emit(io, { dryRun: plan }, () => '');
     throw new CliError(
@@ -72,9 +75,9 @@ export async function redriveOne(
     return;
   }
   if (!options.yes && !(await confirm(io, `Re-drive ${executionId}?`))) throw new CliError('not re-driven: you said no', 'DECLINED');
-  const accepted = await client.request<Answer<typeof RedriveAcceptedSchema>>('POST', `${path}/redrive`, body);
+  const accepted = await client.call(redrive, { params, body }, { expect: 202 });
   note(io, `admitted: redriveId ${accepted.redriveId}, version ${accepted.version}, run ${accepted.runId ?? '(starting: the sweeper starts it)'}`);
-  const final = options.follow ? await followRecord(client, io, path, options) : null;
+  const final = options.follow ? await followRecord(client, io, params, options) : null;
   // One line says how it ended (stdout, the result); a failure's error line says only what to do next.
   emit(
     io,
@@ -102,7 +105,9 @@ export function correctionFlags(options: { patch?: string; input?: string }): { 
 }
 
 /** A corrected input as the dry run answered it: the paths and fingerprints, and the values when the token may read them. */
-export function correctionLines(c: NonNullable<Extract<Answer<typeof RedrivePreviewSchema>, { admitted: true }>['correction']>): string {
+export function correctionLines(
+  c: NonNullable<Extract<OkBody<'POST /admin/tenants/{tenantId}/executions/{executionId}/redrive', 200>, { admitted: true }>['correction']>,
+): string {
   const lines = [
     `corrected input (${c.kind}): changes ${c.changedPaths.length ? c.changedPaths.join(', ') : 'nothing'}; fingerprint ${c.beforeFingerprint} → ${c.afterFingerprint}`,
   ];
@@ -128,7 +133,7 @@ function refusalHint(code: string, options: { allowFailed?: boolean; intent?: st
   return '';
 }
 
-async function followRecord(client: AdminClient, io: Io, path: string, options: FollowOptions): Promise<RecordView> {
+async function followRecord(client: AdminClient, io: Io, params: ExecutionParams, options: FollowOptions): Promise<RecordView> {
   const deadline = Date.now() + options.followTimeout * 1000;
   // Ctrl-C stops following; the admitted run goes on.
   let interrupted = false;
@@ -139,7 +144,7 @@ async function followRecord(client: AdminClient, io: Io, path: string, options: 
   let last = '';
   try {
     for (;;) {
-      const record = await client.request<RecordView>('GET', path);
+      const record = await client.call('GET /admin/tenants/{tenantId}/executions/{executionId}', { params });
       if (!isOneOf(ACTIVE_EXECUTION_STATUSES, record.status)) return record;
       if (interrupted) throw new CliError(`stopped following; the re-driven run goes on (${cli()} executions show ${record.executionId})`, 'DECLINED');
       const now = `${record.status} step ${record.currentStepIndex} attempt ${record.attempt}`;
@@ -167,7 +172,8 @@ export interface BatchOptions extends FollowOptions {
   ids?: string;
   reason: string;
   allowFailed?: boolean;
-  intent?: string;
+  /** commander holds it to its choices (main.ts) */
+  intent?: RedriveIntent;
   rate?: string;
   batchSize?: string;
   canary?: string;
@@ -185,16 +191,18 @@ function numberFlag(name: string, value: string | undefined, integer: boolean): 
 }
 
 export function batchRequest(options: BatchOptions) {
-  const filter = Object.fromEntries(
-    Object.entries({
-      groupId: options.group,
-      errorCode: options.errorCode,
-      terminalReason: options.terminalReason,
-      step: options.step,
-      from: options.from,
-      to: options.to,
-    }).filter(([, v]) => v !== undefined),
-  );
+  const terminalReason = options.terminalReason;
+  if (terminalReason !== undefined && !isOneOf(TERMINAL_REASONS, terminalReason))
+    throw new CliError(`--terminal-reason ${terminalReason}: one of ${TERMINAL_REASONS.join(', ')}`, 'USAGE');
+  const given = {
+    groupId: options.group,
+    errorCode: options.errorCode,
+    terminalReason,
+    step: options.step,
+    from: options.from,
+    to: options.to,
+  };
+  const filter = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<typeof given>;
   if (options.ids && Object.keys(filter).length > 0)
     throw new CliError('give --ids or filters (--group, --error-code, --terminal-reason, --step, --from, --to), not both', 'USAGE');
   if (!options.ids && Object.keys(filter).length === 0)
@@ -231,7 +239,8 @@ export async function redriveBatch(client: AdminClient, io: Io, options: BatchOp
   const body = batchRequest(options);
   const timeoutMs = Math.min(600_000, client.settings.timeoutMs * DRY_RUN_TIMEOUT_FACTOR);
   note(io, `judging the selection (dry run; waits up to ${Math.round(timeoutMs / 1000)} s)…`);
-  const plan = await client.request<Answer<typeof RedriveJobDryRunSchema>>('POST', client.tenantPath('/redrive-jobs?dryRun=true'), body, { timeoutMs });
+  const params = { tenantId: client.tenant };
+  const plan = await client.call('POST /admin/tenants/{tenantId}/redrive-jobs', { params, query: { dryRun: 'true' }, body }, { timeoutMs, expect: 200 });
   const refused =
     Object.entries(plan.refused)
       .map(([code, n]) => `${n} ${code}`)
@@ -254,7 +263,7 @@ export async function redriveBatch(client: AdminClient, io: Io, options: BatchOp
   if (!options.yes && !(await confirm(io, `Start a bulk re-drive of ${plan.matched} executions${body.canary ? ` (canary of ${body.canary} first)` : ''}?`))) {
     throw new CliError('no job started: you said no', 'DECLINED');
   }
-  const job = await client.request<JobView>('POST', client.tenantPath('/redrive-jobs'), body);
+  const job = await client.call('POST /admin/tenants/{tenantId}/redrive-jobs', { params, body }, { expect: 202 });
   note(io, `job ${job.jobId} started (Temporal workflow ${job.workflowId}${job.dispatch === 'pending' ? ', start pending: the sweeper starts it' : ''})`);
   const final = options.follow ? await followJob(client, io, job.jobId, options) : job;
   emit(io, final, () => jobLine(final));
@@ -267,7 +276,7 @@ export function sampleHeading(shown: number, matched: number): string {
 }
 
 /** The dry run's sample plan, one row per execution. */
-function sampleTable(sample: Answer<typeof RedriveJobDryRunSchema>['sample']): string {
+function sampleTable(sample: OkBody<'POST /admin/tenants/{tenantId}/redrive-jobs', 200>['sample']): string {
   return table(
     sample.map((item) => ({
       ...item,
@@ -314,15 +323,15 @@ async function holdAndAsk(
   client: AdminClient,
   io: Io,
   jobId: string,
-  path: string,
+  params: { tenantId: string; jobId: string },
   asking: (controller: AbortController) => void,
 ): Promise<'resumed' | 'left paused' | 'aborted' | 'already finished'> {
   let held: JobView;
   try {
-    held = await client.request<JobView>('POST', `${path}/pause`, { reason: 'held from pipeline-admin (Ctrl-C)' });
+    held = await client.call('POST /admin/tenants/{tenantId}/redrive-jobs/{jobId}/pause', { params, body: { reason: 'held from pipeline-admin (Ctrl-C)' } });
   } catch (err) {
     if (err instanceof CliError && err.apiCode === 'JOB_FINISHED') {
-      const job = await client.request<JobView>('GET', path);
+      const job = await client.call('GET /admin/tenants/{tenantId}/redrive-jobs/{jobId}', { params });
       note(io, `\njob ${jobId} had already finished ${job.status}: ${countsLine(job)}`);
       return 'already finished';
     }
@@ -333,12 +342,18 @@ async function holdAndAsk(
   asking(controller);
   const answer = await choose(io, 'Resume, stay paused, or abort? [r/P/a]', ['r', 'p', 'a'] as const, 'p', controller.signal);
   if (answer === 'r') {
-    const resumed = await client.request<JobView>('POST', `${path}/resume`, { reason: 'resumed from pipeline-admin after Ctrl-C' });
+    const resumed = await client.call('POST /admin/tenants/{tenantId}/redrive-jobs/{jobId}/resume', {
+      params,
+      body: { reason: 'resumed from pipeline-admin after Ctrl-C' },
+    });
     note(io, `job ${jobId} ${resumed.status} again`);
     return 'resumed';
   }
   if (answer === 'a') {
-    const aborted = await client.request<JobView>('POST', `${path}/abort`, { reason: 'aborted from pipeline-admin after Ctrl-C' });
+    const aborted = await client.call('POST /admin/tenants/{tenantId}/redrive-jobs/{jobId}/abort', {
+      params,
+      body: { reason: 'aborted from pipeline-admin after Ctrl-C' },
+    });
     note(io, `job ${jobId} ${aborted.status} at ${countsLine(aborted)}; runs already admitted finish on their own`);
     return 'aborted';
   }
@@ -352,7 +367,7 @@ async function holdAndAsk(
  * the job at once (a pause), then asks whether to resume, stay paused or abort.
  */
 export async function followJob(client: AdminClient, io: Io, jobId: string, options: FollowOptions): Promise<JobView> {
-  const path = client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}`);
+  const params = { tenantId: client.tenant, jobId };
   const tty = Boolean((io.err as NodeJS.WriteStream).isTTY) && !io.json;
   const bar = tty
     ? new SingleBar(
@@ -380,13 +395,13 @@ export async function followJob(client: AdminClient, io: Io, jobId: string, opti
     for (;;) {
       if (interrupted) {
         bar?.stop();
-        const next = await holdAndAsk(client, io, jobId, path, (controller) => (prompting = controller));
+        const next = await holdAndAsk(client, io, jobId, params, (controller) => (prompting = controller));
         prompting = undefined;
         interrupted = false;
         if (next !== 'resumed') throw new CliError(`stopped following job ${jobId} (Ctrl-C): ${next}`, 'DECLINED');
         started = false; // a fresh bar below the question
       }
-      const job = await client.request<JobView>('GET', path);
+      const job = await client.call('GET /admin/tenants/{tenantId}/redrive-jobs/{jobId}', { params });
       const c = job.counts;
       const rate = job.rate.achieved === null ? `${job.rate.asked}/s asked` : `${job.rate.achieved}/s`;
       // The service's ETA (it knows the pace and what is left), not one guessed from this terminal's polls.
@@ -434,10 +449,9 @@ export async function jobControl(
   jobId: string,
   options: { reason?: string },
 ): Promise<void> {
-  const job = await client.request<JobView>(
-    'POST',
-    client.tenantPath(`/redrive-jobs/${encodeURIComponent(jobId)}/${action}`),
-    options.reason ? { reason: options.reason } : {},
-  );
+  const job = await client.call(`POST /admin/tenants/{tenantId}/redrive-jobs/{jobId}/${action}`, {
+    params: { tenantId: client.tenant, jobId },
+    body: options.reason ? { reason: options.reason } : {},
+  });
   emit(io, job, () => jobLine(job));
 }

@@ -3,8 +3,7 @@
  * and `executions fixture` (a failed execution as a test fixture file for fromFixture).
  */
 import { writeFileSync } from 'node:fs';
-import type { AdminClient, Answer } from '../client';
-import type { ExecutionFixtureSchema, ForkAcceptedSchema, ForkPreviewSchema } from '../../contract/responses';
+import type { AdminClient } from '../client';
 import { CliError } from '../exit-codes';
 import { confirm, emit, note, type Io } from '../io';
 import { correctionFlags, correctionLines } from './redrive';
@@ -15,12 +14,13 @@ export async function forkOne(
   executionId: string,
   options: { newId: string; fromStep?: string; reason: string; patch?: string; input?: string; dryRun?: boolean; yes?: boolean },
 ): Promise<void> {
-  const path = client.tenantPath(`/executions/${encodeURIComponent(executionId)}/fork`);
+  const params = { tenantId: client.tenant, executionId };
+  const fork = 'POST /admin/tenants/{tenantId}/executions/{executionId}/fork';
   const fromStep = options.fromStep === undefined ? undefined : Number(options.fromStep);
   if (fromStep !== undefined && !(Number.isInteger(fromStep) && fromStep >= 0))
     throw new CliError(`--from-step ${options.fromStep} must be a step index ≥ 0`, 'USAGE');
   const body = { newExecutionId: options.newId, reason: options.reason, ...(fromStep !== undefined ? { fromStep } : {}), ...correctionFlags(options) };
-  const plan = await client.request<Answer<typeof ForkPreviewSchema>>('POST', `${path}?dryRun=true`, body);
+  const plan = await client.call(fork, { params, query: { dryRun: 'true' }, body }, { expect: 200 });
   if (!plan.admitted) {
     if (io.json) emit(io, { dryRun: plan }, () => '');
     throw new CliError(`the fork of ${executionId} would be refused: ${plan.status} ${plan.code}: ${plan.detail}`, 'REFUSED', plan.code);
@@ -41,7 +41,7 @@ export async function forkOne(
     return;
   }
   if (!options.yes && !(await confirm(io, `Fork ${executionId} as ${plan.executionId}?`))) throw new CliError('not forked: you said no', 'DECLINED');
-  const accepted = await client.request<Answer<typeof ForkAcceptedSchema>>('POST', path, body);
+  const accepted = await client.call(fork, { params, body }, { expect: 202 });
   emit(
     io,
     { dryRun: plan, accepted },
@@ -50,10 +50,7 @@ export async function forkOne(
 }
 
 export async function executionFixture(client: AdminClient, io: Io, executionId: string, options: { out?: string }): Promise<void> {
-  const fixture = await client.request<Answer<typeof ExecutionFixtureSchema>>(
-    'GET',
-    client.tenantPath(`/executions/${encodeURIComponent(executionId)}/fixture`),
-  );
+  const fixture = await client.call('GET /admin/tenants/{tenantId}/executions/{executionId}/fixture', { params: { tenantId: client.tenant, executionId } });
   const file = options.out ?? `${executionId}.fixture.json`;
   writeFileSync(file, `${JSON.stringify(fixture, null, 2)}\n`, { mode: 0o600 });
   emit(
