@@ -17,7 +17,7 @@ import { withCallDeadline } from '../temporal/call-deadline';
 import type { TaskQueuePollers } from '../temporal/task-queue-pollers';
 import { redriveJobWake, redriveJobWorkflow } from '../workflows/redrive-job-workflow';
 import { PipelineRedriveJob, PipelineTenant } from '../workflows/search-attributes';
-import { yieldingText } from '../workflows/redrive-job-details';
+import { SERVICE_CLI, yieldingText } from '../workflows/redrive-job-details';
 import { eachLimited, itemRequest, jobWorkflowId, parseJob, round } from './redrive-job-request';
 import { achievedRate } from './job-rate';
 import { MAX_JOB_ITEMS, type RedriveJobRequest } from '../contract/requests';
@@ -274,7 +274,7 @@ function jobStaticDetails(job: RedriveJob): string {
     `**Started by** ${job.principal}: ${job.reason}`,
     `**Selection** ${describeSelection(parseJob(job).request.selection)}: ${job.selected} items`,
     `**Its re-driven runs** \`PipelineRedriveJob = "${jobId}"\``,
-    `**Inspect** \`npx pipeline-admin jobs show ${jobId} --tenant ${tenantId}\` (GET /admin/tenants/${tenantId}/redrive-jobs/${jobId})`,
+    `**Inspect** \`${SERVICE_CLI} jobs show ${jobId} --tenant ${tenantId}\` (GET /admin/tenants/${tenantId}/redrive-jobs/${jobId})`,
   ].join('\n\n');
 }
 
