@@ -11,6 +11,7 @@
  *   npm run capture:histories -- pipeline-foreign-run-fails redrive-job-cancel-aborts   # the Temporal UI's Reset and Request Cancellation
  *   npm run capture:histories -- redrive-job-yield      # a job yielding to live traffic (steering its own rate)
  *   npm run capture:histories -- redrive-job-status-shown   # PipelineJobStatus kept current; an abort through the API ends Canceled
+ *   npm run capture:histories -- pipeline-reset-drops-lineage   # a Reset copy of a job's run drops PipelineRedriveJob / PipelineRedriveOf
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -281,6 +282,33 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     }
     if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
     await c.saveWorkflow('pipeline-foreign-run-fails', workflowId, reset.runId);
+  },
+  // A Reset of a run a bulk job made (to its first workflow task; the pipeline-reset-drops-lineage
+  // patch): the copy's step refuses it, and it drops the PipelineRedriveJob and PipelineRedriveOf
+  // it inherited before it fails.
+  async 'pipeline-reset-drops-lineage'(c) {
+    await failAll(c, 'replay-exhausted', ['lineage']);
+    const job = await c.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
+      selection: { executionIds: ['lineage'] },
+      reason: 'capture',
+      allowFailed: true,
+    });
+    await jobUntil(c, job.jobId, (view) => view.status === 'COMPLETED', 'completing');
+    const workflowId = workflowIdFor(TENANT, 'lineage');
+    const handle = c.service.client.workflow.getHandle(workflowId);
+    await handle.result().catch(() => undefined);
+    const byJob = await handle.describe();
+    if (byJob.searchAttributes.PipelineRedriveJob?.[0] !== job.jobId) throw new Error("the job's run does not carry PipelineRedriveJob");
+    c.temporal('workflow', 'reset', '--workflow-id', workflowId, '--run-id', byJob.runId, '--reason', 'capture: pressed Reset', '--type', 'FirstWorkflowTask');
+    let reset = await handle.describe();
+    while (reset.runId === byJob.runId || reset.status.name === 'RUNNING') {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      reset = await handle.describe();
+    }
+    if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
+    if (reset.searchAttributes.PipelineRedriveJob || reset.searchAttributes.PipelineRedriveOf)
+      throw new Error('the reset run still carries the lineage it inherited');
+    await c.saveWorkflow('pipeline-reset-drops-lineage', workflowId, reset.runId);
   },
   // "Request Cancellation" on a bulk job while it admits (the redrive-job-cancel-aborts patch):
   // the job is aborted in the store and its workflow ends Canceled.

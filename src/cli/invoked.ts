@@ -5,6 +5,7 @@
  */
 import { existsSync, realpathSync } from 'node:fs';
 import { basename, delimiter, join, relative } from 'node:path';
+import { DEFAULT_CONFIG_FILE } from './settings';
 
 export interface Started {
   argv: string[];
@@ -41,8 +42,63 @@ export function invokedAs(started: Started = { argv: process.argv, execArgv: pro
   return ['node', ...execArgv, shown].join(' ');
 }
 
+/** The settings flags this run was given that a printed command must repeat to reach the same service and tenant (`--timeout` is left to its default). */
+export interface HintFlags {
+  url?: string;
+  tenant?: string;
+  tokenFile?: string;
+  config?: string;
+}
+
+let given: HintFlags = {};
+/** Remembers the settings flags given on the command line (main.ts, once they are parsed). */
+export function rememberFlags(flags: HintFlags): void {
+  given = { url: flags.url, tenant: flags.tenant, tokenFile: flags.tokenFile, config: flags.config };
+}
+
+/** A word for bash: as is when it holds nothing bash reads specially, else single-quoted. */
+export function shellWord(value: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The flags a hint repeats: those given on this command line (an environment variable or the
+ * config file reaches the printed command by itself, in the same shell). Never `--token`: a
+ * secret is not printed; with it, the printed command finds its token as the CLI does without
+ * the flag (`--token-file`, PIPELINE_TOKEN, the config file or .data/admin-token).
+ */
+export function hintFlags(flags: HintFlags, options: { tenant?: boolean } = {}): string {
+  const pairs: [string, string | undefined][] = [
+    ['--url', flags.url],
+    ['--token-file', flags.tokenFile],
+    ['--config', flags.config],
+    ['--tenant', options.tenant === false ? undefined : flags.tenant],
+  ];
+  return pairs
+    .filter((pair): pair is [string, string] => pair[1] !== undefined)
+    .map(([flag, value]) => ` ${flag} ${shellWord(value)}`)
+    .join('');
+}
+
+/**
+ * How a printed curl command reads the token the CLI found (inside double quotes), without printing it: the token file
+ * given (`$(cat …)`), PIPELINE_TOKEN, or the embedded default's .data/admin-token; `$TOKEN` when
+ * it came from `--token` or the config file (the hint then says to set TOKEN).
+ */
+export function tokenWord(env: NodeJS.ProcessEnv = process.env, flags: HintFlags & { token?: string } = given): string {
+  if (flags.tokenFile) return `$(cat ${shellWord(flags.tokenFile)})`;
+  if (env.PIPELINE_TOKEN) return '$PIPELINE_TOKEN';
+  const config = flags.config ?? env.PIPELINE_ADMIN_CONFIG ?? DEFAULT_CONFIG_FILE;
+  if (!(config && existsSync(config)) && existsSync('.data/admin-token')) return '$(cat .data/admin-token)';
+  return '$TOKEN';
+}
+
 let cached: string | undefined;
-/** The prefix of every command a hint prints. */
-export function cli(): string {
-  return (cached ??= invokedAs());
+/**
+ * The prefix of every command a hint prints: the CLI as it was started and the settings flags
+ * it was given, so the command runs as printed against the same service and tenant. `tenant:
+ * false` leaves `--tenant` out (a hint that names its own).
+ */
+export function cli(options: { tenant?: boolean } = {}): string {
+  return (cached ??= invokedAs()) + hintFlags(given, options);
 }

@@ -4,6 +4,7 @@
 import { executionFixture, forkOne } from './commands/repair';
 import { Command, CommanderError, Option } from 'commander';
 import { AdminClient } from './client';
+import { rememberFlags } from './invoked';
 import { dlqGroups, dlqList, executionShow, jobShow, jobsList, triage } from './commands/read';
 import { jobControl, jobFollow, redriveBatch, redriveOne, type FollowOptions } from './commands/redrive';
 import { CliError, EXIT, exitCodesHelp } from './exit-codes';
@@ -32,6 +33,7 @@ The token: --token, then --token-file, then PIPELINE_TOKEN, then the config file
 function context(command: Command) {
   const flags = command.optsWithGlobals() as GlobalFlags & { json?: boolean };
   const io = defaultIo(flags.json === true);
+  rememberFlags(flags);
   return { client: new AdminClient(resolveSettings(flags)), io };
 }
 

@@ -17,8 +17,9 @@ import { withCallDeadline } from '../temporal/call-deadline';
 import type { TaskQueuePollers } from '../temporal/task-queue-pollers';
 import { redriveJobWake, redriveJobWorkflow } from '../workflows/redrive-job-workflow';
 import { PipelineRedriveJob, PipelineTenant } from '../workflows/search-attributes';
-import { yieldingText } from '../workflows/redrive-job-details';
+import { SERVICE_CLI, yieldingText } from '../workflows/redrive-job-details';
 import { eachLimited, itemRequest, jobWorkflowId, parseJob, round } from './redrive-job-request';
+import { achievedRate } from './job-rate';
 import { MAX_JOB_ITEMS, type RedriveJobRequest } from '../contract/requests';
 import type { RedriveService } from './redrive';
 import type { DispatchOutcome } from '../spec-words';
@@ -273,7 +274,7 @@ function jobStaticDetails(job: RedriveJob): string {
     `**Started by** ${job.principal}: ${job.reason}`,
     `**Selection** ${describeSelection(parseJob(job).request.selection)}: ${job.selected} items`,
     `**Its re-driven runs** \`PipelineRedriveJob = "${jobId}"\``,
-    `**Inspect** \`npx pipeline-admin jobs show ${jobId} --tenant ${tenantId}\` (GET /admin/tenants/${tenantId}/redrive-jobs/${jobId})`,
+    `**Inspect** \`${SERVICE_CLI} jobs show ${jobId} --tenant ${tenantId}\` (GET /admin/tenants/${tenantId}/redrive-jobs/${jobId})`,
   ].join('\n\n');
 }
 
@@ -300,8 +301,9 @@ export interface Unpolled {
 export function jobView(stored: RedriveJob & { dispatch?: DispatchOutcome }, counts: JobCounts, unpolled: Unpolled = {}): JobView {
   const job = { ...parseJob(stored), dispatch: stored.dispatch };
   const processed = counts.admitted + counts.skipped;
-  const spanSeconds = counts.firstProcessedAt && counts.lastProcessedAt ? (Date.parse(counts.lastProcessedAt) - Date.parse(counts.firstProcessedAt)) / 1000 : 0;
-  const achieved = processed >= 2 && spanSeconds > 0 ? round((processed - 1) / spanSeconds) : null;
+  // Over the time it ran: a pause between its first and latest item is not part of its pace (job-rate.ts).
+  const rate = achievedRate(processed, counts.firstProcessedAt, counts.lastProcessedAt, job.controlLog);
+  const achieved = rate === null ? null : round(rate);
   // A yielding job's rate now (below the asked one); the ETA runs at the lower of it and the achieved rate.
   const current = job.status === 'RUNNING' && job.yielding ? job.yielding.rate : job.ratePerSecond;
   const pace = Math.min(current, achieved ?? current);

@@ -164,6 +164,14 @@ async function portFor(given: number | undefined, leases: PortLease[], what: str
   return given;
 }
 
+/**
+ * The server's warnings that report nothing wrong, forwarded at debug, not warn (the service's
+ * log is for what an operator acts on). "GetHistory page size is larger than threshold": a
+ * client asked for a history page over the frontend's cap (256 events) and got the capped
+ * page; the Temporal UI asks so each time it opens a history.
+ */
+export const BENIGN_SERVER_WARNINGS: readonly string[] = ['GetHistory page size is larger than threshold'];
+
 async function spawnOnLeasedPorts(path: string, namespace: string, options: DevServerOptions, leases: PortLease[]): Promise<DevServer> {
   const port = await portFor(options.port, leases, 'frontend');
   const uiPort = options.uiPort === undefined ? undefined : await portFor(options.uiPort, leases, 'Web UI');
@@ -221,7 +229,8 @@ async function spawnOnLeasedPorts(path: string, namespace: string, options: DevS
       try {
         const entry = JSON.parse(line);
         const fields = { event: 'temporal_dev_server', serverLevel: entry.level, serverMessage: entry.msg };
-        if (stopping && !/^(fatal|panic|dpanic)$/i.test(String(entry.level))) options.log?.debug(fields);
+        if (BENIGN_SERVER_WARNINGS.includes(String(entry.msg))) options.log?.debug(fields);
+        else if (stopping && !/^(fatal|panic|dpanic)$/i.test(String(entry.level))) options.log?.debug(fields);
         else options.log?.warn(fields);
       } catch {
         // not a log line

@@ -19,7 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EngineActivities } from '../activities/engine-activities';
-import { PipelineStatus } from './search-attributes';
+import { PipelineRedriveJob, PipelineRedriveOf, PipelineStatus } from './search-attributes';
 import { planStep } from './plan';
 import { FailureTypes, stepActivityType, type PipelineRunInput, type StepPlan, type TerminalDetails } from './types';
 
@@ -29,13 +29,23 @@ const TEMPORAL_TIMEOUT_MARGIN_MS = 10_000;
 const REDELIVERY_ALLOWANCE = 10;
 
 /**
- * The activity's summary in the Temporal UI: the step and the transition identity its first
- * Temporal attempt runs as (Temporal's own attempt counter counts redeliveries and starts at 1
- * in every run; each retried attempt's failure message names its own identity). Kept short:
- * it is stored in every ActivityTaskScheduled event and sent to the worker with the history.
+ * The activity's summary in the Temporal UI: the step, the transition identity its first
+ * Temporal attempt runs as and, when the step may retry, the last identity its retries can
+ * reach. It is written once, when the activity is scheduled, and one activity runs every retry
+ * of the step in this run (each a new transition attempt, up to `retry.limit` more), so it
+ * names the range, not one attempt (Temporal's own attempt counter counts redeliveries and
+ * starts at 1 in every run; each retried attempt's failure message names its own identity).
+ * Kept short: it is stored in every ActivityTaskScheduled event and sent with the history.
  */
-function activitySummary(step: StepPlan, index: number, executionId: string, attempt: number): string {
-  return `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''}${step.fastPath ? ' · fast path' : ''} · transition ${executionId}:${index}:${attempt}`;
+function activitySummary(
+  step: Pick<StepPlan, 'name' | 'transport' | 'command' | 'fastPath' | 'retry'>,
+  index: number,
+  executionId: string,
+  attempt: number,
+): string {
+  const last = attempt + Math.max(0, step.retry.limit);
+  const retries = last > attempt ? `, retries up to ${executionId}:${index}:${last}` : '';
+  return `step ${index} ${step.name} · ${step.transport}${step.command ? ' · command' : ''}${step.fastPath ? ' · fast path' : ''} · transition ${executionId}:${index}:${attempt}${retries}`;
 }
 
 function activitiesFor(step: StepPlan, index: number, executionId: string, attempt: number) {
@@ -112,6 +122,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         // A run the orchestrator did not start ends FAILED with why, so the Temporal UI never
         // shows a reset FAILED execution as Completed. Runs from before this change completed.
         if (!patched('pipeline-foreign-run-fails')) return { duplicateRun: true };
+        dropInheritedLineage();
         throw ApplicationFailure.create({
           type: FailureTypes.notStartedByOrchestrator,
           nonRetryable: true,
@@ -143,6 +154,22 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
     }
   }
   return segment;
+}
+
+/**
+ * A run the orchestrator did not start (a Temporal Reset's copy, a second start of a dispatch
+ * another run owns) carries the search attributes of the run it copies, so a copy of a
+ * re-drive's run, or of a run a bulk job admitted, would be listed as that re-drive
+ * (`PipelineRedriveOf`) or that job's (`PipelineRedriveJob`) though neither made it. When its
+ * step refuses it, it removes both before it fails. Decided by the refusal, which is in the
+ * history (a replay's runId is the original run's, so the runId cannot tell a copy from its
+ * original there); behind a patch, so runs refused before it replay without the upsert.
+ */
+function dropInheritedLineage(): void {
+  const attributes = workflowInfo().typedSearchAttributes;
+  const inherited = [PipelineRedriveJob, PipelineRedriveOf].filter((key) => attributes.get(key) !== undefined);
+  if (inherited.length === 0 || !patched('pipeline-reset-drops-lineage')) return;
+  upsertSearchAttributes(inherited.map((key) => ({ key, value: null })));
 }
 
 function failureType(err: unknown): string | undefined | null {

@@ -10,8 +10,16 @@ import { YIELD, yieldSlowed, type Yield } from './redrive-job-policy';
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/**
+ * How what the service writes names the CLI (a job's details in the Temporal UI; a Reset run's
+ * failure message says the same): the form that runs as printed from the product's checkout, as
+ * the README runs it, with the settings the CLI finds there (.data/admin-token, PIPELINE_URL,
+ * the config file). The service cannot know how an operator elsewhere starts it.
+ */
+export const SERVICE_CLI = 'npx pipeline-admin';
+
 export function jobCurrentDetails(tenantId: string, jobId: string, state: JobTickState, yielding: Yield | null = null): string {
-  const cli = (command: string) => `\`npx pipeline-admin jobs ${command} ${jobId} --tenant ${tenantId}\``;
+  const cli = (command: string) => `\`${SERVICE_CLI} jobs ${command} ${jobId} --tenant ${tenantId}\``;
   const total = state.processed + state.remaining;
   const lines: string[] = [];
   const last = state.lastControl;

@@ -57,9 +57,9 @@ describe.skipIf(chromiumMissing)(`a fast-path execution in the Temporal UI${chro
     // Three steps, each one marker: the failed attempt and its retry are one local activity's (the
     // marker records its last attempt), and the retry runs as transition 1:2.
     expect(summaries).toEqual([
-      'step 0 validate · LOCAL · fast path · transition fast-ui:0:1',
-      'step 1 charge · LOCAL · fast path · transition fast-ui:1:1',
-      'step 2 notify · LOCAL · fast path · transition fast-ui:2:1',
+      'step 0 validate · LOCAL · fast path · transition fast-ui:0:1, retries up to fast-ui:0:3',
+      'step 1 charge · LOCAL · fast path · transition fast-ui:1:1, retries up to fast-ui:1:3',
+      'step 2 notify · LOCAL · fast path · transition fast-ui:2:1, retries up to fast-ui:2:3',
     ]);
     expect(history.events!.filter((event) => event.activityTaskScheduledEventAttributes)).toEqual([]);
     expect((await engine.service.store.get('acme', 'fast-ui'))?.version).toBe(6);

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { workflowIdFor } from '../../src/ids';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { jobWorkflowId } from '../../src/service/redrive-jobs';
+import { PipelineRedriveJob, PipelineRedriveOf } from '../../src/workflows/search-attributes';
 import { resolveTemporalCli } from '../../src/temporal/cli';
 import { createRunEnder } from '../../src/activities/engine-activities';
 import { RunEndWatch } from '../../src/service/run-end-watch';
@@ -142,6 +143,8 @@ beforeAll(async () => {
   for (const executionId of ['bad-1', 'good-1', 'bad-2', 'bad-3', 'bad-4', 'bad-5', 'bad-6', 'bad-7', 'bad-8'])
     await engine.start('acme', { pipeline: 'two', executionId, input: {} });
   await engine.start('acme', { pipeline: 'two', executionId: 'bad-hinted', input: {} });
+  await engine.start('acme', { pipeline: 'two', executionId: 'bad-by-job', input: {} });
+  await engine.waitFor('acme', 'bad-by-job', ['FAILED']);
   await engine.start('acme', { pipeline: 'paying', executionId: 'charge-1', input: {} });
   for (const id of ['bad-hinted', 'charge-1']) await engine.waitFor('acme', id, ['FAILED']);
   await engine.waitFor('acme', 'good-1', ['SUCCEEDED']);
@@ -200,6 +203,43 @@ describe('Reset in the Temporal UI', () => {
       expect(calls.get(`${executionId}:${step}`)).toBe(before! + 1);
       expect((await history(executionId)).redrives).toHaveLength(1);
     }
+  });
+
+  it("a Reset copy of a run a bulk job made is not listed as the job's (nor as a re-drive of the run before it)", async () => {
+    const created = await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+      body: { selection: { executionIds: ['bad-by-job'] }, reason: 'made by a job', allowFailed: true },
+    });
+    expect(created.status).toBe(202);
+    const { jobId } = (await created.json()) as { jobId: string };
+    await until(
+      async () => ((await (await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`)).json()) as any).counts.failedAgain === 1,
+      120_000,
+      "the job's run to fail again",
+    );
+    const jobRun = await engine.service.client.workflow.getHandle(workflowIdFor('acme', 'bad-by-job')).describe();
+    expect(jobRun.typedSearchAttributes.get(PipelineRedriveJob)).toBe(jobId);
+    const { after } = await resetAndWait('bad-by-job', ['--type', 'FirstWorkflowTask']);
+    expect(after.status.name).toBe('FAILED');
+    // The copy's own state has neither attribute (a Reset copied both from the job's run)…
+    expect([after.typedSearchAttributes.get(PipelineRedriveJob), after.typedSearchAttributes.get(PipelineRedriveOf)]).toEqual([undefined, undefined]);
+    // …and visibility, which the UI's list reads: the closed copy is indexed (found by its execution),
+    // the job's query lists the job's own run and workflow, not the copy.
+    const runIds = async (query: string) => {
+      const found: string[] = [];
+      for await (const run of engine.service.client.workflow.list({ query })) found.push(run.runId);
+      return found;
+    };
+    let byJob: string[] = [];
+    await until(
+      async () => {
+        const indexed = (await runIds(`PipelineExecutionId = 'bad-by-job' AND ExecutionStatus = 'Failed'`)).includes(after.runId);
+        byJob = await runIds(`PipelineRedriveJob = '${jobId}'`);
+        return indexed && byJob.includes(jobRun.runId) && !byJob.includes(after.runId);
+      },
+      120_000,
+      "visibility to list the job's run and not its Reset copy",
+    );
+    expect(byJob).toHaveLength(2); // the job's run and the job's own workflow
   });
 
   it('a SUCCEEDED run reset past its first step runs no step again (counted) and ends FAILED', async () => {

@@ -225,7 +225,8 @@ describe('execution engine', () => {
     const summaries = (history.events ?? [])
       .filter((event) => event.activityTaskScheduledEventAttributes)
       .map((event) => JSON.parse(Buffer.from(event.userMetadata?.summary?.data ?? []).toString('utf8')));
-    expect(summaries).toEqual([0, 1, 2].map((i) => `step ${i} ${'abc'[i]} · LOCAL · transition ui-1:${i}:1`));
+    // The default retry-limit (5): each activity may run its step's attempts 1 to 6.
+    expect(summaries).toEqual([0, 1, 2].map((i) => `step ${i} ${'abc'[i]} · LOCAL · transition ui-1:${i}:1, retries up to ui-1:${i}:6`));
   });
 
   it('returns the existing execution for a repeated executionKey', async () => {

@@ -14,7 +14,24 @@ import { until } from '../helpers/until';
 
 let engine: TestEngine;
 const healthy = new Set<string>();
+/** the transition identities the charge step ran as */
+const ran: string[] = [];
 const pipelines = [
+  // The issue's charge: one activity that fails five times and succeeds on its sixth attempt.
+  definePipeline({
+    name: 'charging',
+    steps: [
+      localStep(
+        'charge',
+        (input: unknown, ctx) => {
+          ran.push(ctx.transitionKey);
+          if (ctx.attempt < 6) throw Object.assign(new Error('card network down'), { code: 'CARD_NETWORK_DOWN' });
+          return input;
+        },
+        { retry: { limit: 5, waitMs: 1, maxBackoffMs: 1, jitter: false } },
+      ),
+    ],
+  }),
   definePipeline({
     name: 'links',
     steps: [
@@ -81,10 +98,22 @@ describe('the Temporal UI tells the same story', () => {
 
     // The failed run: attempts 1 and 2 (Temporal attempts 1 and 2); the re-drive's run starts at attempt 3 on Temporal attempt 1.
     const first = await activityTexts(workflowIdFor('links', 'one'), previousRunId);
-    expect(first.summaries).toEqual([`step 0 call · LOCAL · transition one:0:1`]);
+    // One activity ran both attempts: its summary, written when it was scheduled, names the range they fall in.
+    expect(first.summaries).toEqual([`step 0 call · LOCAL · transition one:0:1, retries up to one:0:2`]);
     expect(first.failures).toEqual([expect.stringMatching(/^transition one:0:2 failed, retry_exhausted: DEPENDENCY_DOWN: dependency down$/)]);
     const second = await activityTexts(workflowIdFor('links', 'one'), runId);
-    expect(second.summaries).toEqual([`step 0 call · LOCAL · transition one:0:3`]);
+    expect(second.summaries).toEqual([`step 0 call · LOCAL · transition one:0:3, retries up to one:0:4`]);
+  });
+
+  it("an activity's summary names every transition its attempts ran as: the first, and the last its retries reach", async () => {
+    await engine.start('links', { pipeline: 'charging', executionId: 'charge-1', input: {} });
+    const record = await engine.waitFor('links', 'charge-1', ['SUCCEEDED', 'FAILED']);
+    expect(record.status).toBe('SUCCEEDED');
+    await engine.service.client.workflow.getHandle(record.workflowId).result();
+    const { summaries } = await activityTexts(record.workflowId, record.runId!);
+    // One activity, six attempts (one scheduled event): before, its summary said only charge-1:0:1.
+    expect(ran).toEqual([1, 2, 3, 4, 5, 6].map((n) => `charge-1:0:${n}`));
+    expect(summaries).toEqual(['step 0 charge · LOCAL · transition charge-1:0:1, retries up to charge-1:0:6']);
   });
 
   it('finds every run of a bulk job, and the job itself, by the job id', async () => {

@@ -48,6 +48,8 @@ const REQUIRED = [
   'redrive-job-yield',
   // PipelineJobStatus kept current, and an abort through the API ending the job's workflow Canceled
   'redrive-job-status-shown',
+  // a Reset copy of a bulk job's run, past its step: it drops the lineage attributes it inherited
+  'pipeline-reset-drops-lineage',
 ];
 
 /** Every patch id the workflow code asks for (`patched('…')`, `deprecatePatch('…')`). */
@@ -88,7 +90,15 @@ describe('recorded histories replay on the current workflow', () => {
 
   it('covers every patched path: each patch the workflow code asks for is recorded by a history that took it', () => {
     const ids = patchIds();
-    expect(ids).toEqual(expect.arrayContaining(['pipeline-foreign-run-fails', 'redrive-job-cancel-aborts', 'redrive-job-yield', 'redrive-job-status-shown']));
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        'pipeline-foreign-run-fails',
+        'redrive-job-cancel-aborts',
+        'redrive-job-yield',
+        'redrive-job-status-shown',
+        'pipeline-reset-drops-lineage',
+      ]),
+    );
     const recorded = new Set(histories.flatMap(recordedPatches));
     expect(ids.filter((id) => !recorded.has(id))).toEqual([]);
     expect(recordedPatches(histories.find((h) => h.workflowId === 'pipeline-foreign-run-fails')!)).toEqual(['pipeline-foreign-run-fails']);

@@ -2,7 +2,7 @@
  * The read commands: the DLQ and its failure groups, an execution (record, effects, story),
  * bulk re-drive jobs, triage. Each prints the API's JSON with --json.
  */
-import { cli } from '../invoked';
+import { cli, shellWord, tokenWord } from '../invoked';
 import type { AdminClient, Answer, OkBody } from '../client';
 import type { ExecutionRecordView } from '../../contract/responses';
 
@@ -301,7 +301,7 @@ const CLASS_WORDS: Record<string, string> = {
 /** A triage finding as the CLI reads it. */
 type Finding = { classification: string; detail?: Record<string, unknown> };
 
-export function triageNext(finding: Finding, tenant: string | undefined): string | undefined {
+export function triageNext(finding: Finding, tenant: string | undefined, url = 'http://127.0.0.1:8080/pipeline'): string | undefined {
   // A word, not `<tenant>` (bash reads that as a redirection): replace it with each tenant in turn.
   const t = tenant ? '' : ' --tenant TENANT';
   const detail = finding.detail ?? {};
@@ -311,12 +311,15 @@ export function triageNext(finding: Finding, tenant: string | undefined): string
         detail.dominantErrorCode ? `--error-code ${detail.dominantErrorCode}` : '',
         detail.dominantTerminalReason ? `--terminal-reason ${detail.dominantTerminalReason}` : '',
       ].filter(Boolean);
-      return `${cli()} dlq groups${t}${filters.length ? ` ${filters.join(' ')}` : ''}   (the failure groups, each with the re-drive command that fits it)`;
+      return `${cli({ tenant: Boolean(tenant) })} dlq groups${t}${filters.length ? ` ${filters.join(' ')}` : ''}   (the failure groups, each with the re-drive command that fits it)`;
     }
     case 'admission_pressure':
-      return 'curl -s $API/readyz   (is Temporal reachable?), then docs/runbook.md, "Triage"';
-    case 'data_quality_drift':
-      return `curl -s "$API/admin/tenants/${tenant ?? 'TENANT'}/rejects" -H "Authorization: Bearer $TOKEN"   (the rejected items and their fingerprints)`;
+      // Readiness is served at the root, not under the API's prefix.
+      return `curl -s ${shellWord(new URL('/readyz', url).href)}   (is Temporal reachable?), then docs/runbook.md, "Triage"`;
+    case 'data_quality_drift': {
+      const token = tokenWord();
+      return `curl -s ${shellWord(`${url}/admin/tenants/${tenant ?? 'TENANT'}/rejects`)} -H "Authorization: Bearer ${token}"   (the rejected items and their fingerprints${token === '$TOKEN' ? '; TOKEN: your admin token' : ''})`;
+    }
     default:
       return undefined;
   }
@@ -363,7 +366,7 @@ export async function triage(client: AdminClient, io: Io, options: { window?: st
       const words = detailWords(finding);
       if (words) lines.push(`  ${words}`);
       lines.push(`  first action: ${finding.firstAction}`);
-      const next = triageNext(finding, tenant);
+      const next = triageNext(finding, tenant, client.settings.url);
       if (next) lines.push(`  next: ${next}`);
     });
     return lines.join('\n');
