@@ -12,6 +12,7 @@
  *   npm run capture:histories -- redrive-job-yield      # a job yielding to live traffic (steering its own rate)
  *   npm run capture:histories -- redrive-job-status-shown   # PipelineJobStatus kept current; an abort through the API ends Canceled
  *   npm run capture:histories -- pipeline-reset-drops-lineage   # a Reset copy of a job's run drops PipelineRedriveJob / PipelineRedriveOf
+ *   npm run capture:histories -- fast-path fast-path-redrive-failed   # steps on the fast path (local activities): a local retry; a failure and its re-drive
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -99,6 +100,34 @@ function pipelines(restBase: string) {
     definePipeline({
       name: 'replay-remote',
       steps: [restStep('remote', { url: `${restBase}/transition` }, { command: true, timeoutMs: 800 })],
+    }),
+    // The fast path (docs/decisions.md): each LOCAL step a local activity, a marker in the history.
+    definePipeline({
+      name: 'replay-fast',
+      fastPath: true,
+      steps: [
+        localStep('first', (input: object) => ({ ...input, first: true })),
+        localStep(
+          'flaky',
+          (input: object, ctx) => {
+            if (ctx.attempt === 1) throw new Error('transient failure on attempt 1');
+            return { ...input, flaky: ctx.attempt };
+          },
+          { retry: { limit: 2 } },
+        ),
+        localStep('last', (input: object) => ({ ...input, last: true })),
+      ],
+    }),
+    definePipeline({
+      name: 'replay-fast-validate',
+      fastPath: true,
+      steps: [
+        localStep('prepare', (input: object) => input),
+        localStep('validate', (input: object, ctx) => {
+          if (ctx.attempt === 1) throw new NonRetryableException('amount must be positive', 'INVALID_AMOUNT');
+          return input;
+        }),
+      ],
     }),
     definePipeline({
       name: 'replay-stall',
@@ -234,6 +263,27 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     });
     await c.waitFor('stall', ['SUCCEEDED']);
     await c.save('redrive-ordinary', 'stall', redriven.runId);
+  },
+  // Steps on the fast path: three local-activity markers in one workflow task, the middle one
+  // after a local retry (attempt 1 failed, its retry intent committed, attempt 2 succeeded).
+  async 'fast-path'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-fast', executionId: 'fast', input: { n: 1 } });
+    await c.waitFor('fast', ['SUCCEEDED']);
+    await c.save('fast-path', 'fast', started.runId);
+  },
+  // A fast-path step that fails for good (its marker carries the failure), and the re-drive of
+  // the FAILED execution from that step, its run on the fast path too.
+  async 'fast-path-redrive-failed'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-fast-validate', executionId: 'fast-validate', input: {} });
+    const failed = await c.waitFor('fast-validate', ['FAILED']);
+    await c.save('fast-path-non-retryable', 'fast-validate', started.runId);
+    const redriven = await c.request('POST', `/admin/tenants/${TENANT}/executions/fast-validate/redrive`, {
+      expectedVersion: failed.version,
+      reason: 'payload corrected',
+      allowFailed: true,
+    });
+    await c.waitFor('fast-validate', ['SUCCEEDED']);
+    await c.save('fast-path-redrive-failed', 'fast-validate', redriven.runId);
   },
   async 'redrive-job'(c) {
     // Two executions that fail again and two that succeed on a re-drive; a canary of 2 halts the job, resume finishes it.

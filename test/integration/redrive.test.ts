@@ -70,6 +70,14 @@ const pipelines = (restBase: string) => [
     name: 'command-slow-retry',
     steps: [pass('prepare'), flaky('charge', true, { limit: 1, waitMs: 600_000, maxBackoffMs: 600_000 }), pass('finish')],
   }),
+  // The same three on the fast path (docs/decisions.md): each LOCAL step a local activity.
+  definePipeline({ name: 'plain-fast', fastPath: true, steps: [pass('a'), flaky('b', false), pass('c')] }),
+  definePipeline({ name: 'command-fast', fastPath: true, steps: [pass('prepare'), flaky('charge', true), pass('finish')] }),
+  definePipeline({
+    name: 'command-slow-retry-fast',
+    fastPath: true,
+    steps: [pass('prepare'), flaky('charge', true, { limit: 1, waitMs: 600_000, maxBackoffMs: 600_000 }), pass('finish')],
+  }),
   definePipeline({
     name: 'remote',
     steps: [pass('prepare'), restStep('charge', { url: `${restBase}/charge` }, { command: true, timeoutMs: STEP_DEADLINE_MS }), pass('finish')],
@@ -110,7 +118,17 @@ async function snapshot(executionId: string) {
   };
 }
 
-async function failedExecution(pipeline: 'plain' | 'command', executionId: string) {
+/**
+ * The re-drive tests of LOCAL steps run on both paths: each step a regular activity, and on the
+ * fast path (the `-fast` twin of the pipeline; the execution ids end in `-fast` too).
+ */
+const PATHS = [
+  { path: 'regular activities', fastPath: false },
+  { path: 'the fast path', fastPath: true },
+];
+const onPath = <T extends string>(name: T, fastPath: boolean) => (fastPath ? (`${name}-fast` as const) : name);
+
+async function failedExecution(pipeline: 'plain' | 'command' | 'plain-fast' | 'command-fast', executionId: string) {
   failing.add(executionId);
   await engine.start('tenant-a', { pipeline, executionId, input: { n: 1 } });
   const failed = await engine.waitFor('tenant-a', executionId, ['FAILED']);
@@ -157,9 +175,9 @@ async function loseRun(workflowId: string) {
 }
 
 /** Stalled for real: the Command step failed once and waits out a long retry; the run is then lost (deleted). */
-async function stalledAtCommand(executionId: string) {
+async function stalledAtCommand(executionId: string, fastPath = false) {
   failing.add(executionId);
-  await engine.start('tenant-a', { pipeline: 'command-slow-retry', executionId, input: { n: 1 } });
+  await engine.start('tenant-a', { pipeline: onPath('command-slow-retry', fastPath), executionId, input: { n: 1 } });
   await until(
     async () => (await engine.effects.get('tenant-a', executionId, 1))?.status === 'FAILED_RETRYABLE',
     30_000,
@@ -331,39 +349,43 @@ describe('re-drive checks, in order (who, body, lookup, version, state); a rejec
 });
 
 describe('accepted re-drives', () => {
-  it('re-drives a FAILED execution with allowFailed=true: a new run of the same workflowId, a new attempt, the DLQ untouched', async () => {
-    const failed = await failedExecution('plain', 'redrive-1');
-    expect(calls['redrive-1/b']).toEqual(['redrive-1:1:1', 'redrive-1:1:2']);
-    const envelopes = await snapshot('redrive-1');
-    failing.delete('redrive-1');
-    const res = await redrive('redrive-1', { expectedVersion: failed.version, reason: 'dependency restored', allowFailed: true });
-    expect(res.status).toBe(202);
-    const accepted = RedriveAcceptedSchema.strict().parse(await res.json());
-    expect(accepted).toMatchObject({
-      tenantId: 'tenant-a',
-      executionId: 'redrive-1',
-      version: failed.version + 1,
-      status: 'QUEUED',
-      resumeStepIndex: 1,
-      attempt: 3,
-      dispatch: 'started',
-      redriveId: expect.any(String),
-      runId: expect.any(String),
-    });
-    const done = await engine.waitFor('tenant-a', 'redrive-1', ['SUCCEEDED', 'FAILED']);
-    expect(done).toMatchObject({ status: 'SUCCEEDED', redriveCount: 1 });
-    expect(calls['redrive-1/b']).toEqual(['redrive-1:1:1', 'redrive-1:1:2', 'redrive-1:1:3']);
-    expect(calls['redrive-1/a']).toHaveLength(1);
-    await engine.service.client.workflow.getHandle(done.workflowId, accepted.runId ?? undefined).result();
-    const runs = await engine.runsOf('tenant-a', 'redrive-1', 2);
-    expect(runs.map((r) => r.status)).toEqual(['FAILED', 'COMPLETED']);
-    expect(runs[1].runId).toBe(accepted.runId);
-    const after = await snapshot('redrive-1');
-    expect(after.dlq).toEqual(envelopes.dlq);
-    const listed = await (await engine.request('GET', '/admin/tenants/tenant-a/dlq')).json();
-    expect(listed.items.find((i: any) => i.envelope.executionId === 'redrive-1')).toMatchObject({ redriven: true });
-    expect(after.audit).toHaveLength(1);
-  });
+  it.each(PATHS)(
+    're-drives a FAILED execution with allowFailed=true: a new run of the same workflowId, a new attempt, the DLQ untouched, $path',
+    async ({ fastPath }) => {
+      const id = onPath('redrive-1', fastPath);
+      const failed = await failedExecution(onPath('plain', fastPath), id);
+      expect(calls[`${id}/b`]).toEqual([`${id}:1:1`, `${id}:1:2`]);
+      const envelopes = await snapshot(id);
+      failing.delete(id);
+      const res = await redrive(id, { expectedVersion: failed.version, reason: 'dependency restored', allowFailed: true });
+      expect(res.status).toBe(202);
+      const accepted = RedriveAcceptedSchema.strict().parse(await res.json());
+      expect(accepted).toMatchObject({
+        tenantId: 'tenant-a',
+        executionId: id,
+        version: failed.version + 1,
+        status: 'QUEUED',
+        resumeStepIndex: 1,
+        attempt: 3,
+        dispatch: 'started',
+        redriveId: expect.any(String),
+        runId: expect.any(String),
+      });
+      const done = await engine.waitFor('tenant-a', id, ['SUCCEEDED', 'FAILED']);
+      expect(done).toMatchObject({ status: 'SUCCEEDED', redriveCount: 1 });
+      expect(calls[`${id}/b`]).toEqual([`${id}:1:1`, `${id}:1:2`, `${id}:1:3`]);
+      expect(calls[`${id}/a`]).toHaveLength(1);
+      await engine.service.client.workflow.getHandle(done.workflowId, accepted.runId ?? undefined).result();
+      const runs = await engine.runsOf('tenant-a', id, 2);
+      expect(runs.map((r) => r.status)).toEqual(['FAILED', 'COMPLETED']);
+      expect(runs[1].runId).toBe(accepted.runId);
+      const after = await snapshot(id);
+      expect(after.dlq).toEqual(envelopes.dlq);
+      const listed = await (await engine.request('GET', '/admin/tenants/tenant-a/dlq')).json();
+      expect(listed.items.find((i: any) => i.envelope.executionId === id)).toMatchObject({ redriven: true });
+      expect(after.audit).toHaveLength(1);
+    },
+  );
 
   it('starts a re-drive sent the moment the record reads FAILED, while the old run is still closing', async () => {
     failing.add('eager-1');
@@ -376,59 +398,68 @@ describe('accepted re-drives', () => {
     expect((await engine.waitFor('tenant-a', 'eager-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
   });
 
-  it('retries a FAILED_RETRYABLE Command once more with RETRY_FAILED_COMMAND, then refuses a second re-drive of the SUCCEEDED execution', async () => {
-    const failed = await failedExecution('command', 'cmd-1');
-    expect(calls['cmd-1/charge']).toHaveLength(2);
-    expect(await engine.effects.get('tenant-a', 'cmd-1', 1)).toMatchObject({ status: 'FAILED_RETRYABLE', transitionKey: 'cmd-1:1:2' });
-    failing.delete('cmd-1');
-    const body = { expectedVersion: failed.version, reason: 'card network back', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
-    expect((await redrive('cmd-1', body)).status).toBe(202);
-    const done = await engine.waitFor('tenant-a', 'cmd-1', ['SUCCEEDED', 'FAILED']);
-    expect(done.status).toBe('SUCCEEDED');
-    expect(calls['cmd-1/charge']).toEqual(['cmd-1:1:1', 'cmd-1:1:2', 'cmd-1:1:3']);
-    expect(await engine.effects.get('tenant-a', 'cmd-1', 1)).toMatchObject({ status: 'SUCCEEDED', attempt: 3, transitionKey: 'cmd-1:1:3' });
-    const listed = EffectList.parse(await (await engine.request('GET', '/admin/tenants/tenant-a/executions/cmd-1/effects')).json());
-    expect(listed.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', transitionKey: 'cmd-1:1:3', hasResult: true }]);
-    await expectRejected('cmd-1', { ...body, expectedVersion: done.version }, 409, 'EXECUTION_SUCCEEDED');
-  });
+  it.each(PATHS)(
+    'retries a FAILED_RETRYABLE Command once more with RETRY_FAILED_COMMAND, then refuses a second re-drive of the SUCCEEDED execution, $path',
+    async ({ fastPath }) => {
+      const id = onPath('cmd-1', fastPath);
+      const failed = await failedExecution(onPath('command', fastPath), id);
+      expect(calls[`${id}/charge`]).toHaveLength(2);
+      expect(await engine.effects.get('tenant-a', id, 1)).toMatchObject({ status: 'FAILED_RETRYABLE', transitionKey: `${id}:1:2` });
+      failing.delete(id);
+      const body = { expectedVersion: failed.version, reason: 'card network back', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' };
+      expect((await redrive(id, body)).status).toBe(202);
+      const done = await engine.waitFor('tenant-a', id, ['SUCCEEDED', 'FAILED']);
+      expect(done.status).toBe('SUCCEEDED');
+      expect(calls[`${id}/charge`]).toEqual([`${id}:1:1`, `${id}:1:2`, `${id}:1:3`]);
+      expect(await engine.effects.get('tenant-a', id, 1)).toMatchObject({ status: 'SUCCEEDED', attempt: 3, transitionKey: `${id}:1:3` });
+      const listed = EffectList.parse(await (await engine.request('GET', `/admin/tenants/tenant-a/executions/${id}/effects`)).json());
+      expect(listed.items).toMatchObject([{ stepName: 'charge', status: 'SUCCEEDED', transitionKey: `${id}:1:3`, hasResult: true }]);
+      await expectRejected(id, { ...body, expectedVersion: done.version }, 409, 'EXECUTION_SUCCEEDED');
+    },
+  );
 
-  it('releases a Command effect stuck IN_FLIGHT only on an attested RETRY_FAILED_COMMAND, and runs the step once more', async () => {
-    const failed = await failedExecution('command', 'inflight-1');
-    failing.delete('inflight-1');
-    // What a call abandoned after a worker's death leaves behind.
-    await setRetainedEffect(engine.service.db, 'tenant-a', 'inflight-1', 'IN_FLIGHT');
-    const body = {
-      expectedVersion: failed.version,
-      reason: 'worker died mid-call; checked downstream: no charge',
-      allowFailed: true,
-      intent: 'RETRY_FAILED_COMMAND',
-    };
-    const refused = await expectRejected('inflight-1', body, 409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE');
-    expect(refused.detail).toContain('confirmedDisposition');
-    const res = await redrive('inflight-1', { ...body, confirmedDisposition: 'NOT_APPLIED' });
-    expect(res.status).toBe(202);
-    expect((await engine.waitFor('tenant-a', 'inflight-1', ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
-    expect(calls['inflight-1/charge']).toHaveLength(3);
-    expect((await engine.effects.get('tenant-a', 'inflight-1', 1))?.status).toBe('SUCCEEDED');
-    const audit = await engine.service.db.query("SELECT confirmed_disposition FROM redrive_audit WHERE execution_id = 'inflight-1'");
-    expect(audit.rows).toEqual([{ confirmed_disposition: 'NOT_APPLIED' }]);
-  });
+  it.each(PATHS)(
+    'releases a Command effect stuck IN_FLIGHT only on an attested RETRY_FAILED_COMMAND, and runs the step once more, $path',
+    async ({ fastPath }) => {
+      const id = onPath('inflight-1', fastPath);
+      const failed = await failedExecution(onPath('command', fastPath), id);
+      failing.delete(id);
+      // What a call abandoned after a worker's death leaves behind.
+      await setRetainedEffect(engine.service.db, 'tenant-a', id, 'IN_FLIGHT');
+      const body = {
+        expectedVersion: failed.version,
+        reason: 'worker died mid-call; checked downstream: no charge',
+        allowFailed: true,
+        intent: 'RETRY_FAILED_COMMAND',
+      };
+      const refused = await expectRejected(id, body, 409, 'COMMAND_EFFECT_NOT_REDISPATCHABLE');
+      expect(refused.detail).toContain('confirmedDisposition');
+      const res = await redrive(id, { ...body, confirmedDisposition: 'NOT_APPLIED' });
+      expect(res.status).toBe(202);
+      expect((await engine.waitFor('tenant-a', id, ['SUCCEEDED', 'FAILED'])).status).toBe('SUCCEEDED');
+      expect(calls[`${id}/charge`]).toHaveLength(3);
+      expect((await engine.effects.get('tenant-a', id, 1))?.status).toBe('SUCCEEDED');
+      const audit = await engine.service.db.query('SELECT confirmed_disposition FROM redrive_audit WHERE execution_id = $1', [id]);
+      expect(audit.rows).toEqual([{ confirmed_disposition: 'NOT_APPLIED' }]);
+    },
+  );
 
-  it('fails a RETRY_FAILED_COMMAND re-drive of a non-Command step before its operator is invoked', async () => {
-    const failed = await failedExecution('plain', 'notcmd-1');
-    const invocations = calls['notcmd-1/b'].length;
-    failing.delete('notcmd-1');
-    expect((await redrive('notcmd-1', { expectedVersion: failed.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' })).status).toBe(202);
-    const current = () => engine.service.store.get('tenant-a', 'notcmd-1');
+  it.each(PATHS)('fails a RETRY_FAILED_COMMAND re-drive of a non-Command step before its operator is invoked, $path', async ({ fastPath }) => {
+    const id = onPath('notcmd-1', fastPath);
+    const failed = await failedExecution(onPath('plain', fastPath), id);
+    const invocations = calls[`${id}/b`].length;
+    failing.delete(id);
+    expect((await redrive(id, { expectedVersion: failed.version, reason: 'r', allowFailed: true, intent: 'RETRY_FAILED_COMMAND' })).status).toBe(202);
+    const current = () => engine.service.store.get('tenant-a', id);
     await until(async () => (await current())?.lastErrorCode === 'RETRY_INTENT_NOT_A_COMMAND', 15_000, 'the re-driven run to fail');
-    expect(await engine.runsOf('tenant-a', 'notcmd-1', 2)).toHaveLength(2);
+    expect(await engine.runsOf('tenant-a', id, 2)).toHaveLength(2);
     expect(await current()).toMatchObject({
       status: 'FAILED',
       terminalReason: 'non_retryable',
       lastErrorCode: 'RETRY_INTENT_NOT_A_COMMAND',
       failedStepIndex: 1,
     });
-    expect(calls['notcmd-1/b']).toHaveLength(invocations);
+    expect(calls[`${id}/b`]).toHaveLength(invocations);
   });
 
   it('re-drives a confirmed REMOTE_OUTCOME_UNKNOWN: the AMBIGUOUS effect becomes retryable and the step runs with a new attempt', async () => {
@@ -448,6 +479,8 @@ describe('accepted re-drives', () => {
     expect(audit.rows).toEqual([{ confirmed_disposition: 'NOT_APPLIED', mode: 'REMOTE_OUTCOME_UNKNOWN', principal: 'test-admin' }]);
   });
 
+  // Regular activities only: on the fast path a deleted run's workflow task carries on in its worker
+  // (the next step is a local activity of the same task), so deleting the run need not stall it.
   it('replays a stalled RUNNING execution whose run is gone (allowFailed=false) from its first uncommitted step', async () => {
     await engine.start('tenant-a', { pipeline: 'slow', executionId: 'stalled-1' });
     const running = await engine.waitFor('tenant-a', 'stalled-1', ['RUNNING']);
@@ -468,31 +501,33 @@ describe('accepted re-drives', () => {
     expect(calls['stalled-1/after']).toEqual(['stalled-1:1:2']);
   });
 
-  it('never redispatches a retained Command effect on ordinary replay', async () => {
+  it.each(PATHS)('never redispatches a retained Command effect on ordinary replay, $path', async ({ fastPath }) => {
+    const id = onPath('ordinary-cmd', fastPath);
     // Stalled at the Command step: RUNNING, no run, the effect retained as FAILED_RETRYABLE.
-    const failed = await stalledAtCommand('ordinary-cmd');
+    const failed = await stalledAtCommand(id, fastPath);
     expect(failed).toMatchObject({ status: 'RUNNING', currentStepIndex: 1 });
-    failing.delete('ordinary-cmd');
-    const invocations = calls['ordinary-cmd/charge'].length;
-    expect((await redrive('ordinary-cmd', { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
-    const current = await engine.waitFor('tenant-a', 'ordinary-cmd', ['FAILED']);
+    failing.delete(id);
+    const invocations = calls[`${id}/charge`].length;
+    expect((await redrive(id, { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
+    const current = await engine.waitFor('tenant-a', id, ['FAILED']);
     expect(current).toMatchObject({ terminalReason: 'non_retryable', lastErrorCode: 'COMMAND_EFFECT_NOT_REDISPATCHABLE' });
-    expect(calls['ordinary-cmd/charge']).toHaveLength(invocations);
-    expect((await engine.effects.get('tenant-a', 'ordinary-cmd', 1))?.status).toBe('FAILED_RETRYABLE');
+    expect(calls[`${id}/charge`]).toHaveLength(invocations);
+    expect((await engine.effects.get('tenant-a', id, 1))?.status).toBe('FAILED_RETRYABLE');
   });
 
-  it("reuses a SUCCEEDED effect's stored result on ordinary replay instead of invoking again", async () => {
-    const failed = await failedExecution('command', 'reuse-1');
+  it.each(PATHS)("reuses a SUCCEEDED effect's stored result on ordinary replay instead of invoking again, $path", async ({ fastPath }) => {
+    const id = onPath('reuse-1', fastPath);
+    const failed = await failedExecution(onPath('command', fastPath), id);
     // Stalled just after the effect happened: the effect holds its result, the record never moved past the step.
-    await stallAfterEffect(engine.service.db, 'tenant-a', 'reuse-1', { charged: true });
-    const invocations = calls['reuse-1/charge'].length;
+    await stallAfterEffect(engine.service.db, 'tenant-a', id, { charged: true });
+    const invocations = calls[`${id}/charge`].length;
     const succeededBefore = (await engine.service.metrics.succeeded.get()).values[0]?.value ?? 0;
-    expect((await redrive('reuse-1', { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
-    const done = await engine.waitFor('tenant-a', 'reuse-1', ['SUCCEEDED', 'FAILED']);
+    expect((await redrive(id, { expectedVersion: failed.version, reason: 'replay', allowFailed: false })).status).toBe(202);
+    const done = await engine.waitFor('tenant-a', id, ['SUCCEEDED', 'FAILED']);
     expect(done.status).toBe('SUCCEEDED');
     expect(done.segmentInput).toEqual({ charged: true });
-    expect(calls['reuse-1/charge']).toHaveLength(invocations);
-    expect(calls['reuse-1/finish']).toEqual(['reuse-1:2:1']);
+    expect(calls[`${id}/charge`]).toHaveLength(invocations);
+    expect(calls[`${id}/finish`]).toEqual([`${id}:2:1`]);
     expect((await engine.service.metrics.succeeded.get()).values[0].value).toBe(succeededBefore + 1);
   });
 

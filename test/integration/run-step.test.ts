@@ -3,8 +3,9 @@
  * workflow), against the real store on Postgres. Each test makes its own execution and
  * counts operator invocations: the committed attempt a Temporal retry resumes with, a
  * duplicate run, a redelivery after the commit landed, a retained Command effect that
- * ordinary replay must not redispatch, the retry budget's end, and a step Temporal cancels (its
- * run cancelled, timed out or gone), which commits nothing.
+ * ordinary replay must not redispatch, the retry budget's end, a step Temporal cancels (its
+ * run cancelled, timed out or gone), which commits nothing, and a fast-path step delivered again
+ * at Temporal attempt 1 after its worker died (its retry's attempt kept, committed steps not re-run).
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -21,7 +22,7 @@ import { DispatchStore } from '../../src/store/dispatch-store';
 import { DlqStore } from '../../src/store/dlq-store';
 import { EffectStore } from '../../src/store/effect-store';
 import { ExecutionStore } from '../../src/store/execution-store';
-import { FailureTypes, type StepRequest } from '../../src/workflows/types';
+import { FailureTypes, type StepRequest, type StepResult } from '../../src/workflows/types';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';
 import { writers } from '../helpers/writers';
 
@@ -58,6 +59,13 @@ const pipelines = [
         return { settled: ctx.attempt };
       }),
     ],
+    retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 },
+  }),
+  // Three steps of one operator, delivered as the fast path delivers them (a local activity each).
+  definePipeline({
+    name: 'fast',
+    fastPath: true,
+    steps: [localStep('one', operator), localStep('two', operator), localStep('three', operator)],
     retry: { limit: 2, waitMs: 10, maxBackoffMs: 20 },
   }),
   // Its operator runs until the activity is cancelled, then fails as an operator that honours ctx.signal does.
@@ -266,6 +274,54 @@ describe('runStep', () => {
     });
     expect(invoked[req.executionId]).toEqual([1, 2, 3]);
     expect(await store.get('t', req.executionId)).toMatchObject({ status: 'FAILED', failedStepIndex: 0, attempt: 3 });
+  });
+});
+
+describe('a fast-path delivery run again after its worker died (a local activity, at Temporal attempt 1 again)', () => {
+  /** The request of step `index` as the workflow makes it on the fast path, after the run's first step. */
+  const later = (first: StepRequest, index: number, input: unknown, mayHaveRun: boolean): StepRequest => ({
+    ...first,
+    stepIndex: index,
+    attempt: 1,
+    firstOfRun: false,
+    dispatchId: undefined,
+    input,
+    fastPath: true,
+    ...(mayHaveRun ? { mayHaveRun: true as const } : {}),
+  });
+  /** A delivery that completes: the step's result. */
+  const completed = (req: StepRequest) => environment(req).run<[StepRequest], StepResult, EngineActivities['runStep']>(activities.runStep, req);
+
+  it('runs a step the dead worker left in its retry as the committed attempt, not attempt 1 again', async () => {
+    const first: StepRequest = { ...(await execution('fast')), fastPath: true };
+    const { output } = await completed(first);
+    failOn[first.executionId] = [1];
+    // The dead worker: step 1's attempt 1 failed, its retry intent (attempt 2) committed.
+    expect((await rejection(deliver(later(first, 1, output, false)))).type).toBe(FailureTypes.retryable);
+    expect(await store.get('t', first.executionId)).toMatchObject({ currentStepIndex: 1, attempt: 2 });
+    // The worker that replays its workflow task runs step 1 for real at Temporal attempt 1: it reads the record first.
+    expect(await deliver(later(first, 1, output, true), { attempt: 1 })).toEqual({ output: { echoed: output, attempt: 2 } });
+    expect(invoked[first.executionId]).toEqual([1, 1, 2]);
+    expect(await store.get('t', first.executionId)).toMatchObject({ currentStepIndex: 2, attempt: 1 });
+  });
+
+  it('answers a step the dead worker already committed, and the ones after it, with the step to carry on from, invoking nothing', async () => {
+    const first: StepRequest = { ...(await execution('fast')), fastPath: true };
+    // The dead worker ran steps 0 and 1 in one workflow task and committed both; their markers were never written.
+    const zero = await completed(first);
+    const one = await completed(later(first, 1, zero.output, false));
+    const before = (await store.get('t', first.executionId))!;
+    expect(before).toMatchObject({ status: 'RUNNING', currentStepIndex: 2, attempt: 1 });
+    // The new worker's copy runs step 0 again (the run's first step always reads the record).
+    expect(await deliver(first)).toEqual({ output: one.output, nextStepIndex: 2 });
+    // A step before the record's, marked as one that may have run, reads it too.
+    expect(await deliver(later(first, 1, zero.output, true))).toEqual({ output: one.output, nextStepIndex: 2 });
+    expect(invoked[first.executionId]).toEqual([1, 1]);
+    expect((await store.get('t', first.executionId))!.version).toBe(before.version);
+    // The run carries on at step 2, which runs once.
+    expect(await deliver(later(first, 2, one.output, true))).toEqual({ output: { echoed: one.output, attempt: 1 } });
+    expect(invoked[first.executionId]).toEqual([1, 1, 1]);
+    expect(await store.get('t', first.executionId)).toMatchObject({ status: 'SUCCEEDED', version: before.version + 1 });
   });
 });
 

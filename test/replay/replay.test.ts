@@ -21,6 +21,9 @@ const histories = files.map((file) => ({ workflowId: file.replace(/\.json$/, '')
 /** The workflow type a history ran (from its first event). */
 const workflowType = (h: (typeof histories)[number]) => h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
 
+/** The histories of runs planned on the fast path (scripts/capture-histories.ts: fast-path, fast-path-redrive-failed). */
+const FAST_PATH = ['fast-path', 'fast-path-non-retryable', 'fast-path-redrive-failed'];
+
 /** Every path of the workflow a history must cover (scripts/capture-histories.ts makes them). */
 const REQUIRED = [
   'success',
@@ -50,6 +53,9 @@ const REQUIRED = [
   'redrive-job-status-shown',
   // a Reset copy of a bulk job's run, past its step: it drops the lineage attributes it inherited
   'pipeline-reset-drops-lineage',
+  // the fast path (LOCAL steps as local activities, one marker per step): a local retry, a
+  // non-retryable failure, and the re-drive of that FAILED execution on the fast path
+  ...FAST_PATH,
 ];
 
 /** Every patch id the workflow code asks for (`patched('…')`, `deprecatePatch('…')`). */
@@ -68,6 +74,25 @@ function recordedPatches(h: (typeof histories)[number]): string[] {
     const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
     return data ? [JSON.parse(Buffer.from(data as Uint8Array).toString('utf8')).id as string] : [];
   });
+}
+
+/** Whether a pipeline run's plan put any step on the fast path (its input, from the first event). */
+function plannedFast(h: (typeof histories)[number]): boolean {
+  const payload = h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  const input = JSON.parse(Buffer.from(payload!.data as Uint8Array).toString('utf8')) as {
+    steps: { fastPath?: boolean }[];
+    stepDefaults?: { fastPath?: boolean };
+  };
+  return input.stepDefaults?.fastPath === true || input.steps.some((step) => step.fastPath === true);
+}
+
+/** How many steps a history ran as regular activities (scheduled) and as local activities (markers). */
+function stepEvents(h: (typeof histories)[number]) {
+  const events = h.history.events ?? [];
+  return {
+    scheduled: events.filter((event) => event.activityTaskScheduledEventAttributes).length,
+    markers: events.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length,
+  };
 }
 
 async function replayAll(workflowBundle: WorkflowBundleWithSourceMap, only = histories) {
@@ -112,6 +137,22 @@ describe('recorded histories replay on the current workflow', () => {
         .history.events!.flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
     expect(scheduledTypes('retries')).toEqual(['runStep']);
     expect(scheduledTypes('step-activity-types')).toEqual(['replay-flaky:flaky']);
+  });
+
+  it('covers runs on the fast path (local-activity markers) and runs planned before it (regular activities only)', () => {
+    const pipelineRuns = histories.filter((h) => workflowType(h) === 'pipelineWorkflow');
+    const fast = pipelineRuns.filter((h) => FAST_PATH.includes(h.workflowId));
+    expect(fast.map((h) => h.workflowId).sort()).toEqual([...FAST_PATH].sort());
+    for (const h of fast) {
+      expect(plannedFast(h)).toBe(true);
+      expect(stepEvents(h)).toMatchObject({ scheduled: 0, markers: expect.any(Number) });
+      expect(stepEvents(h).markers).toBeGreaterThan(0);
+    }
+    // Every other pipeline history is a run planned before the fast path: no fastPath in its plan, no marker.
+    const before = pipelineRuns.filter((h) => !FAST_PATH.includes(h.workflowId));
+    expect(before.length).toBeGreaterThanOrEqual(10);
+    for (const h of before)
+      expect({ id: h.workflowId, fast: plannedFast(h), markers: stepEvents(h).markers }).toEqual({ id: h.workflowId, fast: false, markers: 0 });
   });
 
   it('replays every history without a non-determinism error', { timeout: scaled(120_000) }, async () => {
