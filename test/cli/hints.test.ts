@@ -326,7 +326,9 @@ describe('every hint the CLI prints runs as printed', { timeout: scaled(300_000)
   it("a job's Temporal UI details: each command in them runs as printed from the checkout (npx pipeline-admin)", async () => {
     healthy.add('slow-2').add('slow-3');
     const created = await engine.request('POST', `/admin/tenants/${TENANT}/redrive-jobs`, {
-      body: { selection: { executionIds: ['slow-2', 'slow-3'] }, reason: 'from the UI', allowFailed: true, ratePerSecond: 0.2 },
+      // A canary of 1 whose run holds (slow-2 healthy, not released): the job stays RUNNING until
+      // the test aborts it, however slowly the commands below run (a rate alone raced them).
+      body: { selection: { executionIds: ['slow-2', 'slow-3'] }, reason: 'from the UI', allowFailed: true, canary: 1, ratePerSecond: 5 },
     });
     expect(created.status).toBe(202);
     const { jobId } = (await created.json()) as { jobId: string };
