@@ -12,6 +12,7 @@ import type {
   EffectChange,
   ExecutionRecord,
   ExecutionStore,
+  ForeignRunNote,
   RejectBatch,
   RemoteCall,
   RunOutcome,
@@ -27,14 +28,7 @@ export type StepCommit =
   | { kind: 'failed'; key: StepKey; failure: TerminalFailure; effect?: EffectChange }
   | { kind: 'outcome_unknown'; key: StepKey; errorCode: string; errorMessage: string; remoteCall: RemoteCall; effect?: EffectChange };
 
-export interface ForeignRunNote {
-  tenantId: string;
-  executionId: string;
-  runId: string;
-  ownerRunId: string | null;
-  recordStatus: string;
-  reason: string;
-}
+export type { ForeignRunNote };
 
 export interface StepCommitter {
   read(tenantId: string, executionId: string): Promise<ExecutionRecord | null>;

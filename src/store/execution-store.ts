@@ -29,6 +29,16 @@ import {
 
 export type { EffectStatus, ExecutionStatus } from '../spec-words';
 
+/** A run that found the record owned by another (or by none): what the store keeps of it. */
+export interface ForeignRunNote {
+  tenantId: string;
+  executionId: string;
+  runId: string;
+  ownerRunId: string | null;
+  recordStatus: string;
+  reason: string;
+}
+
 export interface ExecutionRecord {
   tenantId: string;
   executionId: string;
@@ -622,14 +632,7 @@ export class ExecutionStore {
     }));
   }
 
-  async noteForeignRun(note: {
-    tenantId: string;
-    executionId: string;
-    runId: string;
-    ownerRunId: string | null;
-    recordStatus: string;
-    reason: string;
-  }): Promise<void> {
+  async noteForeignRun(note: ForeignRunNote): Promise<void> {
     await this.db.query(
       `INSERT INTO execution_foreign_run (tenant_id, execution_id, run_id, owner_run_id, record_status, reason)
        SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM execution_record WHERE tenant_id = $1 AND execution_id = $2)
