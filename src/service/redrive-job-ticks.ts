@@ -16,19 +16,19 @@ import { PipelineError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { JobNotAdmittingError } from '../store/execution-store';
+import { AdmissionTooSoonError, JobNotAdmittingError, type JobGate } from '../store/job-gate';
 import type { JobCounts, RedriveJobStore } from '../store/redrive-job-store';
 import type { RedriveJobStatus, SelectedItem } from '../store/redrive-job-store';
 import { dueItems, YIELD, type HaltOn, type Pace, type Yield } from '../workflows/redrive-job-policy';
 import { DEFAULT_HALT_ON } from '../contract/requests';
 import { itemRequest, parseJob, type ParsedJob } from './redrive-job-request';
-import type { RedriveService } from './redrive';
+import type { AdmissionScope, RedriveService } from './redrive';
 
 /**
  * A tick that is behind its pace keeps admitting what falls due for up to this long, instead of
  * handing back to the workflow for each batch. Each handback (a workflow task, then the next
  * activity) takes 0.1–0.2 s on a busy machine, about 3 % of a 5 s tick: 10 s halves it. A pause
- * still stops a tick at its next admission (the statement's gate); a cancellation in Temporal
+ * still stops a tick at its next admission (the job's gate, store/job-gate.ts); a cancellation in Temporal
  * waits for the tick in flight, so for up to this long. The workflow's cap of 1,000 items per
  * tick ends a 100/s tick here too.
  */
@@ -95,6 +95,8 @@ export class RedriveJobTicks {
   constructor(
     readonly store: RedriveJobStore,
     private readonly redrive: RedriveService,
+    /** the job's own gate around each admission statement, on the store's clock (store/job-gate.ts) */
+    private readonly gate: JobGate,
     private readonly log: Log,
     private readonly metrics?: Metrics,
     /** items admitted at once by a tick: twice the jobs' pool size (pipeline.redrive-job.pool-size): an admission holds a connection for part of its time, and waits on Temporal for the rest */
@@ -110,7 +112,7 @@ export class RedriveJobTicks {
 
   /**
    * Admits up to `max` due items in selection order, never more than `batchSize` runs in
-   * flight, and only while the job is RUNNING (the admission statement's gate refuses a job
+   * flight, and only while the job is RUNNING (the job's gate around each admission refuses a job
    * that is not, so a pause stops the tick at its next admission; the job is read again after
    * each batch of a few dozen items). Given the job's `pace`, a tick that is behind
    * keeps admitting what falls due (at most `pace.cap` items, for about 5 s) rather than
@@ -139,7 +141,7 @@ export class RedriveJobTicks {
     // latest admission (in an earlier tick too), never sooner; time lost to a slow tick is not
     // made up in a burst. A refused item never takes a slot: skips do not count against the rate.
     // The spacing here is on this process's clock; the admission statement holds it on the
-    // store's (ExecutionStore.admitRedrive's gate), so a statement that waited for a connection
+    // store's (store/job-gate.ts), so a statement that waited for a connection
     // or a lock cannot land closer to the previous one than 1/rate.
     const interval = 1000 / rate;
     // Each admitted item's own time (its checks, statement and Temporal start, without the waits for its slot).
@@ -222,13 +224,24 @@ export class RedriveJobTicks {
         waited += waitMs;
         await sleep(waitMs);
       };
+      // The admission statement inside the job's gate, once the item's checks passed and its slot
+      // came: a gate that finds the previous admission too recent (on the store's clock) changed
+      // nothing, and the statement is tried again when the rest of the spacing is over.
+      const gated: AdmissionScope = async (admission, admit) => {
+        await slot();
+        for (let refused = 0; ;) {
+          try {
+            return await this.gate.admit({ tenantId, jobId, spacingMs: interval, ...admission }, admit);
+          } catch (err) {
+            if (!(err instanceof AdmissionTooSoonError)) throw err;
+            if (++refused === 10)
+              this.log.warn({ event: 'redrive_job_admission_held', tenantId, executionId: item.executionId, jobId, refused, waitMs: err.waitMs });
+            await tooSoon(err.waitMs);
+          }
+        }
+      };
       try {
-        await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, {
-          jobId,
-          beforeAdmit: slot,
-          jobSpacingMs: interval,
-          onTooSoon: tooSoon,
-        });
+        await this.redrive.redrive(tenantId, item.executionId, itemRequest(current.request, item), current.principal, { jobId, admitWithin: gated });
         took.push(Math.max(0, Math.round(Date.now() - began - waited)));
         this.metrics?.redriveJobItems.inc({ outcome: 'admitted' });
       } catch (err) {

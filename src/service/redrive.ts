@@ -9,7 +9,6 @@
  * The DLQ is never read destructively, deleted from or replayed.
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ExecutionNotFoundError, ForbiddenError, PipelineError, RedriveRefusedError, TemporalUnavailableError, VersionMismatchError } from '../errors';
 import type { Log } from '../log';
@@ -17,7 +16,8 @@ import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore } from '../store/definition-store';
 import { effectKey, type CommandEffect, type EffectStore } from '../store/effect-store';
-import { AdmissionTooSoonError, type ExecutionRecord, type ExecutionStatus, type ExecutionStore } from '../store/execution-store';
+import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
+import type { Queryable } from '../store/db';
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import { ACTIVE_EXECUTION_STATUSES, isOneOf, type RedriveMode } from '../spec-words';
@@ -51,6 +51,16 @@ export interface Loaded {
   /** by effectKey(executionId, step name) */
   effects: Map<string, CommandEffect>;
 }
+
+/**
+ * Where a re-drive's admission statement runs, once every check has passed: given the item and
+ * the statement (which takes the transaction to run in and the time its audit row records),
+ * it answers what the statement answered. A bulk job's scope is its gate (store/job-gate.ts).
+ */
+export type AdmissionScope = (
+  item: { executionId: string; redriveId: string },
+  admit: (q: Queryable, recordedAt: string) => Promise<ExecutionRecord | null>,
+) => Promise<ExecutionRecord | null>;
 
 export class RedriveService {
   constructor(
@@ -210,13 +220,10 @@ export class RedriveService {
   }
 
   /**
-   * `options.jobId`: the bulk job admitting this item (its audit row and job item say so).
-   * `options.beforeAdmit`: awaited once every check has passed, right before the admission
-   * statement (a bulk job's rate ceiling spaces admissions there, so a refused item costs no slot).
-   * `options.jobSpacingMs`: the job's rate as the least time between its admissions, held by the
-   * admission statement on the store's clock; a statement the gate refuses changed nothing, and
-   * is tried again after `options.onTooSoon(waitMs)` (default: a sleep of the time left), which
-   * may throw to give up. A job no longer RUNNING throws JobNotAdmittingError.
+   * `options.jobId`: the bulk job admitting this item, by name (its audit row, the record and
+   * the run's attributes say so). `options.admitWithin`: where the admission statement runs,
+   * once every check has passed (a bulk job runs it inside its gate: store/job-gate.ts); by
+   * default on its own.
    */
   async redrive(
     tenantId: string,
@@ -225,9 +232,7 @@ export class RedriveService {
     principal: string,
     options: {
       jobId?: string;
-      beforeAdmit?: () => Promise<void>;
-      jobSpacingMs?: number;
-      onTooSoon?: (waitMs: number) => Promise<void>;
+      admitWithin?: AdmissionScope;
       /** the token's principal, for a corrected input (who may repair) */
       caller?: Principal;
     } = {},
@@ -248,44 +253,35 @@ export class RedriveService {
     // The audit row keeps what was sent in `repair` (sealed when the codec is on), never in `request`.
     const { inputPatch: _patch, input: _input, ...request } = body;
     const audit = correction ? { input: correction.after, audit: await repairAudit(correction, this.codec) } : null;
-    const admit = () =>
-      this.store.admitRedrive({
-        tenantId,
-        executionId,
-        expectedVersion: body.expectedVersion,
-        fromStatus: record.status,
-        resumeStepIndex: plan.resumeStepIndex,
-        resumeStepName: plan.target.resumeStepName,
-        fromPipelineVersion: record.pipelineVersion,
-        definition: plan.target.switched
-          ? { version: plan.target.definition.version, fingerprint: plan.target.definition.fingerprint, stepCount: plan.target.definition.steps.length }
-          : undefined,
-        redriveId,
-        principal,
-        reason: body.reason,
-        request,
-        mode: plan.mode,
-        confirmedDisposition: body.confirmedDisposition ?? null,
-        dispatchSpec: spec,
-        releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
-        lease: this.dispatcher.lease(),
-        jobId: options.jobId ?? null,
-        jobSpacingMs: options.jobSpacingMs ?? null,
-        correction: audit,
-      });
-    await options.beforeAdmit?.();
-    let moved: Awaited<ReturnType<typeof admit>> | undefined;
-    for (let refused = 0; moved === undefined;) {
-      try {
-        moved = await admit();
-      } catch (err) {
-        if (!(err instanceof AdmissionTooSoonError)) throw err;
-        // The job's previous admission, on the store's clock, is less than its spacing ago:
-        // try again when the rest of the spacing is over (no new slot is taken for it).
-        if (++refused === 10) this.log.warn({ event: 'redrive_job_admission_held', tenantId, executionId, jobId: err.jobId, refused, waitMs: err.waitMs });
-        await (options.onTooSoon ?? sleep)(err.waitMs);
-      }
-    }
+    const admit = (q?: Queryable, recordedAt?: string) =>
+      this.store.admitRedrive(
+        {
+          tenantId,
+          executionId,
+          expectedVersion: body.expectedVersion,
+          fromStatus: record.status,
+          resumeStepIndex: plan.resumeStepIndex,
+          resumeStepName: plan.target.resumeStepName,
+          fromPipelineVersion: record.pipelineVersion,
+          definition: plan.target.switched
+            ? { version: plan.target.definition.version, fingerprint: plan.target.definition.fingerprint, stepCount: plan.target.definition.steps.length }
+            : undefined,
+          redriveId,
+          principal,
+          reason: body.reason,
+          request,
+          mode: plan.mode,
+          confirmedDisposition: body.confirmedDisposition ?? null,
+          dispatchSpec: spec,
+          releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
+          lease: this.dispatcher.lease(),
+          jobId: options.jobId ?? null,
+          recordedAt,
+          correction: audit,
+        },
+        q,
+      );
+    const moved = options.admitWithin ? await options.admitWithin({ executionId, redriveId }, admit) : await admit();
     if (!moved) {
       const current = await this.store.get(tenantId, executionId);
       throw new VersionMismatchError(executionId, current?.version ?? null, `execution ${executionId} changed while the re-drive was admitted`);

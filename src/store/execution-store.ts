@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { RemoteCallSchema } from '../contract/responses';
 import type { Db, Queryable } from './db';
 import { bool, num, readRow, readRows, text, time } from './columns';
-import { countItems, ITEM_COUNTED } from './redrive-job-store';
+import { named } from './named-params';
 import {
   ExecutionAttemptColumns,
   ExecutionDlqColumns,
@@ -226,33 +226,6 @@ export interface EffectChange {
   errorCode?: string | null;
 }
 
-/**
- * A bulk job's admission refused by its rate gate: on the store's clock, the job's next admission
- * is not due yet (one per `spacingMs`). Nothing changed; the admission may be tried again in
- * `waitMs` (read under the job row's lock).
- */
-export class AdmissionTooSoonError extends Error {
-  constructor(
-    readonly jobId: string,
-    readonly spacingMs: number,
-    readonly waitMs: number,
-  ) {
-    super(`bulk job ${jobId} admits one item per ${spacingMs} ms: its next admission is in ${waitMs} ms`);
-    this.name = 'AdmissionTooSoonError';
-  }
-}
-
-/** A bulk job's admission refused because the job is no longer RUNNING (paused, aborted, ended) or is gone. Nothing changed. */
-export class JobNotAdmittingError extends Error {
-  constructor(
-    readonly jobId: string,
-    readonly jobStatus: string | null,
-  ) {
-    super(jobStatus ? `bulk job ${jobId} is ${jobStatus}: it admits nothing` : `bulk job ${jobId} does not exist`);
-    this.name = 'JobNotAdmittingError';
-  }
-}
-
 export class ExecutionStore {
   constructor(readonly db: Db) {}
 
@@ -328,132 +301,100 @@ export class ExecutionStore {
    * attempt, write the audit row and the dispatch row, and (for a confirmed
    * REMOTE_OUTCOME_UNKNOWN, or an attested IN_FLIGHT Command effect) turn the step's
    * AMBIGUOUS / IN_FLIGHT effect into FAILED_RETRYABLE.
-   * Returns null when another writer got there first.
+   * Returns null when another writer got there first. `q`: where it runs (default its own
+   * transaction; a bulk job's gate runs it inside the job's, store/job-gate.ts).
    */
-  async admitRedrive(admission: {
-    tenantId: string;
-    executionId: string;
-    expectedVersion: number;
-    fromStatus: ExecutionStatus;
-    resumeStepIndex: number;
-    redriveId: string;
-    principal: string;
-    reason: string;
-    request: unknown;
-    /** the name of the step to resume (its Command effect is keyed by name) */
-    resumeStepName: string;
-    mode: RedriveMode;
-    confirmedDisposition: string | null;
-    dispatchSpec: unknown;
-    releaseAmbiguousEffect: boolean;
-    lease: DispatchLease;
-    /** the bulk job admitting it: the audit row and the record name it, and the job's item turns ADMITTED and is counted in this statement */
-    jobId?: string | null;
-    /**
-     * With `jobId`: the job's rate as the least time between two of its admissions, on the store's
-     * clock. The statement takes the job row's lock, and admits nothing before the job's next
-     * admission time less half a spacing (AdmissionTooSoonError, with the time left) or when the job
-     * is not RUNNING (JobNotAdmittingError); either way nothing changed.
-     */
-    jobSpacingMs?: number | null;
-    /** the definition version the execution was pinned to when the checks read it */
-    fromPipelineVersion: number;
-    /** re-pin the execution to another definition (the audited opt-in); absent = keep the pinned one */
-    definition?: { version: number; fingerprint: string; stepCount: number };
-    /** a corrected input: it becomes the persisted segment input of the resumed step, and `audit` goes into the audit row's `repair` */
-    correction?: { input: unknown; audit: unknown } | null;
-  }): Promise<ExecutionRecord | null> {
+  async admitRedrive(
+    admission: {
+      tenantId: string;
+      executionId: string;
+      expectedVersion: number;
+      fromStatus: ExecutionStatus;
+      resumeStepIndex: number;
+      redriveId: string;
+      principal: string;
+      reason: string;
+      request: unknown;
+      /** the name of the step to resume (its Command effect is keyed by name) */
+      resumeStepName: string;
+      mode: RedriveMode;
+      confirmedDisposition: string | null;
+      dispatchSpec: unknown;
+      releaseAmbiguousEffect: boolean;
+      lease: DispatchLease;
+      /** the bulk job that admits it, by name only: the audit row and the record say so (its gate, item and counts are the job's: store/job-gate.ts) */
+      jobId?: string | null;
+      /** the time the audit row records (a timestamptz text); default the transaction's start. A job's gate passes its own, so its item and the audit row agree. */
+      recordedAt?: string | null;
+      /** the definition version the execution was pinned to when the checks read it */
+      fromPipelineVersion: number;
+      /** re-pin the execution to another definition (the audited opt-in); absent = keep the pinned one */
+      definition?: { version: number; fingerprint: string; stepCount: number };
+      /** a corrected input: it becomes the persisted segment input of the resumed step, and `audit` goes into the audit row's `repair` */
+      correction?: { input: unknown; audit: unknown } | null;
+    },
+    q: Queryable = this.db,
+  ): Promise<ExecutionRecord | null> {
     const a = admission;
-    // Rounded up: a shorter spacing would let a second hold more than the rate.
-    const spacing = a.jobId && a.jobSpacingMs ? Math.max(1, Math.ceil(a.jobSpacingMs)) : null;
-    // Prepared: the longest statement the store sends often (each re-drive), so the one whose parsing and planning cost most.
-    const result = await this.db.prepared(
-      // A bulk job's admissions ($22 = its spacing in ms, 1/rate): one at a time under the job
-      // row's lock (gate, read after the lock is had, so it sees the previous admission's
-      // stamp), only while the job is RUNNING, and paced by a generic cell rate algorithm on
-      // clock_timestamp(): admitted once the clock reaches the job's next_admission_at less half
-      // a spacing, which then moves to max(itself, now) + spacing. The half spacing absorbs a
-      // statement that came late without a burst (no 1 s window holds more than the rate + 1), and
-      // n admissions span at least (n - 1.5) spacings. A next time over a second and a spacing
-      // ahead (the store's clock stepped back) does not hold the gate shut. A refused statement
-      // changes nothing and answers the time left; no job ($22 null): no gate, no lock. A job's
-      // audit row and item carry the gate's time, so either is the exact record of the ceiling.
-      `WITH gate AS (
-         SELECT status, next_admission_at AS due, clock_timestamp() AS at FROM redrive_job
-         WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 FOR UPDATE),
-       open AS (
-         SELECT at, greatest(coalesce(due, at), at) + $22::integer * interval '1 millisecond' AS next_due FROM gate
-         WHERE status = 'RUNNING' AND (due IS NULL OR at >= due - $22::integer * interval '0.5 millisecond'
-           OR due > at + interval '1 second' + $22::integer * interval '1 millisecond')),
-       moved AS (
-         UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = $5, attempt = attempt + 1,
-           failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL, dispatch_id = $6,
+    const statement = named(
+      {
+        tenantId: a.tenantId,
+        executionId: a.executionId,
+        expectedVersion: a.expectedVersion,
+        fromStatus: a.fromStatus,
+        resumeStepIndex: a.resumeStepIndex,
+        resumeStepName: a.resumeStepName,
+        redriveId: a.redriveId,
+        principal: a.principal,
+        reason: a.reason,
+        request: json(a.request),
+        mode: a.mode,
+        confirmedDisposition: a.confirmedDisposition,
+        dispatchSpec: json(a.dispatchSpec),
+        releaseAmbiguousEffect: a.releaseAmbiguousEffect,
+        leaseOwner: a.lease.owner,
+        leaseMs: a.lease.ms,
+        jobId: a.jobId ?? null,
+        recordedAt: a.recordedAt ?? null,
+        fromPipelineVersion: a.fromPipelineVersion,
+        toVersion: a.definition?.version ?? null,
+        toFingerprint: a.definition?.fingerprint ?? null,
+        toStepCount: a.definition?.stepCount ?? null,
+        repair: a.correction ? json(a.correction.audit) : null,
+        correctedInput: a.correction ? json(a.correction.input ?? null) : null,
+      },
+      (p) =>
+        `WITH moved AS (
+         UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = ${p.resumeStepIndex}, attempt = attempt + 1,
+           failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL, dispatch_id = ${p.redriveId},
            redrive_count = redrive_count + 1, updated_at = now(),
-           pipeline_version = COALESCE($17, pipeline_version), definition_fingerprint = COALESCE($18, definition_fingerprint),
-           step_count = COALESCE($19, step_count), redrive_job_id = $16,
-           segment_input = CASE WHEN $23::jsonb IS NULL THEN segment_input ELSE $24::jsonb END
-         WHERE tenant_id = $1 AND execution_id = $2 AND version = $3 AND status = $4
-           AND ($22::integer IS NULL OR EXISTS (SELECT 1 FROM open))
+           pipeline_version = COALESCE(${p.toVersion}, pipeline_version), definition_fingerprint = COALESCE(${p.toFingerprint}, definition_fingerprint),
+           step_count = COALESCE(${p.toStepCount}, step_count), redrive_job_id = ${p.jobId},
+           segment_input = CASE WHEN ${p.repair}::jsonb IS NULL THEN segment_input ELSE ${p.correctedInput}::jsonb END
+         WHERE tenant_id = ${p.tenantId} AND execution_id = ${p.executionId} AND version = ${p.expectedVersion} AND status = ${p.fromStatus}
          RETURNING ${RECORD_SELECT}),
-       stamp AS (
-         UPDATE redrive_job SET next_admission_at = (SELECT next_due FROM open)
-         WHERE $22::integer IS NOT NULL AND tenant_id = $1 AND job_id = $16 AND EXISTS (SELECT 1 FROM moved)),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
            from_version, to_version, resume_step_index, attempt, confirmed_disposition, job_id, from_pipeline_version, to_pipeline_version,
            created_at, repair)
-         SELECT tenant_id, execution_id, $6, $7, $8, $9::jsonb, $10, $4, $3, version, current_step_index, attempt, $11, $16, $21, pipeline_version,
-           coalesce((SELECT at FROM open), now()), $23::jsonb FROM moved),
-       job_item AS (
-         UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = $6, processed_at = coalesce((SELECT at FROM open), now())
-         WHERE tenant_id = $1 AND job_id = $16 AND execution_id = $2 AND state = 'SELECTED' AND EXISTS (SELECT 1 FROM moved)
-         RETURNING ${ITEM_COUNTED}),
-       job_count AS (${countItems('job_item')}),
+         SELECT tenant_id, execution_id, ${p.redriveId}, ${p.principal}, ${p.reason}, ${p.request}::jsonb, ${p.mode}, ${p.fromStatus}, ${p.expectedVersion},
+           version, current_step_index, attempt, ${p.confirmedDisposition}, ${p.jobId}, ${p.fromPipelineVersion}, pipeline_version,
+           coalesce(${p.recordedAt}::timestamptz, now()), ${p.repair}::jsonb FROM moved),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
-         SELECT tenant_id, execution_id, $6, $12::jsonb, 1, $14, now() + ($15::integer * interval '1 millisecond') FROM moved),
+         SELECT tenant_id, execution_id, ${p.redriveId}, ${p.dispatchSpec}::jsonb, 1, ${p.leaseOwner},
+           now() + (${p.leaseMs}::integer * interval '1 millisecond') FROM moved),
        effect AS (
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
-         WHERE $13::boolean AND tenant_id = $1 AND execution_id = $2 AND step_name = $20 AND status IN ('AMBIGUOUS', 'IN_FLIGHT')
-           AND EXISTS (SELECT 1 FROM moved))
-       SELECT ${RECORD_SELECT}, (SELECT status FROM gate) AS job_status, EXISTS (SELECT 1 FROM open) AS gate_open,
-         (SELECT ceil(extract(epoch FROM due - $22::integer * interval '0.5 millisecond' - at) * 1000)::int FROM gate) AS wait_ms
-       FROM (SELECT 1) AS one LEFT JOIN moved ON true`,
-      [
-        a.tenantId,
-        a.executionId,
-        a.expectedVersion,
-        a.fromStatus,
-        a.resumeStepIndex,
-        a.redriveId,
-        a.principal,
-        a.reason,
-        json(a.request),
-        a.mode,
-        a.confirmedDisposition,
-        json(a.dispatchSpec),
-        a.releaseAmbiguousEffect,
-        a.lease.owner,
-        a.lease.ms,
-        a.jobId ?? null,
-        a.definition?.version ?? null,
-        a.definition?.fingerprint ?? null,
-        a.definition?.stepCount ?? null,
-        a.resumeStepName,
-        a.fromPipelineVersion,
-        spacing,
-        a.correction ? json(a.correction.audit) : null,
-        a.correction ? json(a.correction.input ?? null) : null,
-      ],
+         WHERE ${p.releaseAmbiguousEffect}::boolean AND tenant_id = ${p.tenantId} AND execution_id = ${p.executionId}
+           AND step_name = ${p.resumeStepName} AND status IN ('AMBIGUOUS', 'IN_FLIGHT') AND EXISTS (SELECT 1 FROM moved))
+       SELECT ${RECORD_SELECT} FROM moved`,
     );
-    const answer = readRow('execution_record', AdmissionAnswer, result.rows[0]);
-    if (spacing !== null && !answer.gate_open) {
-      if (answer.job_status !== 'RUNNING') throw new JobNotAdmittingError(a.jobId!, answer.job_status);
-      throw new AdmissionTooSoonError(a.jobId!, spacing, Math.max(1, Math.min(spacing, answer.wait_ms ?? spacing)));
-    }
-    if (answer.execution_id) return toRecord(result.rows[0]);
+    // Prepared: the longest statement the store sends often (each re-drive), so the one whose parsing and planning cost most.
+    const result = q === this.db ? await this.db.prepared(statement.text, statement.params) : await q.query(statement.text, statement.params);
+    if (result.rowCount) return toRecord(result.rows[0]);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
-    const own = await this.db.query(
+    const own = await q.query(
       `SELECT r.*, a.to_version AS admitted_version, a.attempt AS admitted_attempt FROM redrive_audit a
        JOIN execution_record r ON r.tenant_id = a.tenant_id AND r.execution_id = a.execution_id
        WHERE a.tenant_id = $1 AND a.execution_id = $2 AND a.redrive_id = $3`,
@@ -859,8 +800,6 @@ const NotedColumns = RemoteDeliveryColumns.pick({ first_sent_at: true }).extend(
 /** What a step commit answers of the record it moved. */
 const CommittedColumns = ExecutionRecordColumns.pick({ version: true, status: true });
 
-/** What a re-drive's admission answers: the moved record's columns (null when nothing moved) and the job gate's view. */
-const AdmissionAnswer = z.object({ execution_id: text.nullable(), job_status: text.nullable(), gate_open: bool.nullable(), wait_ms: num.nullable() });
 /** A re-drive's own audit row, found again after its answer was lost. */
 const AdmittedColumns = z.object({ admitted_version: num, admitted_attempt: num });
 const UnfinishedColumns = ExecutionRecordColumns.pick({ current_step_index: true, status: true }).extend({ i: num, dispatch_id: text.nullable() });

@@ -5,8 +5,9 @@
  */
 import { expect } from 'vitest';
 import type { TerminalReason } from '../../src/spec-words';
-import type { Db } from '../../src/store/db';
+import type { Db, Queryable } from '../../src/store/db';
 import { ExecutionStore, type CommitResult } from '../../src/store/execution-store';
+import { AdmissionTooSoonError, JobGate } from '../../src/store/job-gate';
 
 /**
  * The service's own writers of the counted rows: an execution created, begun, ending in a
@@ -16,6 +17,7 @@ import { ExecutionStore, type CommitResult } from '../../src/store/execution-sto
  */
 export function writers(db: Db) {
   const store = new ExecutionStore(db);
+  const gate = new JobGate(db);
   // The dispatch each record is queued for: 'start', then its latest re-drive's (only that dispatch's run takes it).
   const dispatchOf = new Map<string, string>();
   const key = async (tenantId: string, executionId: string) => {
@@ -67,10 +69,11 @@ export function writers(db: Db) {
       await committed(store.commitSucceeded({ ...step, output: {}, rejects: items.length > 0 ? { transitionKey, step: 's', items } : undefined }));
     },
     /**
-     * `jobId`: admitted as that bulk job's item (it turns ADMITTED and is counted in the same
-     * statement). Answers false when another admission (another `redriveId`) moved the record
-     * first; `mustWin` (default) expects it to win. `jobSpacingMs`: the job's rate gate (an
-     * admission it refuses throws AdmissionTooSoonError and changes nothing).
+     * `jobId`: admitted as that bulk job's item, through the job's gate (the item turns ADMITTED
+     * and is counted in the same transaction). Answers false when another admission (another
+     * `redriveId`) moved the record first; `mustWin` (default) expects it to win.
+     * `jobSpacingMs`: the job's rate (an admission the gate refuses throws AdmissionTooSoonError
+     * and changes nothing); without it the spacing is 1 ms and a refusal is waited out.
      */
     async redriven(tenantId: string, executionId: string, options: { jobId?: string; redriveId?: string; mustWin?: boolean; jobSpacingMs?: number } = {}) {
       const record = (await store.get(tenantId, executionId))!;
@@ -79,26 +82,43 @@ export function writers(db: Db) {
       if (record.status !== 'FAILED' && record.status !== 'REMOTE_OUTCOME_UNKNOWN' && !(options.mustWin ?? true)) return false;
       const unknown = record.status === 'REMOTE_OUTCOME_UNKNOWN';
       const redriveId = options.redriveId ?? `redrive-${executionId}-${record.version}`;
-      const admitted = await store.admitRedrive({
-        tenantId,
-        executionId,
-        expectedVersion: record.version,
-        fromStatus: record.status,
-        fromPipelineVersion: record.pipelineVersion,
-        resumeStepIndex: record.failedStepIndex!,
-        resumeStepName: 's',
-        redriveId,
-        principal: 'ops',
-        reason: 'test',
-        request: {},
-        mode: unknown ? 'REMOTE_OUTCOME_UNKNOWN' : 'FAILED',
-        confirmedDisposition: unknown ? 'NOT_APPLIED' : null,
-        dispatchSpec: {},
-        releaseAmbiguousEffect: unknown,
-        lease: { owner: 'test', ms: 60_000 },
-        jobId: options.jobId,
-        jobSpacingMs: options.jobSpacingMs,
-      });
+      const admit = (q?: Queryable, recordedAt?: string) =>
+        store.admitRedrive(
+          {
+            tenantId,
+            executionId,
+            expectedVersion: record.version,
+            fromStatus: record.status,
+            fromPipelineVersion: record.pipelineVersion,
+            resumeStepIndex: record.failedStepIndex!,
+            resumeStepName: 's',
+            redriveId,
+            principal: 'ops',
+            reason: 'test',
+            request: {},
+            mode: unknown ? 'REMOTE_OUTCOME_UNKNOWN' : 'FAILED',
+            confirmedDisposition: unknown ? 'NOT_APPLIED' : null,
+            dispatchSpec: {},
+            releaseAmbiguousEffect: unknown,
+            lease: { owner: 'test', ms: 60_000 },
+            jobId: options.jobId,
+            recordedAt,
+          },
+          q,
+        );
+      const { jobId } = options;
+      let admitted: Awaited<ReturnType<typeof admit>> = null;
+      if (jobId === undefined) admitted = await admit();
+      else
+        for (;;) {
+          try {
+            admitted = await gate.admit({ tenantId, jobId, executionId, redriveId, spacingMs: options.jobSpacingMs ?? 1 }, admit);
+            break;
+          } catch (err) {
+            if (!(err instanceof AdmissionTooSoonError) || options.jobSpacingMs !== undefined) throw err;
+            await new Promise((resolve) => setTimeout(resolve, err.waitMs));
+          }
+        }
       if (options.mustWin ?? true) expect(admitted?.status).toBe('QUEUED');
       if (admitted) dispatchOf.set(`${tenantId}/${executionId}`, redriveId);
       return admitted !== null;

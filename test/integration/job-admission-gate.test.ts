@@ -1,13 +1,13 @@
 /**
- * A bulk job's rate is held by its admission statement on the store's clock
- * (ExecutionStore.admitRedrive's gate, migration 20261127220000): two admissions of one job
- * are never closer than the job's spacing, however many lanes race, and a refused admission
- * changes nothing. Proven on the real Postgres by the stamps the statements wrote, never by
+ * A bulk job's rate is held by its gate on the store's clock (store/job-gate.ts: the job row's
+ * lock around the re-drive's own admission statement, in one transaction): two admissions of
+ * one job are never closer than the job's spacing, however many lanes race, and a refused
+ * admission changes nothing. Proven on the real Postgres by the stamps the statements wrote, never by
  * how long anything took.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createPgDb } from '../../src/store/db';
-import { AdmissionTooSoonError, JobNotAdmittingError } from '../../src/store/execution-store';
+import { AdmissionTooSoonError, JobNotAdmittingError } from '../../src/store/job-gate';
 import { RedriveJobStore } from '../../src/store/redrive-job-store';
 import { eachLimited } from '../../src/service/redrive-job-request';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres';

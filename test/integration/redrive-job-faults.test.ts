@@ -14,7 +14,11 @@ import { WorkflowFailedError, type ApplicationFailure } from '@temporalio/client
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobLine } from '../../src/cli/commands/read';
 import { definePipeline, localStep } from '../../src/pipeline/define';
-import { MAX_ADMISSION_ATTEMPTS } from '../../src/service/redrive-job-ticks';
+import { MAX_ADMISSION_ATTEMPTS, RedriveJobTicks } from '../../src/service/redrive-job-ticks';
+import { RedriveService } from '../../src/service/redrive';
+import { createLog } from '../../src/log';
+import { createPgDb } from '../../src/store/db';
+import { createStores } from '../../src/store/stores';
 import { SignalsStore } from '../../src/store/signals-store';
 import { DEFAULT_HALT_ON } from '../../src/contract/requests';
 import { REDRIVE_JOB_FAILED, redriveJobWorkflow } from '../../src/workflows/redrive-job-workflow';
@@ -28,7 +32,8 @@ const healthy = new Set<string>();
 const held = new Set<string>();
 const RATED = Array.from({ length: 16 }, (_, i) => `r-${i + 1}`);
 const YIELDED = Array.from({ length: 30 }, (_, i) => `y-${i + 1}`);
-const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5', 'h-1', 'h-2', ...RATED, ...YIELDED];
+const TWICE = Array.from({ length: 12 }, (_, i) => `d-${i + 1}`);
+const IDS = ['f-1', 'f-2', 'f-3', 'f-4', 'f-5', 'h-1', 'h-2', ...RATED, ...YIELDED, ...TWICE];
 
 beforeAll(async () => {
   engine = await startTestEngine(
@@ -220,6 +225,51 @@ describe('a bulk job item or tick that keeps failing', () => {
       const peak = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 1000).length));
       expect(peak).toBeLessThanOrEqual(rate + 1);
       await sql(`DROP TRIGGER slow_r4 ON redrive_audit`);
+    },
+  );
+
+  it(
+    'holds the ceiling when the process stalls mid-tick (as a SIGSTOP would): the admissions whose slots came meanwhile are spaced by the gate, not let through at once',
+    { timeout: scaled(180_000) },
+    async () => {
+      const rate = 2;
+      const row = await jobRow(TWICE, 'stalled');
+      await engine.service.jobs.store.create({ ...row, request: { ...row.request, ratePerSecond: rate }, ratePerSecond: rate, jobId: 'stalled-job' });
+      // The tick as the job's activity runs it, on a pool of its own, with four lanes: once
+      // each lane has checked its item, it waits for its slot (1/rate apart, on this process's clock).
+      const db = createPgDb(engine.database.url, { max: 4 });
+      try {
+        const stores = createStores(db);
+        const log = createLog({ level: 'error' });
+        const redrive = new RedriveService(
+          stores.executions,
+          stores.effects,
+          stores.definitions,
+          engine.service.registry,
+          engine.service.dispatcher,
+          engine.service.client,
+          log,
+        );
+        const ticks = new RedriveJobTicks(stores.jobs, redrive, stores.jobGate, log, undefined, 4);
+        const tick = ticks.admitDue('acme', 'stalled-job', TWICE.length);
+        await until(async () => (await stores.jobs.counts('acme', 'stalled-job')).admitted >= 2, 60_000, 'the first two admissions');
+        // The whole process stops for 3 s (its event loop blocked, as SIGSTOP would): every slot a lane waits for passes meanwhile.
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000);
+        await tick;
+        for (let round = 0; (await stores.jobs.counts('acme', 'stalled-job')).admitted < TWICE.length; round++) {
+          expect(round, 'further ticks').toBeLessThan(10);
+          await ticks.admitDue('acme', 'stalled-job', TWICE.length);
+        }
+      } finally {
+        await db.close();
+      }
+      const at = (await sql(`SELECT created_at FROM redrive_audit WHERE job_id = 'stalled-job' ORDER BY created_at`)).rows.map((r: any) =>
+        new Date(r.created_at).getTime(),
+      );
+      expect(at).toHaveLength(TWICE.length);
+      // Paced on the process's clock alone, the lanes woke together and admitted at once (4 and more in a second here).
+      const peak = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 1000).length));
+      expect(peak).toBeLessThanOrEqual(rate + 1);
     },
   );
 
