@@ -38,7 +38,7 @@ export interface TestEngineOptions<P extends PipelineDefinition = PipelineDefini
    * or step, or a remote step, is refused when the engine starts.
    */
   overrides?: Record<string, Record<string, Operator | FunctionHandler>>;
-  /** configuration keys, as in the README's table (`pipeline.defaults.retry-limit`, …) */
+  /** configuration keys, as in docs/configuration.md's table (`pipeline.defaults.retry-limit`, …) */
   config?: ConfigInput;
   /**
    * The directory of the engine's store (PGlite), kept after `stop`; default a temporary one,

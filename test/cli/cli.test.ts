@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasePort } from '../../src/port-allocator';
 import { definePipeline, localStep } from '../../src/pipeline/define';
+import { AS_STARTED, CLI, type Run, runCli, type RunOptions } from '../helpers/cli-runner';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 import { scaled } from '../helpers/time-scale';
 import { until } from '../helpers/until';
@@ -52,39 +53,9 @@ const pipelines = [
   }),
 ];
 
-/**
- * The CLI's source through tsx, so the tests run the code as it is now (bin/pipeline-admin.mjs runs
- * the build in dist/, which may be older; test/cli/build.test.ts builds it and runs the bin).
- */
-const CLI = [process.execPath, '--import', 'tsx', 'src/cli/main.ts'];
-/** How the CLI's hints name it when started as above (src/cli/invoked.ts): they run as printed. */
-const AS_STARTED = 'node --import tsx src/cli/main.ts';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI; `input` is written to its stdin, `onStderr` sees its stderr as it comes (to answer or interrupt it). */
-function cli(
-  args: string[],
-  options: { input?: string; env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
-): Promise<Run> {
-  const child = spawn(CLI[0], [...CLI.slice(1), ...args], {
-    env: { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '', ...options.env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk) => (stdout += chunk));
-  child.stderr!.on('data', (chunk) => {
-    stderr += chunk;
-    options.onStderr?.(stderr, child);
-  });
-  if (options.input !== undefined) child.stdin!.end(options.input);
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+/** Runs the CLI with its settings from the environment (`env` overrides them); `onStderr` answers or interrupts it. */
+const cli = (args: string[], options: RunOptions & { env?: Record<string, string> } = {}): Promise<Run> =>
+  runCli(args, { ...process.env, PIPELINE_URL: url, PIPELINE_TOKEN: ADMIN_TOKEN, PIPELINE_TENANT: 'acme', PIPELINE_ADMIN_CONFIG: '', ...options.env }, options);
 
 const record = (id: string) => engine.service.store.get('acme', id);
 

@@ -8,7 +8,6 @@
  * aborted, the group re-driven). The job's Temporal UI details (written by the workflow and the
  * service, in the `npx pipeline-admin` form a checkout runs) are run the same way.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { rememberFlags } from '../../src/cli/invoked';
 import { triageNext } from '../../src/cli/commands/read';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { jobWorkflowId } from '../../src/service/redrive-jobs';
+import { AS_STARTED, type Run, runCli, type RunOptions, spawnRun } from '../helpers/cli-runner';
 import { ADMIN_TOKEN, startTestEngine, type TestEngine } from '../helpers/engine';
 import { scaled } from '../helpers/time-scale';
 import { until } from '../helpers/until';
@@ -77,41 +77,16 @@ const pipelines = [
   }),
 ];
 
-/** The CLI's source through tsx (test/cli/cli.test.ts says why); its hints name it so. */
-const CLI = [process.execPath, '--import', 'tsx', 'src/cli/main.ts'];
-const AS_STARTED = 'node --import tsx src/cli/main.ts';
 /** No setting from the environment: only the flags reach the service. */
 const BARE_ENV = { ...process.env, PIPELINE_URL: '', PIPELINE_TOKEN: '', PIPELINE_TENANT: '', PIPELINE_ADMIN_CONFIG: '' };
+type Options = RunOptions & { env?: NodeJS.ProcessEnv };
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function spawnRun(
-  command: string,
-  args: string[],
-  options: { input?: string; env?: NodeJS.ProcessEnv; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
-): Promise<Run> {
-  const child = spawn(command, args, { env: options.env ?? BARE_ENV, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk) => (stdout += chunk));
-  child.stderr!.on('data', (chunk) => {
-    stderr += chunk;
-    options.onStderr?.(stderr, child);
-  });
-  if (options.input !== undefined) child.stdin!.end(options.input);
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
-
-/** The CLI with its settings as flags. */
-const cli = (args: string[], options: Parameters<typeof spawnRun>[2] = {}) =>
-  spawnRun(CLI[0], [...CLI.slice(1), '--url', url, '--token-file', tokenFile, '--tenant', TENANT, ...args], options);
+/** The CLI with its settings as flags (the source through tsx: its hints name it `AS_STARTED`). */
+const cli = (args: string[], options: Options = {}) =>
+  runCli(['--url', url, '--token-file', tokenFile, '--tenant', TENANT, ...args], options.env ?? BARE_ENV, options);
 
 /** A printed command, run as printed: bash, the repository's root, the settings of nowhere but the command itself. */
-const bash = (command: string, options: Parameters<typeof spawnRun>[2] = {}) => spawnRun('bash', ['-c', command], options);
+const bash = (command: string, options: Options = {}) => spawnRun('bash', ['-c', command], options.env ?? BARE_ENV, options);
 
 /**
  * The commands a text prints: each from the CLI's name to where the sentence goes on (a
