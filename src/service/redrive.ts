@@ -17,7 +17,7 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import type { DefinitionStore } from '../store/definition-store';
 import { effectKey, type CommandEffect, type EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
-import type { Queryable } from '../store/db';
+import type { Statements } from '../store/db';
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import { ACTIVE_EXECUTION_STATUSES, isOneOf, type RedriveMode } from '../spec-words';
@@ -54,12 +54,12 @@ export interface Loaded {
 
 /**
  * Where a re-drive's admission statement runs, once every check has passed: given the item and
- * the statement (which takes the transaction to run in and the time its audit row records),
+ * the statement (which takes the transaction to run in),
  * it answers what the statement answered. A bulk job's scope is its gate (store/job-gate.ts).
  */
 export type AdmissionScope = (
   item: { executionId: string; redriveId: string },
-  admit: (q: Queryable, recordedAt: string) => Promise<ExecutionRecord | null>,
+  admit: (q: Statements) => Promise<ExecutionRecord | null>,
 ) => Promise<ExecutionRecord | null>;
 
 export class RedriveService {
@@ -253,7 +253,7 @@ export class RedriveService {
     // The audit row keeps what was sent in `repair` (sealed when the codec is on), never in `request`.
     const { inputPatch: _patch, input: _input, ...request } = body;
     const audit = correction ? { input: correction.after, audit: await repairAudit(correction, this.codec) } : null;
-    const admit = (q?: Queryable, recordedAt?: string) =>
+    const admit = (q?: Statements) =>
       this.store.admitRedrive(
         {
           tenantId,
@@ -276,7 +276,6 @@ export class RedriveService {
           releaseAmbiguousEffect: plan.mode === 'REMOTE_OUTCOME_UNKNOWN' || (plan.mode === 'RETRY_FAILED_COMMAND' && plan.effectStatus === 'IN_FLIGHT'),
           lease: this.dispatcher.lease(),
           jobId: options.jobId ?? null,
-          recordedAt,
           correction: audit,
         },
         q,

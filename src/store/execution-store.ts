@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { DlqEnvelope } from '../contract/dlq-envelope';
 import { z } from 'zod';
 import type { RemoteCallSchema } from '../contract/responses';
-import type { Db, Queryable } from './db';
+import type { Db, Queryable, Statements } from './db';
 import { bool, num, readRow, readRows, text, time } from './columns';
 import { named } from './named-params';
 import {
@@ -302,7 +302,8 @@ export class ExecutionStore {
    * REMOTE_OUTCOME_UNKNOWN, or an attested IN_FLIGHT Command effect) turn the step's
    * AMBIGUOUS / IN_FLIGHT effect into FAILED_RETRYABLE.
    * Returns null when another writer got there first. `q`: where it runs (default its own
-   * transaction; a bulk job's gate runs it inside the job's, store/job-gate.ts).
+   * transaction; a bulk job's gate runs it inside the job's, store/job-gate.ts, which then
+   * stamps the audit row with the gate's time).
    */
   async admitRedrive(
     admission: {
@@ -324,8 +325,6 @@ export class ExecutionStore {
       lease: DispatchLease;
       /** the bulk job that admits it, by name only: the audit row and the record say so (its gate, item and counts are the job's: store/job-gate.ts) */
       jobId?: string | null;
-      /** the time the audit row records (a timestamptz text); default the transaction's start. A job's gate passes its own, so its item and the audit row agree. */
-      recordedAt?: string | null;
       /** the definition version the execution was pinned to when the checks read it */
       fromPipelineVersion: number;
       /** re-pin the execution to another definition (the audited opt-in); absent = keep the pinned one */
@@ -333,7 +332,7 @@ export class ExecutionStore {
       /** a corrected input: it becomes the persisted segment input of the resumed step, and `audit` goes into the audit row's `repair` */
       correction?: { input: unknown; audit: unknown } | null;
     },
-    q: Queryable = this.db,
+    q: Statements = this.db,
   ): Promise<ExecutionRecord | null> {
     const a = admission;
     const statement = named(
@@ -355,7 +354,6 @@ export class ExecutionStore {
         leaseOwner: a.lease.owner,
         leaseMs: a.lease.ms,
         jobId: a.jobId ?? null,
-        recordedAt: a.recordedAt ?? null,
         fromPipelineVersion: a.fromPipelineVersion,
         toVersion: a.definition?.version ?? null,
         toFingerprint: a.definition?.fingerprint ?? null,
@@ -379,7 +377,7 @@ export class ExecutionStore {
            created_at, repair)
          SELECT tenant_id, execution_id, ${p.redriveId}, ${p.principal}, ${p.reason}, ${p.request}::jsonb, ${p.mode}, ${p.fromStatus}, ${p.expectedVersion},
            version, current_step_index, attempt, ${p.confirmedDisposition}, ${p.jobId}, ${p.fromPipelineVersion}, pipeline_version,
-           coalesce(${p.recordedAt}::timestamptz, now()), ${p.repair}::jsonb FROM moved),
+           now(), ${p.repair}::jsonb FROM moved),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
          SELECT tenant_id, execution_id, ${p.redriveId}, ${p.dispatchSpec}::jsonb, 1, ${p.leaseOwner},
@@ -391,7 +389,7 @@ export class ExecutionStore {
        SELECT ${RECORD_SELECT} FROM moved`,
     );
     // Prepared: the longest statement the store sends often (each re-drive), so the one whose parsing and planning cost most.
-    const result = q === this.db ? await this.db.prepared(statement.text, statement.params) : await q.query(statement.text, statement.params);
+    const result = await q.prepared(statement.text, statement.params);
     if (result.rowCount) return toRecord(result.rows[0]);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
     const own = await q.query(

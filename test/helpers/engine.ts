@@ -15,7 +15,10 @@ import { inject } from 'vitest';
 import { sha256Hex } from '../../src/api/middleware/bearer-auth';
 import { loadConfig, type ConfigInput } from '../../src/config/config';
 import { workflowIdFor } from '../../src/ids';
-import { createLog } from '../../src/log';
+import { createLog, type Log } from '../../src/log';
+import { RedriveService } from '../../src/service/redrive';
+import type { Db } from '../../src/store/db';
+import { createStores } from '../../src/store/stores';
 import type { PipelineDefinition } from '../../src/pipeline/define';
 import { startService, type Service } from '../../src/runtime';
 import { DlqStore } from '../../src/store/dlq-store';
@@ -177,4 +180,15 @@ export async function startTestEngine(
     },
   };
   return engine;
+}
+
+/**
+ * The service's own stores and RedriveService on a pool of the test's (`db`), beside the test
+ * engine's Temporal client, registry and dispatcher: for a test that counts one part's
+ * statements, or runs a part as another process would (its own pool and pacing).
+ */
+export function ownRedrive(engine: TestEngine, db: Db, log: Log = createLog({ level: 'error' })) {
+  const stores = createStores(db);
+  const { registry, dispatcher, client } = engine.service;
+  return { stores, log, redrive: new RedriveService(stores.executions, stores.effects, stores.definitions, registry, dispatcher, client, log) };
 }

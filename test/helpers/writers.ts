@@ -5,7 +5,7 @@
  */
 import { expect } from 'vitest';
 import type { TerminalReason } from '../../src/spec-words';
-import type { Db, Queryable } from '../../src/store/db';
+import type { Db, Statements } from '../../src/store/db';
 import { ExecutionStore, type CommitResult } from '../../src/store/execution-store';
 import { AdmissionTooSoonError, JobGate } from '../../src/store/job-gate';
 
@@ -82,7 +82,7 @@ export function writers(db: Db) {
       if (record.status !== 'FAILED' && record.status !== 'REMOTE_OUTCOME_UNKNOWN' && !(options.mustWin ?? true)) return false;
       const unknown = record.status === 'REMOTE_OUTCOME_UNKNOWN';
       const redriveId = options.redriveId ?? `redrive-${executionId}-${record.version}`;
-      const admit = (q?: Queryable, recordedAt?: string) =>
+      const admit = (q?: Statements) =>
         store.admitRedrive(
           {
             tenantId,
@@ -102,7 +102,6 @@ export function writers(db: Db) {
             releaseAmbiguousEffect: unknown,
             lease: { owner: 'test', ms: 60_000 },
             jobId: options.jobId,
-            recordedAt,
           },
           q,
         );

@@ -15,14 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobLine } from '../../src/cli/commands/read';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { MAX_ADMISSION_ATTEMPTS, RedriveJobTicks } from '../../src/service/redrive-job-ticks';
-import { RedriveService } from '../../src/service/redrive';
-import { createLog } from '../../src/log';
 import { createPgDb } from '../../src/store/db';
-import { createStores } from '../../src/store/stores';
 import { SignalsStore } from '../../src/store/signals-store';
 import { DEFAULT_HALT_ON } from '../../src/contract/requests';
 import { REDRIVE_JOB_FAILED, redriveJobWorkflow } from '../../src/workflows/redrive-job-workflow';
-import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { ownRedrive, startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
 import { scaled } from '../helpers/time-scale';
 
@@ -239,17 +236,7 @@ describe('a bulk job item or tick that keeps failing', () => {
       // each lane has checked its item, it waits for its slot (1/rate apart, on this process's clock).
       const db = createPgDb(engine.database.url, { max: 4 });
       try {
-        const stores = createStores(db);
-        const log = createLog({ level: 'error' });
-        const redrive = new RedriveService(
-          stores.executions,
-          stores.effects,
-          stores.definitions,
-          engine.service.registry,
-          engine.service.dispatcher,
-          engine.service.client,
-          log,
-        );
+        const { stores, redrive, log } = ownRedrive(engine, db);
         const ticks = new RedriveJobTicks(stores.jobs, redrive, stores.jobGate, log, undefined, 4);
         const tick = ticks.admitDue('acme', 'stalled-job', TWICE.length);
         await until(async () => (await stores.jobs.counts('acme', 'stalled-job')).admitted >= 2, 60_000, 'the first two admissions');

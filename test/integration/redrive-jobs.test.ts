@@ -7,15 +7,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { definePipeline, localStep } from '../../src/pipeline/define';
-import { startTestEngine, type TestEngine } from '../helpers/engine';
+import { ownRedrive, startTestEngine, type TestEngine } from '../helpers/engine';
 import { until } from '../helpers/until';
 import { createLog } from '../../src/log';
-import { RedriveService } from '../../src/service/redrive';
 import { RedriveJobs } from '../../src/service/redrive-jobs';
 import { RedriveJobRequest } from '../../src/contract/requests';
 import { createPgDb } from '../../src/store/db';
 import { DEFAULT_HALT_ON } from '../../src/contract/requests';
-import { createStores } from '../../src/store/stores';
 import { scaled } from '../helpers/time-scale';
 
 let engine: TestEngine;
@@ -222,16 +220,7 @@ describe('bulk re-drive of a failure group', () => {
     // The service's own classes on a store connection of their own, so only this dry run's statements are counted.
     const db = createPgDb(engine.database.url, { max: 4 });
     try {
-      const stores = createStores(db);
-      const redrive = new RedriveService(
-        stores.executions,
-        stores.effects,
-        stores.definitions,
-        engine.service.registry,
-        engine.service.dispatcher,
-        engine.service.client,
-        log,
-      );
+      const { stores, redrive } = ownRedrive(engine, db, log);
       const jobs = new RedriveJobs(stores.jobs, redrive, engine.service.client, 'unused', log);
       const request = RedriveJobRequest.parse({ selection: { errorCode: 'LEDGER_DOWN' }, reason: 'count', allowFailed: true });
       const before = db.stats.queries;
