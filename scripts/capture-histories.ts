@@ -13,6 +13,7 @@
  *   npm run capture:histories -- redrive-job-status-shown   # PipelineJobStatus kept current; an abort through the API ends Canceled
  *   npm run capture:histories -- pipeline-reset-drops-lineage   # a Reset copy of a job's run drops PipelineRedriveJob / PipelineRedriveOf
  *   npm run capture:histories -- fast-path fast-path-redrive-failed   # steps on the fast path (local activities): a local retry; a failure and its re-drive
+ *   npm run capture:histories -- pipeline-fast-path-bare-failure   # a fast-path step's terminal failure and a Reset copy's refusal, read bare (no abandonStep)
  *
  * Needs Postgres (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
  * and the Temporal CLI (scripts/install-temporal.sh). Capture new histories when the
@@ -284,6 +285,35 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     });
     await c.waitFor('fast-validate', ['SUCCEEDED']);
     await c.save('fast-path-redrive-failed', 'fast-validate', redriven.runId);
+  },
+  // The pipeline-fast-path-bare-failure patch: a local activity's failure reaches the workflow
+  // bare (not in an ActivityFailure), and is read so. A fast-path step's terminal failure ends the
+  // run with the step's own details (no abandonStep marker after it), and a Reset of that FAILED
+  // run to its first workflow task is refused as not started by the orchestrator.
+  async 'pipeline-fast-path-bare-failure'(c) {
+    const started = await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-fast-validate', executionId: 'fast-bare', input: {} });
+    const failed = await c.waitFor('fast-bare', ['FAILED']);
+    await c.save('pipeline-fast-path-bare-failure', 'fast-bare', started.runId);
+    const workflowId = workflowIdFor(TENANT, 'fast-bare');
+    c.temporal(
+      'workflow',
+      'reset',
+      '--workflow-id',
+      workflowId,
+      '--run-id',
+      String(failed.runId),
+      '--reason',
+      'capture: pressed Reset',
+      '--type',
+      'FirstWorkflowTask',
+    );
+    let reset = await c.service.client.workflow.getHandle(workflowId).describe();
+    while (reset.runId === failed.runId || reset.status.name === 'RUNNING') {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      reset = await c.service.client.workflow.getHandle(workflowId).describe();
+    }
+    if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
+    await c.saveWorkflow('fast-path-foreign-run-fails', workflowId, reset.runId);
   },
   async 'redrive-job'(c) {
     // Two executions that fail again and two that succeed on a re-drive; a canary of 2 halts the job, resume finishes it.

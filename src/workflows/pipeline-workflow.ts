@@ -126,7 +126,7 @@ export async function pipelineWorkflow(run: PipelineRunInput): Promise<unknown> 
         throw ApplicationFailure.create({
           type: FailureTypes.notStartedByOrchestrator,
           nonRetryable: true,
-          message: (err as ActivityFailure & { cause: ApplicationFailure }).cause.message,
+          message: stepFailure(err)!.message,
         });
       }
       const terminal =
@@ -172,17 +172,30 @@ function dropInheritedLineage(): void {
   upsertSearchAttributes(inherited.map((key) => ({ key, value: null })));
 }
 
+/**
+ * The step's own ApplicationFailure. A regular activity's reaches the workflow wrapped in an
+ * ActivityFailure; a local activity's (the fast path's) reaches it bare, as the step threw it.
+ * Runs from before the bare form was read (behind the pipeline-fast-path-bare-failure patch) took a
+ * fast-path terminal failure for an unknown one and called abandonStep (one more marker), and a
+ * fast-path refusal of a run the orchestrator did not start likewise: they replay that way.
+ * The patch is asked for only where the decision differs, so other failures record no marker.
+ */
+function stepFailure(err: unknown): ApplicationFailure | undefined {
+  if (err instanceof ActivityFailure) return err.cause instanceof ApplicationFailure ? err.cause : undefined;
+  const decisive = err instanceof ApplicationFailure && (err.type === FailureTypes.terminal || err.type === FailureTypes.duplicateRun);
+  return decisive && patched('pipeline-fast-path-bare-failure') ? err : undefined;
+}
+
 function failureType(err: unknown): string | undefined | null {
-  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
+  return stepFailure(err)?.type;
 }
 
 /** The terminal outcome the activity already committed, if that is why it failed. */
 function terminalDetails(err: unknown): TerminalDetails | undefined {
-  return failureType(err) === FailureTypes.terminal
-    ? ((err as ActivityFailure & { cause: ApplicationFailure }).cause.details?.[0] as TerminalDetails)
-    : undefined;
+  return failureType(err) === FailureTypes.terminal ? (stepFailure(err)!.details?.[0] as TerminalDetails) : undefined;
 }
 
+/** Either form: a regular activity's wrapped failure is described by its cause, a local activity's by itself. */
 function describe(err: unknown): string {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   return cause instanceof Error ? `${cause.name}: ${cause.message}`.slice(0, 500) : 'unknown failure';

@@ -3,8 +3,10 @@
  * dev server: a Reset of a FAILED run (from its first workflow task) and of a SUCCEEDED run
  * past its first step starts runs the orchestrator did not start; each ends FAILED with a
  * message that says what the execution really is, runs no step (counted), leaves the record
- * as it was, and is noted in the execution's history. The store's begin() never lets such a
- * run take a QUEUED record. "Request Cancellation" on a bulk job aborts it in the store with
+ * as it was, and is noted in the execution's history; a Reset copy of a fast-path run (its
+ * steps local activities, whose failures reach the workflow bare) is refused the same way, with
+ * no abandonStep after the refusal, and drops a bulk job's lineage. The store's begin() never
+ * lets such a run take a QUEUED record. "Request Cancellation" on a bulk job aborts it in the store with
  * every item admitted whole or still SELECTED; Terminate leaves it to the watch, which marks
  * it FAILED. Terminate and Request Cancellation on a pipeline run: the run-end watch ends the
  * record FAILED at the step it was at, with one DLQ envelope, and a re-drive runs it on from
@@ -14,7 +16,9 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { WorkflowHandle } from '@temporalio/client';
 import { workflowIdFor } from '../../src/ids';
+import { FailureTypes } from '../../src/workflows/types';
 import { definePipeline, localStep } from '../../src/pipeline/define';
 import { jobWorkflowId } from '../../src/service/redrive-jobs';
 import { PipelineRedriveJob, PipelineRedriveOf } from '../../src/workflows/search-attributes';
@@ -76,6 +80,25 @@ const pipelines = [
       ),
     ],
   }),
+  // The same pipeline on the fast path (its steps local activities).
+  definePipeline({
+    name: 'two-fast',
+    fastPath: true,
+    steps: [
+      localStep('first', (input: unknown, ctx) => {
+        count(`${ctx.executionId}:first`);
+        return input;
+      }),
+      localStep(
+        'second',
+        (input: unknown, ctx) => {
+          count(`${ctx.executionId}:second`);
+          throw Object.assign(new Error('down'), { code: 'DOWN' });
+        },
+        { retry: { limit: 0 } },
+      ),
+    ],
+  }),
   // A Command step that fails: its re-drive needs the intent.
   definePipeline({
     name: 'paying',
@@ -118,6 +141,13 @@ async function temporal(...args: string[]) {
   if (cli.type !== 'existing-path') throw new Error('the temporal CLI is not installed (bash scripts/install-temporal.sh)');
   return run(cli.path, [...args, '--address', inject('temporalAddress'), '--namespace', 'default'], { timeout: scaled(60_000) });
 }
+/** The activity types of a run's local-activity markers (the fast path's steps, and any abandonStep), in order. */
+const localActivityTypes = (events: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>) =>
+  (events.events ?? []).flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    return [(JSON.parse(Buffer.from(marker.details?.data?.payloads?.[0]?.data ?? []).toString('utf8')) as { activity_type: string }).activity_type];
+  });
 const history = async (id: string) => (await engine.request('GET', `/admin/tenants/acme/executions/${id}/history`)).json() as Promise<any>;
 const record = async (id: string) => (await engine.service.store.get('acme', id))!;
 
@@ -146,7 +176,8 @@ beforeAll(async () => {
   await engine.start('acme', { pipeline: 'two', executionId: 'bad-by-job', input: {} });
   await engine.waitFor('acme', 'bad-by-job', ['FAILED']);
   await engine.start('acme', { pipeline: 'paying', executionId: 'charge-1', input: {} });
-  for (const id of ['bad-hinted', 'charge-1']) await engine.waitFor('acme', id, ['FAILED']);
+  for (const id of ['fast-bad-1', 'fast-by-job']) await engine.start('acme', { pipeline: 'two-fast', executionId: id, input: {} });
+  for (const id of ['bad-hinted', 'charge-1', 'fast-bad-1', 'fast-by-job']) await engine.waitFor('acme', id, ['FAILED']);
   await engine.waitFor('acme', 'good-1', ['SUCCEEDED']);
   for (const id of ['bad-1', 'bad-2', 'bad-3', 'bad-4', 'bad-5', 'bad-6', 'bad-7', 'bad-8']) await engine.waitFor('acme', id, ['FAILED']);
 });
@@ -240,6 +271,43 @@ describe('Reset in the Temporal UI', () => {
       "visibility to list the job's run and not its Reset copy",
     );
     expect(byJob).toHaveLength(2); // the job's run and the job's own workflow
+  });
+
+  it('a FAILED fast-path run reset to its first workflow task is refused as on the plain path: not started by the orchestrator, no abandonStep', async () => {
+    const recordBefore = await record('fast-bad-1');
+    const callsBefore = [calls.get('fast-bad-1:first'), calls.get('fast-bad-1:second')];
+    const { after, handle } = await resetAndWait('fast-bad-1', ['--type', 'FirstWorkflowTask']);
+    expect(after.status.name).toBe('FAILED');
+    const failure = await handle.result().then(
+      () => null,
+      (err: any) => err.cause,
+    );
+    expect(failure?.type).toBe(FailureTypes.notStartedByOrchestrator);
+    expect(failure?.message).toContain('not started by the orchestrator');
+    expect([calls.get('fast-bad-1:first'), calls.get('fast-bad-1:second')]).toEqual(callsBefore);
+    const recordAfter = await record('fast-bad-1');
+    expect([recordAfter.status, recordAfter.version, recordAfter.runId]).toEqual([recordBefore.status, recordBefore.version, recordBefore.runId]);
+    // The copy's only local activity is the step that refused it: no abandonStep marker after it.
+    expect(localActivityTypes(await handle.fetchHistory())).toEqual(['two-fast:first']);
+    expect((await history('fast-bad-1')).refusedRuns).toEqual([expect.objectContaining({ runId: after.runId, ownerRunId: recordBefore.runId })]);
+  });
+
+  it("a Reset copy of a fast-path run a bulk job made drops the job's lineage, as on the plain path", async () => {
+    const created = await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+      body: { selection: { executionIds: ['fast-by-job'] }, reason: 'made by a job', allowFailed: true },
+    });
+    expect(created.status).toBe(202);
+    const { jobId } = (await created.json()) as { jobId: string };
+    await until(
+      async () => ((await (await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`)).json()) as any).counts.failedAgain === 1,
+      120_000,
+      "the job's run to fail again",
+    );
+    const jobRun = await engine.service.client.workflow.getHandle(workflowIdFor('acme', 'fast-by-job')).describe();
+    expect(jobRun.typedSearchAttributes.get(PipelineRedriveJob)).toBe(jobId);
+    const { after } = await resetAndWait('fast-by-job', ['--type', 'FirstWorkflowTask']);
+    expect(after.status.name).toBe('FAILED');
+    expect([after.typedSearchAttributes.get(PipelineRedriveJob), after.typedSearchAttributes.get(PipelineRedriveOf)]).toEqual([undefined, undefined]);
   });
 
   it('a SUCCEEDED run reset past its first step runs no step again (counted) and ends FAILED', async () => {

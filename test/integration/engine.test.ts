@@ -206,6 +206,22 @@ describe.each([
     const description = await handle.describe();
     expect(description.status.name).toBe('FAILED');
     expect(description.typedSearchAttributes.get(PipelineStatus)).toBe('FAILED');
+    // The same decision on both paths: the step's committed terminal outcome ends the run, no
+    // abandonStep after it (on the fast path a local-activity marker, on the plain one an activity).
+    const events = (await handle.fetchHistory()).events ?? [];
+    const abandons = events.filter(
+      (event) =>
+        event.activityTaskScheduledEventAttributes?.activityType?.name === 'abandonStep' ||
+        (event.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
+          Buffer.from(event.markerRecordedEventAttributes.details?.data?.payloads?.[0]?.data ?? [])
+            .toString('utf8')
+            .includes('"activity_type":"abandonStep"')),
+    );
+    expect(abandons).toHaveLength(0);
+    const steps = events.filter((event) =>
+      fastPath ? event.markerRecordedEventAttributes?.markerName === 'core_local_activity' : event.activityTaskScheduledEventAttributes,
+    );
+    expect(steps).toHaveLength(1);
   });
 
   it('fails an operator whose output is not JSON as non_retryable, without crashing the worker', async () => {

@@ -21,8 +21,11 @@ const histories = files.map((file) => ({ workflowId: file.replace(/\.json$/, '')
 /** The workflow type a history ran (from its first event). */
 const workflowType = (h: (typeof histories)[number]) => h.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
 
-/** The histories of runs planned on the fast path (scripts/capture-histories.ts: fast-path, fast-path-redrive-failed). */
-const FAST_PATH = ['fast-path', 'fast-path-non-retryable', 'fast-path-redrive-failed'];
+/**
+ * The histories of runs planned on the fast path (scripts/capture-histories.ts: fast-path,
+ * fast-path-redrive-failed, pipeline-fast-path-bare-failure).
+ */
+const FAST_PATH = ['fast-path', 'fast-path-non-retryable', 'fast-path-redrive-failed', 'pipeline-fast-path-bare-failure', 'fast-path-foreign-run-fails'];
 
 /** Every path of the workflow a history must cover (scripts/capture-histories.ts makes them). */
 const REQUIRED = [
@@ -54,7 +57,9 @@ const REQUIRED = [
   // a Reset copy of a bulk job's run, past its step: it drops the lineage attributes it inherited
   'pipeline-reset-drops-lineage',
   // the fast path (LOCAL steps as local activities, one marker per step): a local retry, a
-  // non-retryable failure, and the re-drive of that FAILED execution on the fast path
+  // non-retryable failure, and the re-drive of that FAILED execution on the fast path; and, behind
+  // the pipeline-fast-path-bare-failure patch, a non-retryable failure read bare (no abandonStep)
+  // and a Reset copy of such a run refused as not started by the orchestrator
   ...FAST_PATH,
 ];
 
@@ -122,12 +127,32 @@ describe('recorded histories replay on the current workflow', () => {
         'redrive-job-yield',
         'redrive-job-status-shown',
         'pipeline-reset-drops-lineage',
+        'pipeline-fast-path-bare-failure',
       ]),
     );
     const recorded = new Set(histories.flatMap(recordedPatches));
     expect(ids.filter((id) => !recorded.has(id))).toEqual([]);
     expect(recordedPatches(histories.find((h) => h.workflowId === 'pipeline-foreign-run-fails')!)).toEqual(['pipeline-foreign-run-fails']);
     expect(recordedPatches(histories.find((h) => h.workflowId === 'redrive-job-cancel-aborts')!)).toEqual(['redrive-job-cancel-aborts']);
+    expect(recordedPatches(histories.find((h) => h.workflowId === 'pipeline-fast-path-bare-failure')!)).toEqual(['pipeline-fast-path-bare-failure']);
+    expect(recordedPatches(histories.find((h) => h.workflowId === 'fast-path-foreign-run-fails')!)).toEqual([
+      'pipeline-fast-path-bare-failure',
+      'pipeline-foreign-run-fails',
+    ]);
+  });
+
+  it("covers both readings of a fast-path step's terminal failure: before the patch one abandonStep marker after it, after it none", () => {
+    const localActivities = (workflowId: string) =>
+      histories
+        .find((h) => h.workflowId === workflowId)!
+        .history.events!.flatMap((event) => {
+          const marker = event.markerRecordedEventAttributes;
+          if (marker?.markerName !== 'core_local_activity') return [];
+          return [(JSON.parse(Buffer.from(marker.details!.data!.payloads![0].data as Uint8Array).toString('utf8')) as { activity_type: string }).activity_type];
+        });
+    expect(localActivities('fast-path-non-retryable')).toEqual(['replay-fast-validate:prepare', 'replay-fast-validate:validate', 'abandonStep']);
+    expect(localActivities('pipeline-fast-path-bare-failure')).toEqual(['replay-fast-validate:prepare', 'replay-fast-validate:validate']);
+    expect(localActivities('fast-path-foreign-run-fails')).toEqual(['replay-fast-validate:prepare']);
   });
 
   it('covers both activity types of a step: runStep (runs started before step-named types) and `<pipeline>:<step>`', () => {

@@ -143,6 +143,41 @@ describe('pipelineWorkflow', () => {
     expect(calls.abandonStep).toEqual([]);
   });
 
+  // A local activity's failure reaches the workflow as the step's own ApplicationFailure, not
+  // wrapped in an ActivityFailure as a regular activity's is: the fast path decides as the plain one.
+  const fast = (name: string): StepPlan => ({ ...step(name), fastPath: true });
+
+  it('fails a duplicate run on the fast path with why, as on the plain path: no further step, no abandonStep', async () => {
+    const { error, calls } = await run(runInput({ steps: [fast('a'), fast('b')] }), {
+      runStep: async () => {
+        throw ApplicationFailure.create({ type: FailureTypes.duplicateRun, nonRetryable: true, message: 'run owned by another' });
+      },
+      abandonStep: async () => ({ status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'STEP_ABANDONED', stepIndex: 0, transitionKey: 'x:0:1' }),
+    });
+    const failure = (error as WorkflowFailedError).cause as ApplicationFailure;
+    expect([failure.type, failure.message]).toEqual([FailureTypes.notStartedByOrchestrator, 'run owned by another']);
+    expect(calls.runStep).toHaveLength(1);
+    expect(calls.abandonStep).toEqual([]);
+  });
+
+  it('fails the run on the fast path with the terminal details the activity committed, without abandonStep', async () => {
+    const details: TerminalDetails = { status: 'FAILED', terminalReason: 'non_retryable', errorCode: 'INVALID_AMOUNT', stepIndex: 1, transitionKey: 'x:1:1' };
+    const { error, calls } = await run(runInput({ steps: [fast('a'), fast('b'), fast('c')] }), {
+      runStep: async (req) => {
+        if (req.stepIndex === 1) throw terminal(details);
+        return { output: req.input };
+      },
+      abandonStep: async () => ({ status: 'FAILED', terminalReason: 'retry_exhausted', errorCode: 'STEP_ABANDONED', stepIndex: 1, transitionKey: 'x:1:1' }),
+    });
+    const failure = (error as WorkflowFailedError).cause as ApplicationFailure;
+    expect(failure.type).toBe(FailureTypes.terminal);
+    expect(failure.details?.[0]).toEqual(details);
+    // The step's own failure, bare: what the workflow received from the local activity.
+    expect(failure.cause).toBeInstanceOf(ApplicationFailure);
+    expect(calls.runStep).toHaveLength(2);
+    expect(calls.abandonStep).toEqual([]);
+  });
+
   it('falls back to abandonStep once after limit + 1 + 10 attempts end without a committed outcome', async () => {
     const input = runInput({ steps: [step('crashy', 2), step('never')] });
     const abandoned: TerminalDetails = {
