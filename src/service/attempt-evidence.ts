@@ -15,7 +15,7 @@ import { idempotencyKey, transitionKey } from '../ids';
 import type { PipelineRegistry } from '../pipeline/registry';
 import type { ExecutionRecord, ExecutionStore } from '../store/execution-store';
 import { askLookup } from '../transports/lookup';
-import { failedStep, lookupTargetOf } from './disposition';
+import { failedStep, lookupTargetOf, type EvidenceOptions } from './disposition';
 
 /** The newest identities of the failed step asked about (a step's attempts are few: retry-limit + 1 per run). */
 const MAX_IDENTITIES = 20;
@@ -73,10 +73,11 @@ export async function failedAttemptEvidence(
   record: ExecutionRecord,
   registry: PipelineRegistry,
   store: ExecutionStore,
-  timeoutMs = 2000,
+  options: EvidenceOptions = {},
 ): Promise<FailedAttemptEvidence | null> {
   if (record.status !== 'FAILED' || record.failedStepIndex === null) return null;
-  const target = lookupTargetOf(failedStep(record, registry));
+  const target = lookupTargetOf(options.step ?? failedStep(record, registry));
+  const timeoutMs = options.timeoutMs ?? 2000;
   if (!target) return null;
   const stepIndex = record.failedStepIndex;
   const attempts = attemptsToAsk(record);
@@ -134,9 +135,10 @@ export async function checkFailedAttemptEvidence(
   registry: PipelineRegistry,
   store: ExecutionStore,
   override: boolean,
+  options: EvidenceOptions = {},
 ): Promise<FailedAttemptEvidence | null> {
   if (override) return null;
-  const evidence = await failedAttemptEvidence(record, registry, store);
+  const evidence = await failedAttemptEvidence(record, registry, store, options);
   if (evidence?.workerRecorded === true)
     throw new ConflictError(
       `${evidence.detail}. Check the domain side; if the effect did not happen, send "confirmedDisposition": "NOT_APPLIED" with "overrideEvidence": true (audited)`,

@@ -30,8 +30,12 @@ export interface DispositionEvidence extends RemoteCall {
  * down with the store that kept the outcome from being written), those answers are the
  * evidence: the worker took the call (`workerRecorded: true`, state IN_PROGRESS).
  */
-export async function dispositionEvidence(record: ExecutionRecord, registry: PipelineRegistry, timeoutMs = 2000): Promise<DispositionEvidence | null> {
-  const found = await liveEvidence(record, registry, timeoutMs);
+export async function dispositionEvidence(
+  record: ExecutionRecord,
+  registry: PipelineRegistry,
+  options: EvidenceOptions = {},
+): Promise<DispositionEvidence | null> {
+  const found = await liveEvidence(record, options.step ?? failedStep(record, registry), options.timeoutMs ?? 2000);
   if (!found) return null;
   const { notFound, ...live } = found;
   const answered = record.remoteCall?.inProgress;
@@ -45,6 +49,17 @@ export async function dispositionEvidence(record: ExecutionRecord, registry: Pip
     workerState: answered.state,
     detail: `the worker answered "in progress" ${answered.answers} times for this transition identity (last at ${answered.lastAt}): it took the call and its outcome was not stored; the effect may have happened. Its lookup: ${live.detail}`,
   };
+}
+
+/**
+ * Where the evidence checks find the failed step's worker. `step`: the step as a re-drive
+ * resolved it (under resumeUnderCurrentVersion, the same-named step of the current version:
+ * the pinned version may be gone, and its worker is the one the re-drive calls); default the
+ * pinned definition's. `timeoutMs`: each lookup's deadline.
+ */
+export interface EvidenceOptions {
+  step?: StepDefinition;
+  timeoutMs?: number;
 }
 
 /** The failed (or parked) step of the record, in the definition it is pinned to. */
@@ -61,14 +76,14 @@ export function lookupTargetOf(step: StepDefinition | undefined): LookupTarget |
 
 async function liveEvidence(
   record: ExecutionRecord,
-  registry: PipelineRegistry,
+  step: StepDefinition | undefined,
   timeoutMs: number,
 ): Promise<(DispositionEvidence & { notFound?: true }) | null> {
   const call = record.remoteCall;
   if (record.status !== 'REMOTE_OUTCOME_UNKNOWN' || !call) return null;
   // The worker dedupes on the key it was sent: the tenant-qualified one.
   const key = idempotencyKey(record.tenantId, call.transitionKey);
-  const target = lookupTargetOf(failedStep(record, registry));
+  const target = lookupTargetOf(step);
   if (!target)
     return {
       ...call,
@@ -96,8 +111,13 @@ async function liveEvidence(
  * what failed (no guess either way); no lookup offered → the attestation stands.
  * `override` (the request's audited `overrideEvidence: true`) passes both.
  */
-export async function checkDispositionAttestation(record: ExecutionRecord, registry: PipelineRegistry, override: boolean): Promise<DispositionEvidence | null> {
-  const evidence = await dispositionEvidence(record, registry);
+export async function checkDispositionAttestation(
+  record: ExecutionRecord,
+  registry: PipelineRegistry,
+  override: boolean,
+  options: EvidenceOptions = {},
+): Promise<DispositionEvidence | null> {
+  const evidence = await dispositionEvidence(record, registry, options);
   if (!evidence || override) return evidence;
   if (evidence.workerRecorded === true) {
     throw new ConflictError(

@@ -14,6 +14,7 @@ import { ExecutionNotFoundError, ForbiddenError, PipelineError, RedriveRefusedEr
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import type { PipelineRegistry } from '../pipeline/registry';
+import type { StepDefinition } from '../pipeline/define';
 import type { DefinitionStore } from '../store/definition-store';
 import { effectKey, type CommandEffect, type EffectStore } from '../store/effect-store';
 import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
@@ -96,7 +97,7 @@ export class RedriveService {
       : loaded
         ? (loaded.effects.get(effectKey(executionId, step.name)) ?? null)
         : await this.effects.get(tenantId, executionId, step.name);
-    const mode = await this.admit(record, body, effect);
+    const mode = await this.admit(record, body, effect, step);
     if (target instanceof PipelineError) throw target;
     return {
       record,
@@ -120,8 +121,8 @@ export class RedriveService {
     return correctInput(body, record.segmentInput, { index: plan.resumeStepIndex, name: step.name, input: step.input }, caller);
   }
 
-  /** Check 5, state admission: no active run, not SUCCEEDED, allowFailed, then the Command-effect and disposition rules. `effect`: the resume step's retained Command effect. Returns the re-drive mode. */
-  private async admit(record: ExecutionRecord, body: RedriveRequest, effect: CommandEffect | null): Promise<RedriveMode> {
+  /** Check 5, state admission: no active run, not SUCCEEDED, allowFailed, then the Command-effect and disposition rules. `effect`: the resume step's retained Command effect; `step`: the step to resume as the re-drive resolved it (its worker is the one the evidence checks ask). Returns the re-drive mode. */
+  private async admit(record: ExecutionRecord, body: RedriveRequest, effect: CommandEffect | null, step: StepDefinition | undefined): Promise<RedriveMode> {
     const { executionId } = record;
     if (isOneOf(ACTIVE_EXECUTION_STATUSES, record.status) && (await this.runIsActive(record))) {
       throw new RedriveRefusedError('EXECUTION_ACTIVE', `execution ${executionId} has an active run (${record.status}); wait for it to end`);
@@ -165,7 +166,7 @@ export class RedriveService {
           { effectStatus: effect.status },
         );
       }
-      await this.checkFailedAttempts(record, body); // 409 WORKER_RECORDED_FAILED_ATTEMPT, 503 when unknown
+      await this.checkFailedAttempts(record, body, step); // 409 WORKER_RECORDED_FAILED_ATTEMPT, 503 when unknown
       return 'RETRY_FAILED_COMMAND';
     }
     if (record.status === 'REMOTE_OUTCOME_UNKNOWN') {
@@ -180,18 +181,18 @@ export class RedriveService {
           `confirm the original invocation cannot make effects first, then send "confirmedDisposition": "NOT_APPLIED"`,
         );
       }
-      await checkDispositionAttestation(record, this.registry, body.overrideEvidence === true); // 409 DISPOSITION_CONTRADICTED, 503 when unknown
+      await checkDispositionAttestation(record, this.registry, body.overrideEvidence === true, { step }); // 409 DISPOSITION_CONTRADICTED, 503 when unknown
       return 'REMOTE_OUTCOME_UNKNOWN';
     }
     if (record.status !== 'FAILED') return 'ORDINARY';
-    await this.checkFailedAttempts(record, body);
+    await this.checkFailedAttempts(record, body, step);
     return 'FAILED';
   }
 
   /** A FAILED remote step's identities, asked of the worker's lookup: one it recorded refuses the re-drive unless overridden (audited). */
-  private checkFailedAttempts(record: ExecutionRecord, body: RedriveRequest) {
+  private checkFailedAttempts(record: ExecutionRecord, body: RedriveRequest, step: StepDefinition | undefined) {
     const override = body.confirmedDisposition === 'NOT_APPLIED' && body.overrideEvidence === true;
-    return checkFailedAttemptEvidence(record, this.registry, this.store, override);
+    return checkFailedAttemptEvidence(record, this.registry, this.store, override, { step });
   }
 
   /**
