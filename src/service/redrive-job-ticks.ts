@@ -95,7 +95,7 @@ export class RedriveJobTicks {
   constructor(
     readonly store: RedriveJobStore,
     private readonly redrive: RedriveService,
-    /** the job's own gate around each admission statement, on the store's clock (store/job-gate.ts) */
+    /** the job's own gate, composed onto each admission statement, on the store's clock (store/job-gate.ts) */
     private readonly gate: JobGate,
     private readonly log: Log,
     private readonly metrics?: Metrics,
@@ -231,7 +231,7 @@ export class RedriveJobTicks {
         await slot();
         for (let refused = 0; ;) {
           try {
-            return await this.gate.admit({ tenantId, jobId, spacingMs: interval, ...admission }, admit);
+            return await admit(this.gate.guard({ tenantId, jobId, spacingMs: interval, ...admission }));
           } catch (err) {
             if (!(err instanceof AdmissionTooSoonError)) throw err;
             if (++refused === 10)

@@ -17,8 +17,7 @@ import type { PipelineRegistry } from '../pipeline/registry';
 import type { StepDefinition } from '../pipeline/define';
 import type { DefinitionStore } from '../store/definition-store';
 import { effectKey, type CommandEffect, type EffectStore } from '../store/effect-store';
-import type { ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
-import type { Statements } from '../store/db';
+import type { AdmissionGuard, ExecutionRecord, ExecutionStatus, ExecutionStore } from '../store/execution-store';
 import { withCallDeadline } from '../temporal/call-deadline';
 import type { Dispatcher } from '../temporal/dispatcher';
 import { ACTIVE_EXECUTION_STATUSES, isOneOf, type RedriveMode } from '../spec-words';
@@ -54,13 +53,14 @@ export interface Loaded {
 }
 
 /**
- * Where a re-drive's admission statement runs, once every check has passed: given the item and
- * the statement (which takes the transaction to run in),
- * it answers what the statement answered. A bulk job's scope is its gate (store/job-gate.ts).
+ * How a re-drive's admission statement is sent, once every check has passed: given the item and
+ * the statement (which takes a guard to compose onto it), it answers what the statement
+ * answered. A bulk job's scope sends it with the job's gate (store/job-gate.ts) and waits out
+ * the gate's "too soon".
  */
 export type AdmissionScope = (
   item: { executionId: string; redriveId: string },
-  admit: (q: Statements) => Promise<ExecutionRecord | null>,
+  admit: <G extends Record<string, unknown>>(guard: AdmissionGuard<G>) => Promise<ExecutionRecord | null>,
 ) => Promise<ExecutionRecord | null>;
 
 export class RedriveService {
@@ -222,7 +222,7 @@ export class RedriveService {
 
   /**
    * `options.jobId`: the bulk job admitting this item, by name (its audit row, the record and
-   * the run's attributes say so). `options.admitWithin`: where the admission statement runs,
+   * the run's attributes say so). `options.admitWithin`: how the admission statement is sent,
    * once every check has passed (a bulk job runs it inside its gate: store/job-gate.ts); by
    * default on its own.
    */
@@ -254,7 +254,7 @@ export class RedriveService {
     // The audit row keeps what was sent in `repair` (sealed when the codec is on), never in `request`.
     const { inputPatch: _patch, input: _input, ...request } = body;
     const audit = correction ? { input: correction.after, audit: await repairAudit(correction, this.codec) } : null;
-    const admit = (q?: Statements) =>
+    const admit = <G extends Record<string, unknown>>(guard?: AdmissionGuard<G>) =>
       this.store.admitRedrive(
         {
           tenantId,
@@ -279,7 +279,7 @@ export class RedriveService {
           jobId: options.jobId ?? null,
           correction: audit,
         },
-        q,
+        guard,
       );
     const moved = options.admitWithin ? await options.admitWithin({ executionId, redriveId }, admit) : await admit();
     if (!moved) {

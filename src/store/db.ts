@@ -40,8 +40,6 @@ export function deferredQueryable(): { db: Queryable; open(db: Queryable): void 
 export interface Transaction extends Queryable {
   /** Runs a multi-statement SQL script as one simple-protocol round trip (a migration file). */
   exec(sql: string): Promise<void>;
-  /** As Db.prepared, on the transaction's connection. */
-  prepared<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>;
 }
 
 export interface Db extends Queryable {
@@ -64,9 +62,6 @@ export interface Db extends Queryable {
   readonly dataDir?: string;
   readonly stats: { queries: number };
 }
-
-/** Where a statement the store sends often can run: the pool, or a transaction's connection. */
-export type Statements = Pick<Db, 'query' | 'prepared'>;
 
 /** One round trip that proves the database answers (readiness). */
 export async function ping(db: Queryable): Promise<void> {
@@ -260,16 +255,11 @@ export function createPgDb(
     async transaction<T>(fn: (tx: Transaction) => Promise<T>) {
       return withRetry(async () => {
         const client = await pool.connect().catch((err: unknown) => Promise.reject(exhausted(err)));
-        const run = async <R>(query: string | pg.QueryConfig, params?: unknown[]): Promise<QueryResult<R>> => {
-          stats.queries++;
-          const result = await (typeof query === 'string' ? client.query(query, params) : client.query(query));
-          return { rows: result.rows, rowCount: result.rowCount ?? 0 };
-        };
         const tx: Transaction = {
-          query: (sql, params) => run(sql, params),
-          prepared(sql, params) {
-            const name = options.preparedStatements === false ? undefined : nameOf(sql);
-            return name === undefined ? run(sql, params) : run({ name, text: sql, values: params });
+          async query<R>(sql: string, params?: unknown[]): Promise<QueryResult<R>> {
+            stats.queries++;
+            const result = await client.query(sql, params);
+            return { rows: result.rows, rowCount: result.rowCount ?? 0 };
           },
           // No parameters: pg sends the simple-query protocol, which runs every statement of the text.
           async exec(sql: string) {
@@ -305,28 +295,25 @@ export async function createPgliteDb(dataDir: string): Promise<Db> {
   const wrap = (target: {
     query: <T>(sql: string, params?: unknown[]) => Promise<{ rows: T[]; affectedRows?: number }>;
     exec: (sql: string) => Promise<unknown>;
-  }): Transaction => {
-    const query = async <T>(sql: string, params?: unknown[]) => {
+  }): Transaction => ({
+    async query<T>(sql: string, params?: unknown[]) {
       stats.queries++;
       const result = await target.query<T>(sql, params);
       // PGlite counts only DML in affectedRows (0 for a SELECT); returned rows are what callers count.
       return { rows: result.rows, rowCount: result.rows.length > 0 ? result.rows.length : (result.affectedRows ?? 0) };
-    };
-    return {
-      query,
-      prepared: query,
-      async exec(sql: string) {
-        stats.queries++;
-        await target.exec(sql);
-      },
-    };
-  };
+    },
+    async exec(sql: string) {
+      stats.queries++;
+      await target.exec(sql);
+    },
+  });
   const top = wrap(lite);
   return {
     kind: 'pglite',
     dataDir,
     stats,
     ...top,
+    prepared: top.query,
     transaction: (fn) => lite.transaction((tx) => fn(wrap(tx))),
     close: () => lite.close(),
   };

@@ -11,9 +11,9 @@ import { randomUUID } from 'node:crypto';
 import type { DlqEnvelope } from '../contract/dlq-envelope';
 import { z } from 'zod';
 import type { RemoteCallSchema } from '../contract/responses';
-import type { Db, Queryable, Statements } from './db';
+import type { Db, Queryable } from './db';
 import { bool, num, readRow, readRows, text, time } from './columns';
-import { named } from './named-params';
+import { named, namedComposed, type Placeholders } from './named-params';
 import {
   ExecutionAttemptColumns,
   ExecutionDlqColumns,
@@ -226,6 +226,22 @@ export interface EffectChange {
   errorCode?: string | null;
 }
 
+/**
+ * Checks and writes composed onto a re-drive's admission statement, so they share its one round
+ * trip and transaction (a bulk job's gate, store/job-gate.ts). `ctes` run first and define
+ * `open`: the record moves only when `open` holds a row, and its `at` is the time the audit row
+ * records. `after` are CTEs run with the move (they may read `moved` and `open`). `answer` adds
+ * columns to the statement's one answer row, which `check` reads, throwing to refuse (then
+ * nothing changed). Its values join the statement's named parameters (a shared name, the same value).
+ */
+export interface AdmissionGuard<G extends Record<string, unknown>> {
+  values: G;
+  ctes(p: Placeholders<G>): string;
+  after(p: Placeholders<G>): string;
+  answer(p: Placeholders<G>): string;
+  check(row: unknown): void;
+}
+
 export class ExecutionStore {
   constructor(readonly db: Db) {}
 
@@ -301,11 +317,11 @@ export class ExecutionStore {
    * attempt, write the audit row and the dispatch row, and (for a confirmed
    * REMOTE_OUTCOME_UNKNOWN, or an attested IN_FLIGHT Command effect) turn the step's
    * AMBIGUOUS / IN_FLIGHT effect into FAILED_RETRYABLE.
-   * Returns null when another writer got there first. `q`: where it runs (default its own
-   * transaction; a bulk job's gate runs it inside the job's, store/job-gate.ts, which then
-   * stamps the audit row with the gate's time).
+   * Returns null when another writer got there first. `guard`: checks and writes composed onto
+   * the statement, in its one round trip and transaction (a bulk job's gate: store/job-gate.ts);
+   * it throws to refuse, and then nothing changed.
    */
-  async admitRedrive(
+  async admitRedrive<G extends Record<string, unknown> = Record<string, never>>(
     admission: {
       tenantId: string;
       executionId: string;
@@ -332,37 +348,37 @@ export class ExecutionStore {
       /** a corrected input: it becomes the persisted segment input of the resumed step, and `audit` goes into the audit row's `repair` */
       correction?: { input: unknown; audit: unknown } | null;
     },
-    q: Statements = this.db,
+    guard?: AdmissionGuard<G>,
   ): Promise<ExecutionRecord | null> {
     const a = admission;
-    const statement = named(
-      {
-        tenantId: a.tenantId,
-        executionId: a.executionId,
-        expectedVersion: a.expectedVersion,
-        fromStatus: a.fromStatus,
-        resumeStepIndex: a.resumeStepIndex,
-        resumeStepName: a.resumeStepName,
-        redriveId: a.redriveId,
-        principal: a.principal,
-        reason: a.reason,
-        request: json(a.request),
-        mode: a.mode,
-        confirmedDisposition: a.confirmedDisposition,
-        dispatchSpec: json(a.dispatchSpec),
-        releaseAmbiguousEffect: a.releaseAmbiguousEffect,
-        leaseOwner: a.lease.owner,
-        leaseMs: a.lease.ms,
-        jobId: a.jobId ?? null,
-        fromPipelineVersion: a.fromPipelineVersion,
-        toVersion: a.definition?.version ?? null,
-        toFingerprint: a.definition?.fingerprint ?? null,
-        toStepCount: a.definition?.stepCount ?? null,
-        repair: a.correction ? json(a.correction.audit) : null,
-        correctedInput: a.correction ? json(a.correction.input ?? null) : null,
-      },
-      (p) =>
-        `WITH moved AS (
+    const values = {
+      tenantId: a.tenantId,
+      executionId: a.executionId,
+      expectedVersion: a.expectedVersion,
+      fromStatus: a.fromStatus,
+      resumeStepIndex: a.resumeStepIndex,
+      resumeStepName: a.resumeStepName,
+      redriveId: a.redriveId,
+      principal: a.principal,
+      reason: a.reason,
+      request: json(a.request),
+      mode: a.mode,
+      confirmedDisposition: a.confirmedDisposition,
+      dispatchSpec: json(a.dispatchSpec),
+      releaseAmbiguousEffect: a.releaseAmbiguousEffect,
+      leaseOwner: a.lease.owner,
+      leaseMs: a.lease.ms,
+      jobId: a.jobId ?? null,
+      fromPipelineVersion: a.fromPipelineVersion,
+      toVersion: a.definition?.version ?? null,
+      toFingerprint: a.definition?.fingerprint ?? null,
+      toStepCount: a.definition?.stepCount ?? null,
+      repair: a.correction ? json(a.correction.audit) : null,
+      correctedInput: a.correction ? json(a.correction.input ?? null) : null,
+    };
+    const text = (p: Placeholders<typeof values>, g?: Placeholders<G>) =>
+      `WITH ${guard ? `${guard.ctes(g!)},` : ''}
+       moved AS (
          UPDATE execution_record SET version = version + 1, status = 'QUEUED', current_step_index = ${p.resumeStepIndex}, attempt = attempt + 1,
            failed_step_index = NULL, terminal_reason = NULL, next_due_at = NULL, run_id = NULL, remote_call = NULL, dispatch_id = ${p.redriveId},
            redrive_count = redrive_count + 1, updated_at = now(),
@@ -370,6 +386,7 @@ export class ExecutionStore {
            step_count = COALESCE(${p.toStepCount}, step_count), redrive_job_id = ${p.jobId},
            segment_input = CASE WHEN ${p.repair}::jsonb IS NULL THEN segment_input ELSE ${p.correctedInput}::jsonb END
          WHERE tenant_id = ${p.tenantId} AND execution_id = ${p.executionId} AND version = ${p.expectedVersion} AND status = ${p.fromStatus}
+           ${guard ? 'AND EXISTS (SELECT 1 FROM open)' : ''}
          RETURNING ${RECORD_SELECT}),
        audit AS (
          INSERT INTO redrive_audit (tenant_id, execution_id, redrive_id, principal, reason, request, mode, from_status,
@@ -377,7 +394,7 @@ export class ExecutionStore {
            created_at, repair)
          SELECT tenant_id, execution_id, ${p.redriveId}, ${p.principal}, ${p.reason}, ${p.request}::jsonb, ${p.mode}, ${p.fromStatus}, ${p.expectedVersion},
            version, current_step_index, attempt, ${p.confirmedDisposition}, ${p.jobId}, ${p.fromPipelineVersion}, pipeline_version,
-           now(), ${p.repair}::jsonb FROM moved),
+           ${guard ? 'coalesce((SELECT at FROM open), now())' : 'now()'}, ${p.repair}::jsonb FROM moved),
        dispatch AS (
          INSERT INTO execution_dispatch (tenant_id, execution_id, dispatch_id, workflow_args, attempts, lease_owner, lease_until)
          SELECT tenant_id, execution_id, ${p.redriveId}, ${p.dispatchSpec}::jsonb, 1, ${p.leaseOwner},
@@ -386,13 +403,19 @@ export class ExecutionStore {
          UPDATE command_effect SET status = 'FAILED_RETRYABLE', updated_at = now()
          WHERE ${p.releaseAmbiguousEffect}::boolean AND tenant_id = ${p.tenantId} AND execution_id = ${p.executionId}
            AND step_name = ${p.resumeStepName} AND status IN ('AMBIGUOUS', 'IN_FLIGHT') AND EXISTS (SELECT 1 FROM moved))
-       SELECT ${RECORD_SELECT} FROM moved`,
-    );
+       ${
+         guard
+           ? `, ${guard.after(g!)}
+       SELECT ${RECORD_SELECT}, ${guard.answer(g!)} FROM (SELECT 1) AS one LEFT JOIN moved ON true`
+           : `SELECT ${RECORD_SELECT} FROM moved`
+       }`;
+    const statement = guard ? namedComposed(values, guard.values, text) : named(values, (p) => text(p));
     // Prepared: the longest statement the store sends often (each re-drive), so the one whose parsing and planning cost most.
-    const result = await q.prepared(statement.text, statement.params);
-    if (result.rowCount) return toRecord(result.rows[0]);
+    const result = await this.db.prepared(statement.text, statement.params);
+    guard?.check(result.rows[0]);
+    if (result.rowCount && readRow('execution_record', MovedColumn, result.rows[0]).execution_id !== null) return toRecord(result.rows[0]);
     // Not moved: another writer got there first (null), or this admission's own first answer was lost (its audit row says so).
-    const own = await q.query(
+    const own = await this.db.query(
       `SELECT r.*, a.to_version AS admitted_version, a.attempt AS admitted_attempt FROM redrive_audit a
        JOIN execution_record r ON r.tenant_id = a.tenant_id AND r.execution_id = a.execution_id
        WHERE a.tenant_id = $1 AND a.execution_id = $2 AND a.redrive_id = $3`,
@@ -798,6 +821,8 @@ const NotedColumns = RemoteDeliveryColumns.pick({ first_sent_at: true }).extend(
 /** What a step commit answers of the record it moved. */
 const CommittedColumns = ExecutionRecordColumns.pick({ version: true, status: true });
 
+/** Whether a guarded admission moved the record (its answer row is there either way). */
+const MovedColumn = z.object({ execution_id: text.nullable() });
 /** A re-drive's own audit row, found again after its answer was lost. */
 const AdmittedColumns = z.object({ admitted_version: num, admitted_attempt: num });
 const UnfinishedColumns = ExecutionRecordColumns.pick({ current_step_index: true, status: true }).extend({ i: num, dispatch_id: text.nullable() });

@@ -1,18 +1,17 @@
 /**
  * A bulk job's gate: its rate is a ceiling (no 1 s window of admissions holds more than the
  * rate rounded up, plus one at a window's edge). The single re-drive's admission statement
- * knows nothing of jobs; a job runs it inside this gate, in one
- * transaction with the job row's lock:
+ * knows nothing of jobs; a job composes this gate onto it (ExecutionStore.admitRedrive's
+ * guard), so the gate shares its one round trip and transaction:
  *
- * | step | statement | when it refuses |
+ * | part | what it does | when it refuses |
  * |---|---|---|
- * | 1. admission | the re-drive's own statement (ExecutionStore.admitRedrive) | another writer moved the record first: null, and the transaction writes nothing |
- * | 2. gate | lock the job row; read its status and next admission time on the store's clock; when open, turn the item ADMITTED and count it, move the job's next admission time on, and stamp the item and the audit row with the gate's time | not RUNNING or gone: JobNotAdmittingError; too soon: AdmissionTooSoonError with the time left. The transaction rolls back: the admission is undone, nothing changed |
+ * | before the move | lock the job row; read its status and next admission time on the store's clock | not RUNNING or gone: JobNotAdmittingError; too soon: AdmissionTooSoonError with the time left. The record does not move: nothing changed |
+ * | with the move | the item ADMITTED and counted, the job's next admission time moved on; the item and the audit row carry the gate's time | another writer moved the record first: nothing of the job is written either |
  *
- * The job row's lock is taken last, so it is held for one statement and the commit: the
- * admissions of one job run one at a time only there (taken first, it was held across the
- * admission's round trips too, and a 100/s job's lanes queued on it).
- * An item already ADMITTED (a retried transaction whose first commit landed) is not stamped again.
+ * The lock is held for the statement alone (a first cut that ran the gate and the admission as
+ * statements of one transaction held it across their round trips, and a 100/s job's lanes queued on it).
+ * An item already ADMITTED (a statement retried after its first answer was lost) is not stamped again.
  *
  * The pacing is a generic cell rate algorithm: admitted once the clock reaches the job's
  * `next_admission_at` less half a spacing, which then moves to max(itself, now) + spacing.
@@ -24,8 +23,8 @@
  */
 import { z } from 'zod';
 import { bool, num, readRow, text } from './columns';
-import type { Db, Statements } from './db';
-import { named } from './named-params';
+import type { AdmissionGuard } from './execution-store';
+import type { Placeholders } from './named-params';
 import { countItems, ITEM_COUNTED } from './redrive-job-store';
 
 /**
@@ -66,54 +65,40 @@ export interface GatedAdmission {
   redriveId: string;
 }
 
-/** The gate's answer, read under the job row's lock: the job's status (null: gone), whether it was open, and the time left when not. */
-const GateColumns = z.object({ status: text.nullable(), open: bool, wait_ms: num.nullable() });
+/** The gate's answer: the job's status (null: gone), whether it was open, and the time left when not. */
+const GateColumns = z.object({ job_status: text.nullable(), gate_open: bool, wait_ms: num.nullable() });
 
+/** A bulk job's gate, composed onto each of its admissions. */
 export class JobGate {
-  constructor(private readonly db: Db) {}
-
-  /**
-   * Runs `admit` (the admission statement, given the transaction) inside the job's gate.
-   * Answers what `admit` answered; when it moved the record (non-null), the item is ADMITTED
-   * and the job's next admission time moved on, in the same transaction, or the gate refuses
-   * and the admission is rolled back.
-   */
-  async admit<T>(item: GatedAdmission, admit: (q: Statements) => Promise<T | null>): Promise<T | null> {
+  /** The guard for one item's admission (ExecutionStore.admitRedrive). */
+  guard(item: GatedAdmission) {
     const spacing = Math.max(1, Math.ceil(item.spacingMs));
-    const gate = named(
-      { tenantId: item.tenantId, jobId: item.jobId, executionId: item.executionId, redriveId: item.redriveId, spacing },
-      (p) =>
-        // The clock is read after the lock is had (the select over the locked row runs once it is locked), so it sees the previous admission's stamp.
-        `WITH locked AS (
+    const values = { tenantId: item.tenantId, jobId: item.jobId, executionId: item.executionId, redriveId: item.redriveId, spacing };
+    return {
+      values,
+      // The clock is read after the lock is had (the select over the locked row runs once it is locked), so it sees the previous admission's stamp.
+      ctes: (p: Placeholders<typeof values>) => `locked AS (
          SELECT status, next_admission_at AS due FROM redrive_job WHERE tenant_id = ${p.tenantId} AND job_id = ${p.jobId} FOR UPDATE),
        gate AS (SELECT status, due, clock_timestamp() AS at, ${p.spacing}::integer * interval '1 millisecond' AS spacing FROM locked),
        open AS (
          SELECT at, greatest(coalesce(due, at), at) + spacing AS next_due FROM gate
-         WHERE status = 'RUNNING' AND (due IS NULL OR at >= due - spacing / 2 OR due > at + interval '1 second' + spacing)),
-       item AS (
+         WHERE status = 'RUNNING' AND (due IS NULL OR at >= due - spacing / 2 OR due > at + interval '1 second' + spacing))`,
+      after: (p: Placeholders<typeof values>) => `job_item AS (
          UPDATE redrive_job_item SET state = 'ADMITTED', redrive_id = ${p.redriveId}, processed_at = (SELECT at FROM open)
          WHERE tenant_id = ${p.tenantId} AND job_id = ${p.jobId} AND execution_id = ${p.executionId} AND state = 'SELECTED'
-           AND EXISTS (SELECT 1 FROM open)
+           AND EXISTS (SELECT 1 FROM moved)
          RETURNING ${ITEM_COUNTED}),
-       counted AS (${countItems('item')}),
-       stamp AS (
+       job_count AS (${countItems('job_item')}),
+       job_stamp AS (
          UPDATE redrive_job SET next_admission_at = (SELECT next_due FROM open)
-         WHERE tenant_id = ${p.tenantId} AND job_id = ${p.jobId} AND EXISTS (SELECT 1 FROM item)),
-       audit AS (
-         UPDATE redrive_audit SET created_at = (SELECT at FROM open)
-         WHERE tenant_id = ${p.tenantId} AND execution_id = ${p.executionId} AND redrive_id = ${p.redriveId} AND EXISTS (SELECT 1 FROM item))
-       SELECT (SELECT status FROM gate) AS status, EXISTS (SELECT 1 FROM open) AS open,
+         WHERE tenant_id = ${p.tenantId} AND job_id = ${p.jobId} AND EXISTS (SELECT 1 FROM moved))`,
+      answer: () => `(SELECT status FROM gate) AS job_status, EXISTS (SELECT 1 FROM open) AS gate_open,
          (SELECT ceil(extract(epoch FROM due - spacing / 2 - at) * 1000)::int FROM gate) AS wait_ms`,
-    );
-    return this.db.transaction(async (tx) => {
-      const moved = await admit(tx);
-      if (moved === null) return null;
-      const found = await tx.prepared(gate.text, gate.params);
-      const view = readRow('redrive_job', GateColumns, found.rows[0], `${item.tenantId}/${item.jobId}`);
-      // Refused: thrown inside the transaction, so the admission above is rolled back.
-      if (view.status !== 'RUNNING') throw new JobNotAdmittingError(item.jobId, view.status);
-      if (!view.open) throw new AdmissionTooSoonError(item.jobId, spacing, Math.max(1, Math.min(spacing, view.wait_ms ?? spacing)));
-      return moved;
-    });
+      check(row: unknown) {
+        const view = readRow('redrive_job', GateColumns, row, `${item.tenantId}/${item.jobId}`);
+        if (view.job_status !== 'RUNNING') throw new JobNotAdmittingError(item.jobId, view.job_status);
+        if (!view.gate_open) throw new AdmissionTooSoonError(item.jobId, spacing, Math.max(1, Math.min(spacing, view.wait_ms ?? spacing)));
+      },
+    } satisfies AdmissionGuard<typeof values>;
   }
 }

@@ -2,7 +2,7 @@
  * Bulk re-drive jobs (`redrive_job`) and their items (`redrive_job_item`). The job row is
  * its own start outbox: written with its items in one transaction, its workflow started
  * after commit, and `unstarted()` finds any whose start was lost. An item turns ADMITTED
- * in the re-drive's own admission transaction (store/job-gate.ts, around ExecutionStore.admitRedrive) and SKIPPED
+ * in the re-drive's own admission statement (the job's gate composed onto it: store/job-gate.ts) and SKIPPED
  * here, each only from SELECTED: the primary key and that condition make "at most once
  * per job". Status changes are conditional on the status they leave.
  */

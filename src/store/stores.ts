@@ -22,7 +22,7 @@ export interface Stores {
   dlq: DlqStore;
   definitions: DefinitionStore;
   jobs: RedriveJobStore;
-  /** a bulk job's gate around the re-drive's admission, in one transaction on this database */
+  /** a bulk job's gate, composed onto the re-drive's admission statement */
   jobGate: JobGate;
   checkpoints: CheckpointStore;
   rejects: RejectStore;
@@ -38,7 +38,7 @@ export function createStores(db: Db): Stores {
     dlq: new DlqStore(db),
     definitions: new DefinitionStore(db),
     jobs: new RedriveJobStore(db),
-    jobGate: new JobGate(db),
+    jobGate: new JobGate(),
     checkpoints: new CheckpointStore(db),
     rejects: new RejectStore(db),
     groups: new FailureGroupStore(db),

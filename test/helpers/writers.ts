@@ -5,8 +5,8 @@
  */
 import { expect } from 'vitest';
 import type { TerminalReason } from '../../src/spec-words';
-import type { Db, Statements } from '../../src/store/db';
-import { ExecutionStore, type CommitResult } from '../../src/store/execution-store';
+import type { Db } from '../../src/store/db';
+import { ExecutionStore, type AdmissionGuard, type CommitResult } from '../../src/store/execution-store';
 import { AdmissionTooSoonError, JobGate } from '../../src/store/job-gate';
 
 /**
@@ -17,7 +17,7 @@ import { AdmissionTooSoonError, JobGate } from '../../src/store/job-gate';
  */
 export function writers(db: Db) {
   const store = new ExecutionStore(db);
-  const gate = new JobGate(db);
+  const gate = new JobGate();
   // The dispatch each record is queued for: 'start', then its latest re-drive's (only that dispatch's run takes it).
   const dispatchOf = new Map<string, string>();
   const key = async (tenantId: string, executionId: string) => {
@@ -82,7 +82,7 @@ export function writers(db: Db) {
       if (record.status !== 'FAILED' && record.status !== 'REMOTE_OUTCOME_UNKNOWN' && !(options.mustWin ?? true)) return false;
       const unknown = record.status === 'REMOTE_OUTCOME_UNKNOWN';
       const redriveId = options.redriveId ?? `redrive-${executionId}-${record.version}`;
-      const admit = (q?: Statements) =>
+      const admit = <G extends Record<string, unknown>>(guard?: AdmissionGuard<G>) =>
         store.admitRedrive(
           {
             tenantId,
@@ -103,7 +103,7 @@ export function writers(db: Db) {
             lease: { owner: 'test', ms: 60_000 },
             jobId: options.jobId,
           },
-          q,
+          guard,
         );
       const { jobId } = options;
       let admitted: Awaited<ReturnType<typeof admit>> = null;
@@ -111,7 +111,7 @@ export function writers(db: Db) {
       else
         for (;;) {
           try {
-            admitted = await gate.admit({ tenantId, jobId, executionId, redriveId, spacingMs: options.jobSpacingMs ?? 1 }, admit);
+            admitted = await admit(gate.guard({ tenantId, jobId, executionId, redriveId, spacingMs: options.jobSpacingMs ?? 1 }));
             break;
           } catch (err) {
             if (!(err instanceof AdmissionTooSoonError) || options.jobSpacingMs !== undefined) throw err;
