@@ -168,6 +168,25 @@ async function resetAndWait(executionId: string, how: string[]) {
   return { before, after, handle: engine.service.client.workflow.getHandle(workflowId, after.runId) };
 }
 
+/** A bulk job re-drives `executionId`, its run fails again, and that run is Reset to its first workflow task: the job, its run and the Reset copy. */
+async function resetJobRun(executionId: string) {
+  const created = await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
+    body: { selection: { executionIds: [executionId] }, reason: 'made by a job', allowFailed: true },
+  });
+  expect(created.status).toBe(202);
+  const { jobId } = (await created.json()) as { jobId: string };
+  await until(
+    async () => ((await (await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`)).json()) as any).counts.failedAgain === 1,
+    120_000,
+    "the job's run to fail again",
+  );
+  const jobRun = await engine.service.client.workflow.getHandle(workflowIdFor('acme', executionId)).describe();
+  expect(jobRun.typedSearchAttributes.get(PipelineRedriveJob)).toBe(jobId);
+  const { after } = await resetAndWait(executionId, ['--type', 'FirstWorkflowTask']);
+  expect(after.status.name).toBe('FAILED');
+  return { jobId, jobRun, after };
+}
+
 beforeAll(async () => {
   engine = await startTestEngine(pipelines, { 'pipeline.server.port': 0 }, { http: true });
   for (const executionId of ['bad-1', 'good-1', 'bad-2', 'bad-3', 'bad-4', 'bad-5', 'bad-6', 'bad-7', 'bad-8'])
@@ -237,20 +256,7 @@ describe('Reset in the Temporal UI', () => {
   });
 
   it("a Reset copy of a run a bulk job made is not listed as the job's (nor as a re-drive of the run before it)", async () => {
-    const created = await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
-      body: { selection: { executionIds: ['bad-by-job'] }, reason: 'made by a job', allowFailed: true },
-    });
-    expect(created.status).toBe(202);
-    const { jobId } = (await created.json()) as { jobId: string };
-    await until(
-      async () => ((await (await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`)).json()) as any).counts.failedAgain === 1,
-      120_000,
-      "the job's run to fail again",
-    );
-    const jobRun = await engine.service.client.workflow.getHandle(workflowIdFor('acme', 'bad-by-job')).describe();
-    expect(jobRun.typedSearchAttributes.get(PipelineRedriveJob)).toBe(jobId);
-    const { after } = await resetAndWait('bad-by-job', ['--type', 'FirstWorkflowTask']);
-    expect(after.status.name).toBe('FAILED');
+    const { jobId, jobRun, after } = await resetJobRun('bad-by-job');
     // The copy's own state has neither attribute (a Reset copied both from the job's run)…
     expect([after.typedSearchAttributes.get(PipelineRedriveJob), after.typedSearchAttributes.get(PipelineRedriveOf)]).toEqual([undefined, undefined]);
     // …and visibility, which the UI's list reads: the closed copy is indexed (found by its execution),
@@ -293,20 +299,7 @@ describe('Reset in the Temporal UI', () => {
   });
 
   it("a Reset copy of a fast-path run a bulk job made drops the job's lineage, as on the plain path", async () => {
-    const created = await engine.request('POST', '/admin/tenants/acme/redrive-jobs', {
-      body: { selection: { executionIds: ['fast-by-job'] }, reason: 'made by a job', allowFailed: true },
-    });
-    expect(created.status).toBe(202);
-    const { jobId } = (await created.json()) as { jobId: string };
-    await until(
-      async () => ((await (await engine.request('GET', `/admin/tenants/acme/redrive-jobs/${jobId}`)).json()) as any).counts.failedAgain === 1,
-      120_000,
-      "the job's run to fail again",
-    );
-    const jobRun = await engine.service.client.workflow.getHandle(workflowIdFor('acme', 'fast-by-job')).describe();
-    expect(jobRun.typedSearchAttributes.get(PipelineRedriveJob)).toBe(jobId);
-    const { after } = await resetAndWait('fast-by-job', ['--type', 'FirstWorkflowTask']);
-    expect(after.status.name).toBe('FAILED');
+    const { after } = await resetJobRun('fast-by-job');
     expect([after.typedSearchAttributes.get(PipelineRedriveJob), after.typedSearchAttributes.get(PipelineRedriveOf)]).toEqual([undefined, undefined]);
   });
 
