@@ -168,6 +168,19 @@ interface Capture {
   temporal(...args: string[]): string;
 }
 
+/** Resets `runId` of `workflowId` to its first workflow task, as the Temporal UI's Reset does, and waits for the copy to end FAILED: its description. */
+async function resetToFirstTask(c: Capture, workflowId: string, runId: string) {
+  c.temporal('workflow', 'reset', '--workflow-id', workflowId, '--run-id', runId, '--reason', 'capture: pressed Reset', '--type', 'FirstWorkflowTask');
+  const handle = c.service.client.workflow.getHandle(workflowId);
+  let reset = await handle.describe();
+  while (reset.runId === runId || reset.status.name === 'RUNNING') {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    reset = await handle.describe();
+  }
+  if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
+  return reset;
+}
+
 /** Starts each id on `pipeline` (one that fails) and waits for all of them to be FAILED. */
 async function failAll(c: Capture, pipeline: string, ids: string[]): Promise<void> {
   for (const id of ids) await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline, executionId: id, input: {} });
@@ -295,24 +308,7 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     const failed = await c.waitFor('fast-bare', ['FAILED']);
     await c.save('pipeline-fast-path-bare-failure', 'fast-bare', started.runId);
     const workflowId = workflowIdFor(TENANT, 'fast-bare');
-    c.temporal(
-      'workflow',
-      'reset',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      String(failed.runId),
-      '--reason',
-      'capture: pressed Reset',
-      '--type',
-      'FirstWorkflowTask',
-    );
-    let reset = await c.service.client.workflow.getHandle(workflowId).describe();
-    while (reset.runId === failed.runId || reset.status.name === 'RUNNING') {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      reset = await c.service.client.workflow.getHandle(workflowId).describe();
-    }
-    if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
+    const reset = await resetToFirstTask(c, workflowId, String(failed.runId));
     await c.saveWorkflow('fast-path-foreign-run-fails', workflowId, reset.runId);
   },
   async 'redrive-job'(c) {
@@ -343,24 +339,7 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     await c.request('POST', `/api/tenants/${TENANT}/executions`, { pipeline: 'replay-exhausted', executionId: 'foreign', input: {} });
     const failed = await c.waitFor('foreign', ['FAILED']);
     const workflowId = workflowIdFor(TENANT, 'foreign');
-    c.temporal(
-      'workflow',
-      'reset',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      String(failed.runId),
-      '--reason',
-      'capture: pressed Reset',
-      '--type',
-      'FirstWorkflowTask',
-    );
-    let reset = await c.service.client.workflow.getHandle(workflowId).describe();
-    while (reset.runId === failed.runId || reset.status.name === 'RUNNING') {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      reset = await c.service.client.workflow.getHandle(workflowId).describe();
-    }
-    if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
+    const reset = await resetToFirstTask(c, workflowId, String(failed.runId));
     await c.saveWorkflow('pipeline-foreign-run-fails', workflowId, reset.runId);
   },
   // A Reset of a run a bulk job made (to its first workflow task; the pipeline-reset-drops-lineage
@@ -379,13 +358,7 @@ const scenarios: Record<string, (c: Capture) => Promise<void>> = {
     await handle.result().catch(() => undefined);
     const byJob = await handle.describe();
     if (byJob.searchAttributes.PipelineRedriveJob?.[0] !== job.jobId) throw new Error("the job's run does not carry PipelineRedriveJob");
-    c.temporal('workflow', 'reset', '--workflow-id', workflowId, '--run-id', byJob.runId, '--reason', 'capture: pressed Reset', '--type', 'FirstWorkflowTask');
-    let reset = await handle.describe();
-    while (reset.runId === byJob.runId || reset.status.name === 'RUNNING') {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      reset = await handle.describe();
-    }
-    if (reset.status.name !== 'FAILED') throw new Error(`the reset run ended ${reset.status.name}, not FAILED`);
+    const reset = await resetToFirstTask(c, workflowId, byJob.runId);
     if (reset.searchAttributes.PipelineRedriveJob || reset.searchAttributes.PipelineRedriveOf)
       throw new Error('the reset run still carries the lineage it inherited');
     await c.saveWorkflow('pipeline-reset-drops-lineage', workflowId, reset.runId);
