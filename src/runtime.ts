@@ -297,7 +297,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
   const jobWatch = new RedriveJobWatch(
     stores.jobs,
     client,
-    new RedriveJobTicks(stores.jobs, redrive, stores.jobGate, log, undefined, undefined, config['pipeline.redrive-job.yield-to-live']),
+    new RedriveJobTicks(stores.jobs, redrive, log, undefined, undefined, config['pipeline.redrive-job.yield-to-live']),
     log,
     config['pipeline.sweeper.interval'] * 10,
     config['pipeline.temporal.call-timeout'],
@@ -392,15 +392,7 @@ async function build(options: ServiceOptions, stack: (() => Promise<unknown>)[])
       bulkTaskQueue: runsHere === 'all' && jobRuns.taskQueue !== taskQueue ? jobRuns.taskQueue : undefined,
       deps: { store, effects, registry, log, metrics, definitions, inProgressBudgetMs: config['pipeline.orchestrator.worker.in-progress-budget'] },
       jobs: {
-        ticks: new RedriveJobTicks(
-          jobStores.jobs,
-          jobRedrive,
-          jobStores.jobGate,
-          log,
-          metrics,
-          storeUrl ? jobPoolSize * 2 : 1,
-          config['pipeline.redrive-job.yield-to-live'],
-        ),
+        ticks: new RedriveJobTicks(jobStores.jobs, jobRedrive, log, metrics, storeUrl ? jobPoolSize * 2 : 1, config['pipeline.redrive-job.yield-to-live']),
         taskQueue: jobTaskQueue,
       },
       // On shutdown, running activities get this long to finish or heartbeat out before they are cancelled.

@@ -16,7 +16,7 @@ import { PipelineError } from '../errors';
 import type { Log } from '../log';
 import type { Metrics } from '../metrics';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AdmissionTooSoonError, JobNotAdmittingError, type JobGate } from '../store/job-gate';
+import { AdmissionTooSoonError, jobGate, JobNotAdmittingError } from '../store/job-gate';
 import type { JobCounts, RedriveJobStore } from '../store/redrive-job-store';
 import type { RedriveJobStatus, SelectedItem } from '../store/redrive-job-store';
 import { dueItems, YIELD, type HaltOn, type Pace, type Yield } from '../workflows/redrive-job-policy';
@@ -95,8 +95,6 @@ export class RedriveJobTicks {
   constructor(
     readonly store: RedriveJobStore,
     private readonly redrive: RedriveService,
-    /** the job's own gate, composed onto each admission statement, on the store's clock (store/job-gate.ts) */
-    private readonly gate: JobGate,
     private readonly log: Log,
     private readonly metrics?: Metrics,
     /** items admitted at once by a tick: twice the jobs' pool size (pipeline.redrive-job.pool-size): an admission holds a connection for part of its time, and waits on Temporal for the rest */
@@ -231,7 +229,7 @@ export class RedriveJobTicks {
         await slot();
         for (let refused = 0; ;) {
           try {
-            return await admit(this.gate.guard({ tenantId, jobId, spacingMs: interval, ...admission }));
+            return await admit(jobGate({ tenantId, jobId, spacingMs: interval, ...admission }));
           } catch (err) {
             if (!(err instanceof AdmissionTooSoonError)) throw err;
             if (++refused === 10)

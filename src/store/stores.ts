@@ -11,7 +11,6 @@ import { EffectStore } from './effect-store';
 import { ExecutionStore } from './execution-store';
 import { FailureGroupStore } from './failure-group-store';
 import { HistoryStore } from './history-store';
-import { JobGate } from './job-gate';
 import { RedriveJobStore } from './redrive-job-store';
 import { RejectStore } from './reject-store';
 import { SignalsStore } from './signals-store';
@@ -22,8 +21,6 @@ export interface Stores {
   dlq: DlqStore;
   definitions: DefinitionStore;
   jobs: RedriveJobStore;
-  /** a bulk job's gate, composed onto the re-drive's admission statement */
-  jobGate: JobGate;
   checkpoints: CheckpointStore;
   rejects: RejectStore;
   groups: FailureGroupStore;
@@ -38,7 +35,6 @@ export function createStores(db: Db): Stores {
     dlq: new DlqStore(db),
     definitions: new DefinitionStore(db),
     jobs: new RedriveJobStore(db),
-    jobGate: new JobGate(),
     checkpoints: new CheckpointStore(db),
     rejects: new RejectStore(db),
     groups: new FailureGroupStore(db),

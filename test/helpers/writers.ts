@@ -7,7 +7,7 @@ import { expect } from 'vitest';
 import type { TerminalReason } from '../../src/spec-words';
 import type { Db } from '../../src/store/db';
 import { ExecutionStore, type AdmissionGuard, type CommitResult } from '../../src/store/execution-store';
-import { AdmissionTooSoonError, JobGate } from '../../src/store/job-gate';
+import { AdmissionTooSoonError, jobGate } from '../../src/store/job-gate';
 
 /**
  * The service's own writers of the counted rows: an execution created, begun, ending in a
@@ -17,7 +17,6 @@ import { AdmissionTooSoonError, JobGate } from '../../src/store/job-gate';
  */
 export function writers(db: Db) {
   const store = new ExecutionStore(db);
-  const gate = new JobGate();
   // The dispatch each record is queued for: 'start', then its latest re-drive's (only that dispatch's run takes it).
   const dispatchOf = new Map<string, string>();
   const key = async (tenantId: string, executionId: string) => {
@@ -70,7 +69,7 @@ export function writers(db: Db) {
     },
     /**
      * `jobId`: admitted as that bulk job's item, through the job's gate (the item turns ADMITTED
-     * and is counted in the same transaction). Answers false when another admission (another
+     * and is counted in the same statement). Answers false when another admission (another
      * `redriveId`) moved the record first; `mustWin` (default) expects it to win.
      * `jobSpacingMs`: the job's rate (an admission the gate refuses throws AdmissionTooSoonError
      * and changes nothing); without it the spacing is 1 ms and a refusal is waited out.
@@ -111,7 +110,7 @@ export function writers(db: Db) {
       else
         for (;;) {
           try {
-            admitted = await admit(gate.guard({ tenantId, jobId, executionId, redriveId, spacingMs: options.jobSpacingMs ?? 1 }));
+            admitted = await admit(jobGate({ tenantId, jobId, executionId, redriveId, spacingMs: options.jobSpacingMs ?? 1 }));
             break;
           } catch (err) {
             if (!(err instanceof AdmissionTooSoonError) || options.jobSpacingMs !== undefined) throw err;

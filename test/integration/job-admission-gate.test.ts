@@ -1,6 +1,6 @@
 /**
  * A bulk job's rate is held by its gate on the store's clock (store/job-gate.ts: the job row's
- * lock around the re-drive's own admission statement, in one transaction): two admissions of
+ * lock and pacing composed onto the re-drive's own admission statement): two admissions of
  * one job are never closer than the job's spacing, however many lanes race, and a refused
  * admission changes nothing. Proven on the real Postgres by the stamps the statements wrote, never by
  * how long anything took.

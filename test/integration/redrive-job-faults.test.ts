@@ -237,7 +237,7 @@ describe('a bulk job item or tick that keeps failing', () => {
       const db = createPgDb(engine.database.url, { max: 4 });
       try {
         const { stores, redrive, log } = ownRedrive(engine, db);
-        const ticks = new RedriveJobTicks(stores.jobs, redrive, stores.jobGate, log, undefined, 4);
+        const ticks = new RedriveJobTicks(stores.jobs, redrive, log, undefined, 4);
         const tick = ticks.admitDue('acme', 'stalled-job', TWICE.length);
         await until(async () => (await stores.jobs.counts('acme', 'stalled-job')).admitted >= 2, 60_000, 'the first two admissions');
         // The whole process stops for 3 s (its event loop blocked, as SIGSTOP would): every slot a lane waits for passes meanwhile.
